@@ -10,7 +10,7 @@ does not define is an error, as is a flag that belongs only to another recipe. E
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 
-Why one module of ~1,100 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Why one module of ~1,150 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
 Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
 recipe would scatter one table of hyperparameters over five files.
 """
@@ -43,6 +43,7 @@ __all__ = [
     "GRPORecipeConfig",
     "GRPO_RECIPE_ARGUMENTS",
     "SEQ2SEQ_RECIPE_ARGUMENTS",
+    "SEQ2SEQ_REFUSED_ARGUMENTS",
     "agreement_rule_problem",
     "REGRESSION_RECIPE_ARGUMENTS",
     "CLASSIFIER_RECIPE_ARGUMENTS",
@@ -497,6 +498,30 @@ SEQ2SEQ_RECIPE_ARGUMENTS: dict[str, str] = {
     "completion_only_loss": "true: the loss reads the completion alone",
     "prediction_loss_only": "true: the validation computes its loss alone",
 }  # fmt: skip
+#: trl ``SFTConfig`` keys that act on what the seq2seq recipe builds itself -> why each is refused: trl renders,
+#: tokenizes and loads with them, while the recipe hands it rows already tokenized as judge-serve tokenizes them
+#: (``train.seq2seq.sft_dataset``), a loaded model, and the tokenizer its export saves. ``Seq2SeqConfig.validate``
+#: refuses a value other than trl's default at load, not once trl acts on it (or fails) after the model loads.
+SEQ2SEQ_REFUSED_ARGUMENTS: dict[str, str] = {
+    "chat_template_path": "the seq2seq recipe renders its rows through the base model's own chat template before "
+                          "trl sees them: trl would replace the tokenizer's template (and may add tokens and resize "
+                          "the embeddings), and the export would ship a template the judge never trained on",
+    "eos_token": "the seq2seq recipe's rows end with the chat template's own end-of-turn token: trl would make this "
+                 "the end-of-sequence token of the tokenizer and the model config the export saves",
+    "pad_token": "the seq2seq recipe hands trl the tokenizer its export saves: trl would set this pad token on it "
+                 "and on the model config",
+    "assistant_only_loss": "the seq2seq recipe's rows are tokenized already, the loss on the assistant turn alone "
+                           "through their completion_mask: trl reads it from conversational rows and refuses these, "
+                           "after the model has loaded",
+    "dataset_text_field": "the seq2seq recipe's rows are tokenized already: it names a text column trl would "
+                          "tokenize, and none is read",
+    "dataset_kwargs": "the seq2seq recipe's rows are tokenized already, with the completion_mask trl turns into "
+                      "labels: skip_prepare_dataset would skip that (trl refuses it after the model has loaded)",
+    "padding_free": "trl refuses it without packing beside the seq2seq recipe's max_length, after the model has "
+                    "loaded; packing: true trains padding-free",
+    "model_init_kwargs": "the seq2seq recipe loads the base model itself: trl would ignore them",
+    "trust_remote_code": "the seq2seq recipe loads the base model and its tokenizer itself: trl would ignore it",
+}  # fmt: skip
 REGRESSION_RECIPE_ARGUMENTS: dict[str, str] = {
     "remove_unused_columns": "false: the collator builds the batch from the rows' score labels",
     "prediction_loss_only": "true: the validation computes its loss alone",
@@ -565,7 +590,15 @@ class Seq2SeqConfig(TrainConfig):
     )
 
     def validate(self) -> None:
-        super().validate()
+        super().validate()  # types trainer_args' values first: 'false' is False, which trl's default is
+        if self.trainer_args:
+            from trl import SFTConfig
+
+            defaults = {f.name: f.default for f in dataclasses.fields(SFTConfig)}
+            for key, value in self.trainer_args.items():
+                redundant = key == "padding_free" and self.packing  # bfd packing trains padding-free anyway
+                if key in SEQ2SEQ_REFUSED_ARGUMENTS and value not in (None, False, defaults[key]) and not redundant:
+                    raise ConfigError(f"trainer_args.{key}: {SEQ2SEQ_REFUSED_ARGUMENTS[key]}; remove it")
         if self.verdict_format not in ("tagged", "integer"):
             raise ConfigError(f"verdict_format must be 'tagged' or 'integer', got {self.verdict_format!r}")
         if self.missing_reasoning not in ("refuse", "drop"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -395,6 +396,37 @@ def test_a_trainer_args_key_the_recipe_passes_is_refused_when_the_config_loads(r
     shared check, which names the field to set instead."""
     with pytest.raises(ConfigError, match=says):
         load_config(None, {"trainer_args": {key: value}}, recipe=recipe)
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("chat_template_path", "template.jinja", "the export would ship a template the judge never trained on"),
+    ("eos_token", "<|endoftext|>", "end-of-sequence token of the tokenizer and the model config the export saves"),
+    ("pad_token", "<|endoftext|>", "trl would set this pad token on it"),
+    ("assistant_only_loss", "true", "trl reads it from conversational rows and refuses these"),
+    ("dataset_text_field", "prompt", "it names a text column trl would tokenize"),
+    ("dataset_kwargs", {"skip_prepare_dataset": True}, "skip_prepare_dataset would skip that"),
+    ("padding_free", True, "trl refuses it without packing beside the seq2seq recipe's max_length"),
+    ("model_init_kwargs", {"dtype": "bfloat16"}, "the seq2seq recipe loads the base model itself"),
+    ("trust_remote_code", True, "the seq2seq recipe loads the base model and its tokenizer itself"),
+])  # fmt: skip
+def test_a_trl_key_acting_on_what_the_seq2seq_recipe_builds_itself_is_refused_at_load(key, value, says):
+    """trl's SFTConfig keys that render, tokenize or load were taken at load, while the recipe hands trl rows it
+    tokenized itself, a loaded model and the tokenizer its export saves: trl then changed the exported tokenizer
+    (chat_template_path, eos_token, pad_token), ignored them (dataset_text_field, model_init_kwargs) or raised after
+    the model loaded (assistant_only_loss, skip_prepare_dataset, padding_free without packing). Each is one line
+    naming the key at load."""
+    with pytest.raises(ConfigError, match=rf"^trainer_args\.{key}: .*{re.escape(says)}.*; remove it$"):
+        load_config(str(REPO / "configs/train/tiny/seq2seq.yaml"), {"trainer_args": {key: value}})
+
+
+def test_trl_s_defaults_for_the_refused_keys_and_padding_free_beside_packing_are_taken():
+    """A refused key at trl's default value changes nothing (YAML's 'false' read as false), and padding_free beside
+    packing says what bfd packing does already."""
+    tiny = str(REPO / "configs/train/tiny/seq2seq.yaml")
+    defaults = {"padding_free": "false", "assistant_only_loss": False, "dataset_text_field": "text",
+                "chat_template_path": None}  # fmt: skip
+    assert load_config(tiny, {"trainer_args": defaults}).trainer_args["padding_free"] is False
+    assert load_config(tiny, {"packing": True, "trainer_args": {"padding_free": True}}).packing
 
 
 # --------------------------------------------------------------------------- trainer_args: any TrainingArguments key
