@@ -251,7 +251,8 @@ def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = 
         scale: when given, ``in_scale`` says whether the score lies within it; a score outside it is still ok
             (see the module docstring), with ``in_scale=False`` and a ``reason`` naming the scale.
         lenient: accept a missing ``[END]`` when the output ends right after the score (a generation cut at the
-            token limit); strict parsing reports it as ``missing_end``.
+            token limit, or a judge that stopped there: Appendix M.1's English format line shows no ``[END]``);
+            strict parsing reports it as ``missing_end``.
 
     Returns:
         A ``Verdict``; ``ok`` is False with an ``error`` code and a ``reason`` when no numeric score was read.
@@ -288,7 +289,9 @@ def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = 
     else:
         score_text = body[result_at + len("[RESULT]"):]
         if not lenient:
-            detail = "the score is there but the output was cut" if _SCORE.match(score_text) else "and no score follows"
+            # the output alone cannot say why [END] is missing (cut at the token limit, or the judge stopped without
+            # it): read_tagged_verdict names the cause when the server's finish_reason is known
+            detail = "the score is there, with no [END] after it" if _SCORE.match(score_text) else "and no score follows"
             return Verdict.failure(VerdictError.MISSING_END, f"no [END] after the final [RESULT] ({detail})", feedback)
 
     match = _SCORE.match(score_text)
@@ -715,8 +718,9 @@ def read_tagged_verdict(text: str | None, scale: Scale | None, lenient: bool = F
     """A tagged verdict read as ``parse_verdict`` reads it, with what a cut output needs beyond it: one rule for
     judge-serve and judge-eval's chat client, so one output scores alike on either route.
 
-    Lenient reading exists for an output cut before its ``[END]``; one cut inside that tag ("[RESULT] 1 [EN") is
-    read as the score before it. An output the length limit stopped (``finish_reason`` "length") right after the
+    Lenient reading exists for an output that ends before its ``[END]``; one cut inside that tag ("[RESULT] 1 [EN")
+    is read as the score before it. A strict reading's ``missing_end`` says which end it was when the server told:
+    the judge ended its turn there (``finish_reason`` "stop"), or the length limit cut it (``cut``, below). An output the length limit stopped (``finish_reason`` "length") right after the
     score's digits (no ``[END]`` after the final ``[RESULT]``) may have been cut inside the score: "1" of a 0..10
     scale's "10". When some level is written starting with those digits and is longer, the score read is wherever
     the cut fell and fails as ``VerdictError.CUT`` (``cut_short``), as an integer verdict cut anywhere does. Without
@@ -732,6 +736,11 @@ def read_tagged_verdict(text: str | None, scale: Scale | None, lenient: bool = F
     partial_end = _PARTIAL_END.search(text) if lenient and text else None
     read = text[: partial_end.start()] if partial_end else text
     verdict = parse_verdict(read, scale=scale, lenient=lenient)
+    if finish_reason == "stop" and verdict.error == VerdictError.MISSING_END:
+        scored = parse_verdict(read, scale=scale, lenient=True).ok
+        detail = "the score is there, which lenient reading takes" if scored else "and no score follows"
+        return Verdict.failure(VerdictError.MISSING_END, "the judge ended its turn (finish_reason stop) with no [END] "
+                               f"after the final [RESULT] ({detail})", verdict.feedback)
     if finish_reason != "length" or not verdict.ok or not text:
         return verdict
     last_end = None

@@ -90,7 +90,9 @@ class RunConfig:
     max_tokens: int = _f(1024, "Tokens the judge may generate per verdict; a resume keeps the budget its folder's "
                                "verdicts were asked with (run.json's config.max_tokens) and refuses another.")
     temperature: float = _f(0.0, "Sampling temperature, 0 or more (0: greedy).")
-    lenient: bool = _f(False, "Accept a verdict whose [END] was cut off (judge.parse_verdict lenient=True).")
+    lenient: bool = _f(False, "Accept a verdict with no [END] after its score, cut off or never written "
+                              "(judge.parse_verdict lenient=True); the baseline configs set it: Appendix M.1's English "
+                              "format line shows none (docs/fidelity.md).")
     cut_rationale: str = _f("fail", "A released -r (regression) judge's rationale cut by max_tokens (finish_reason "
                                     "length), which judge-serve's head still scores: fail records a cut failure (no "
                                     "score; the head's value in its reason); score keeps the head's value, as POLLUX's "

@@ -20,7 +20,7 @@ from eval.cli import main as eval_main
 from eval.judging.backends import verdict_outcome
 from eval.judging.predictions import REQUEST_FAILED, read_predictions
 from judge.plumbing.retry import is_transient
-from judge.verdicts import VerdictError, read_tagged_verdict
+from judge.verdicts import VerdictError, read_served_verdict, read_tagged_verdict
 from serve.score_reading import seq2seq_verdict
 from tests.support.eval_cli import run_args
 from tests.support.judge_in_process import judge_settings, judged, judged_by_judge_eval
@@ -56,6 +56,31 @@ def test_a_cut_tagged_verdict_without_a_readable_scale_keeps_its_score():
     read stands (and nothing fails for the missing levels)."""
     assert read_tagged_verdict("[FEEDBACK] ok [RESULT] 1", None, lenient=True, finish_reason="length").score == 1.0
     assert read_tagged_verdict(None, None, lenient=True, finish_reason="length").error == VerdictError.EMPTY
+
+
+COMPLETE_WITHOUT_END = "[FEEDBACK] Ответ полный и точный. [RESULT] 2"
+
+
+@pytest.mark.parametrize(("finish_reason", "error", "said", "not_said"), [
+    ("stop", VerdictError.MISSING_END, "the judge ended its turn (finish_reason stop)", "cut"),
+    ("length", VerdictError.CUT, "reached max_tokens (finish_reason length)", "ended its turn"),
+    (None, VerdictError.MISSING_END, "the score is there", "cut"),               # no server said which
+])  # fmt: skip
+def test_a_missing_end_is_named_by_what_stopped_the_judge(finish_reason, error, said, not_said):
+    """A complete verdict without [END] (Appendix M.1's English format line shows none) read strictly: a judge that
+    ended its turn there is not reported as cut; under lenient its score is read whatever stopped it."""
+    strict = read_served_verdict("tagged", COMPLETE_WITHOUT_END, lenient=False, finish_reason=finish_reason)
+    assert (strict.ok, strict.error, strict.feedback) == (False, error, "Ответ полный и точный.")
+    assert said in strict.reason and not_said not in strict.reason
+    lenient = read_served_verdict("tagged", COMPLETE_WITHOUT_END, lenient=True, finish_reason=finish_reason)
+    assert (lenient.ok, lenient.score) == (True, 2.0)
+
+
+def test_a_judge_that_ended_its_turn_with_no_score_after_result_is_told_apart():
+    """No score after the final [RESULT]: the stop is still the judge's, and lenient reading would take nothing."""
+    verdict = read_served_verdict("tagged", "[FEEDBACK] ok [RESULT] ", finish_reason="stop")
+    assert (verdict.error, verdict.reason) == (VerdictError.MISSING_END, "the judge ended its turn (finish_reason "
+                                               "stop) with no [END] after the final [RESULT] (and no score follows)")
 
 
 # ------------------------------------------------------------------------------------------------- aborted generations

@@ -46,3 +46,12 @@ def test_baseline_configs_pin_the_papers_models_and_english_prompt(name):
 def test_pollux_judge_configs_use_the_russian_prompt(name):
     """Configs for POLLUX judges render the Russian training prompt."""
     assert resolve_config(RunConfig, CONFIGS / name, {"out": "runs/x"}).prompt == POLLUX[name]
+
+
+def test_baselines_read_a_verdict_without_end_and_pollux_judges_do_not():
+    """Appendix M.1's English prompt shows its format line without [END] (rule 3; rule 6 asks for it after), and
+    POLLUX's evaluation.py reads the score of such an output: the baselines read it leniently. POLLUX judges are
+    trained to write [END]: their configs stay strict, the default."""
+    lenient = {name: resolve_config(RunConfig, CONFIGS / name, {"out": "runs/x"}).lenient for name in {**BASELINES, **POLLUX}}
+    assert lenient == {**dict.fromkeys(BASELINES, True), **dict.fromkeys(POLLUX, False)}
+    assert RunConfig.__dataclass_fields__["lenient"].default is False
