@@ -749,7 +749,8 @@ def decision(result: Comparison, k: int) -> str:
     metric alone and give no rule to combine them; this toolkit's (stated in docs/evaluation.md, "Comparing runs"):
     **better** where some call is better and none worse, **worse** the other way round, both named where the calls
     go both ways, and "no difference shown" where none is called. A Spearman delta against another reference than
-    the baseline's (``--spearman-target``) is no judge's difference and is left out of the word, said so. It adds
+    the baseline's (``--spearman-target``) is no judge's difference and is left out of the word, said so, and so is an
+    MAE delta against another target (the experts' mode on one side, their mean on the other). It adds
     nothing the calls below do not hold, and reads them as they are made (each at alpha, not adjusted for one
     another)."""
     comp = result.comparisons[k]
@@ -785,8 +786,13 @@ def decision(result: Comparison, k: int) -> str:
         return f"{where}: {calls}; {said}" + _unpredicted(result, k, split) + "."
     targets = {name: spearman_target(m) for name, m in zip(result.runs, result.metrics)}
     apart = targets.get(comp.run) != targets.get(result.baseline)
+    # MAE against another target (the experts' mode on one side, their mean on the other: --target auto over a
+    # seq2seq and a regression judge) is no judge's difference either: identical scores differ
+    mae_targets = {name: m.target for name, m in zip(result.runs, result.metrics)}
+    mae_apart = mae_targets.get(comp.run) != mae_targets.get(result.baseline)
+    left_out = {"mae": mae_apart, "spearman": apart}
     cells = [(label, block.overall[metric]) for metric, label in _DECIDED
-             if metric in block.overall and not (metric == "spearman" and apart)]
+             if metric in block.overall and not left_out.get(metric)]
     # an n.s. that no p-value could have avoided (too few paired units or resamples) says so, not "no difference"
     calls = [(label, p.verdict + (" (too few to call)" if p.verdict == "n.s." and _too_few(
         p.n_units, p.n_resamples, result.alpha) else "")) for label, p in cells]
@@ -801,8 +807,11 @@ def decision(result: Comparison, k: int) -> str:
     else:
         word = f"no difference between {comp.run} and {result.baseline} was shown"
     listed = ", ".join(f"{label} {'undefined' if verdict == '—' else verdict}" for label, verdict in calls)
-    left = "; Spearman left out: the runs' references differ" if apart else ""
-    return (f"{where}: {word} ({listed}; {mae.n} items both scored, each call at alpha {result.alpha}{left})"
+    left = (f"; MAE left out: the runs' targets differ ({result.baseline}: experts' {mae_targets.get(result.baseline)}, "
+            f"{comp.run}: their {mae_targets.get(comp.run)})" if mae_apart else "")
+    left += "; Spearman left out: the runs' references differ" if apart else ""
+    listed += "; " if listed else ""  # every metric left out, no failures' call: nothing listed
+    return (f"{where}: {word} ({listed}{mae.n} items both scored, each call at alpha {result.alpha}{left})"
             + _unpredicted(result, k, split) + ".")
 
 

@@ -18,14 +18,15 @@ EXPERTS = [[0, 0, 1], [1, 1, 2], [2, 2, 1], [0, 1, 1], [2, 1, 1]] * 8
 JUDGE = [0.0, 1, 2, 1, 0, 0, 2, 2, 1, 1, 1, 1, 2, 0, 1, 0, 1, 1, 1, 2] * 2
 
 
-def _scored_run(folder, name, judge, experts, status=None, spearman_target=None, n_boot=50, split=None):
+def _scored_run(folder, name, judge, experts, status=None, spearman_target=None, n_boot=50, split=None,
+                target="mode"):
     """A run folder as ``judge-eval score`` writes it (items.parquet with the references compare pairs on, and
-    metrics.json), scored against the experts' mode with ``spearman_target`` for the correlations; ``split``: each
-    item's test (default: Standard)."""
+    metrics.json), scored against the experts' ``target`` with ``spearman_target`` for the correlations; ``split``:
+    each item's test (default: Standard)."""
     status = status or ["ok"] * len(judge)
     table = _table(judge, status, experts, split=split)
-    derived = item_table.derive(table, "mode", spearman_target=spearman_target)
-    result = json.loads(item_table.dumps(item_table.evaluate(table, target="mode", n_boot=n_boot, derived=derived,
+    derived = item_table.derive(table, target, spearman_target=spearman_target)
+    result = json.loads(item_table.dumps(item_table.evaluate(table, target=target, n_boot=n_boot, derived=derived,
                                                              spearman_target=spearman_target)))
     result["judge"] = name
     extra = {"reference": derived.reference, "vc_judge": derived.vc_judge, "vc_experts": derived.vc_experts}
@@ -67,6 +68,22 @@ def test_identical_scores_against_two_spearman_references_are_said_to_be_so(tmp_
     assert not any("Spearman is against" in line for line in headline(same))
     assert "Spearman n.s." in decision(same, 0) and "left out" not in decision(same, 0)
     assert "(vs mode)" not in render_markdown(same) and "Spearman (baseline" not in render_markdown(same)
+
+
+def test_identical_scores_against_two_mae_targets_leave_mae_out_of_the_decision(tmp_path):
+    """One judge's scores, scored against the experts' mode, then their mean (--target auto over a seq2seq and a
+    regression judge), Spearman against the mode on both: the MAE delta is the targets', not the judges', so the
+    decision's word leaves it out and says why, as it does for Spearman against two references."""
+    from eval.scoring.compare import compare, decision
+
+    a = _scored_run(tmp_path / "A", "a", JUDGE, EXPERTS)
+    b = _scored_run(tmp_path / "B", "b", JUDGE, EXPERTS, target="mean", spearman_target="mode")
+    result = compare([a, b], n_boot=200)
+    assert result.comparisons[0].splits["all"].overall["mae"].verdict in ("better", "worse")  # the targets' delta
+    said = decision(result, 0)
+    assert "MAE" not in said.split("; MAE left out")[0] and "Spearman n.s." in said
+    assert "; MAE left out: the runs' targets differ (a: experts' mode, b: their mean))." in said
+    assert "left out" not in decision(compare([a, _scored_run(tmp_path / "C", "c", JUDGE, EXPERTS)], n_boot=200), 0)
 
 
 def test_compare_md_counts_the_items_without_a_prediction_and_those_both_runs_share(tmp_path):
