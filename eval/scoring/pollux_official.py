@@ -75,14 +75,17 @@ from judge.metrics_json.metrics import OfficialSplit, PolluxOfficial
 from judge.record_columns import as_columns
 from judge.wire import ScoreSource
 
-__all__ = ["extract_score", "official_metrics", "official_not_computed", "pollux_official", "NOT_COMPUTED_INTEGER", "NOT_COMPUTED_REGRESSION",
-           "POLLUX_PATTERNS", "TITLE"]
+__all__ = ["bare_integer_outputs", "extract_score", "official_metrics", "official_not_computed", "pollux_official",
+           "NOT_COMPUTED_INTEGER", "NOT_COMPUTED_INTEGER_INFERRED", "NOT_COMPUTED_REGRESSION", "POLLUX_PATTERNS", "TITLE"]
 
 TITLE = "POLLUX repository evaluator (not the paper's metrics)"
 #: Why a run has no section: an integer judge writes no ``[RESULT]`` tag; a regression head's scores are no text
 #: (module docstring, "Regression"). report.md, report.html and the console say it (``official_not_computed``).
 NOT_COMPUTED_INTEGER = ("Not computed: it reads the score after a `[RESULT]` tag; this judge answers with a bare "
                         "integer (Pollux-4B-Judge's format).")
+NOT_COMPUTED_INTEGER_INFERRED = ("Not computed: it reads the score after a `[RESULT]` tag; no output of this run "
+                                 "holds one while its verdicts were read (a bare integer, Pollux-4B-Judge's format; "
+                                 "no run.json names the run's verdict format).")
 NOT_COMPUTED_REGRESSION = ("Not computed: it reads the score after a `[RESULT]` tag; this run's scores are (some or "
                            "all) a regression head's value, which no POLLUX code puts through its evaluator.")
 
@@ -310,6 +313,31 @@ def pollux_official(records, predictions, splits: Mapping[str, Any], derived_ref
     )
 
 
+def bare_integer_outputs(predictions) -> bool:
+    """Whether a run whose verdict format no ``run.json`` names answered as an integer judge does (Pollux-4B-Judge's
+    ``<think>…</think>2``): none of its outputs holds a ``[RESULT]`` tag, in any case, while some were read as a
+    verdict's score (not a regression head's, which writes no ``[RESULT]`` either). POLLUX's evaluator would read no
+    score from any of them, a ``format_acc`` of 0 under its title that says nothing of the judge. An output with a
+    lower-case ``[result]`` stays tagged: POLLUX's reading of it is that 0.
+
+    Args:
+        predictions: the prediction table (``eval.judging.predictions.read_prediction_table``).
+    """
+    import pyarrow.compute as pc
+
+    def column(name: str):
+        return predictions.column(name) if name in predictions.column_names else None
+
+    raw, parsed = column("raw_output"), column("parse_ok")
+    if raw is None or parsed is None or not pc.any(parsed.fill_null(False)).as_py():
+        return False
+    if pc.any(pc.match_substring(raw, "[result]", ignore_case=True).fill_null(False)).as_py():
+        return False
+    head, source = column("regression_score"), column("score_source")
+    return not ((head is not None and head.null_count < len(head)) or (
+        source is not None and pc.any(pc.equal(source, ScoreSource.REGRESSION_HEAD).fill_null(False)).as_py()))
+
+
 def official_not_computed(result) -> str:
     """Why a scored run (``judge.metrics_json.metrics.Metrics``) has no POLLUX section: "" where it has one.
 
@@ -319,6 +347,8 @@ def official_not_computed(result) -> str:
         return ""
     if result.run is not None and result.run.verdict_format == "integer":
         return NOT_COMPUTED_INTEGER
+    if result.notes is not None and result.notes.verdict_format_inferred == "integer":
+        return NOT_COMPUTED_INTEGER_INFERRED
     notes = result.notes
     if notes is not None and ((notes.n_regression_scores or 0) + (notes.n_regression_without_raw or 0)):
         return NOT_COMPUTED_REGRESSION

@@ -470,6 +470,10 @@ class Notes(_MetricsRecord):
     #: (``judge.records.LoadReport.n_duplicates``); duplicate_rows: the first 20, as "line 8 = line 3"
     n_duplicate_rows: int | None = optional_field()
     duplicate_rows: list[str] | None = optional_field()
+    #: the verdict format the outputs were read as where the run's ``run.json`` names none: ``integer`` when none
+    #: holds a ``[RESULT]`` tag and some were read as verdicts (``eval.scoring.pollux_official.bare_integer_outputs``),
+    #: so POLLUX's repository evaluator is left out, as for a run that names the format
+    verdict_format_inferred: str | None = optional_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> Notes:

@@ -404,6 +404,39 @@ def test_score_leaves_the_section_out_for_a_regression_run_and_says_why(tmp_path
     assert "POLLUX repository eval: " + NOT_COMPUTED_REGRESSION.replace("`", "") in said
 
 
+@pytest.mark.parametrize(("raw_output", "inferred"), [
+    ("<think>рассуждаю</think>2", "integer"),  # Pollux-4B-Judge's answer: no [RESULT] anywhere
+    ("[feedback] x [result] 2 [end]", None),     # tagged, in lower case: POLLUX's evaluator reads none, its true 0
+])
+def test_score_without_run_json_leaves_the_section_out_for_bare_integer_outputs(tmp_path, capsys, raw_output,
+                                                                               inferred):
+    """A predictions file scored with no run.json naming the verdict format: outputs holding no ``[RESULT]`` tag
+    that the toolkit read as verdicts are an integer judge's, so POLLUX's evaluator (which would read format_acc 0
+    under its title) is left out, metrics.json says the format was inferred, and the console says why. A tagged
+    output POLLUX's evaluator cannot read keeps the section, its 0 POLLUX's own figure."""
+    from eval.cli import main
+    from eval.scoring.pollux_official import NOT_COMPUTED_INTEGER_INFERRED, official_not_computed
+    from judge.metrics_json.metrics import Metrics
+
+    data = judge.sample_data_path()
+    records = judge.load_records(data)[:40]
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("".join(json.dumps(
+        {"id": r.id, "judge": "j", "raw_output": raw_output, "feedback": "рассуждаю", "score": 2.0, "parse_ok": True,
+         "score_source": "verdict", "in_scale": True}, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    assert main(["score", "--predictions", str(path), "--data", str(data), "--out", str(tmp_path / "out"),
+                 "--n-boot", "0", "--vc-repeats", "2", "--no-plots"]) == 0
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["notes"].get("verdict_format_inferred") == inferred and not (metrics.get("run") or {}).get("verdict_format")
+    if inferred:
+        assert "pollux_official" not in metrics
+        assert official_not_computed(Metrics.from_json(metrics)) == NOT_COMPUTED_INTEGER_INFERRED
+        assert "POLLUX repository eval: " + NOT_COMPUTED_INTEGER_INFERRED.replace("`", "") in capsys.readouterr().out
+        assert NOT_COMPUTED_INTEGER_INFERRED in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    else:
+        assert metrics["pollux_official"]["splits"]["all"]["format_acc"] == 0.0
+
+
 def test_a_negative_reference_is_skipped_as_polluxs_inference_reads_it_back():
     """POLLUX's src/inference.py hands compute_metrics the reference as the text "[FEEDBACK] [RESULT] -0.5 [END]",
     from which extract_score reads nothing (no digit after "[RESULT] "), so the sample is skipped. Item n is on a
