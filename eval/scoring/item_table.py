@@ -570,6 +570,23 @@ def _check_scores(path: str | Path, arrow) -> None:
                 infinite = np.flatnonzero(np.isinf(values.to_numpy(zero_copy_only=False)))
                 if len(infinite):
                     problems.append((int(infinite[0]), name, "infinite (a finite number or NaN expected)"))
+    _refuse_row(path, arrow, problems)
+
+
+def _check_item_columns(path: str | Path, arrow) -> None:
+    """Refuse a null ``n_abstained`` or ``instruction_key`` (integers numpy cannot hold a null in: the read would
+    fail in ``np.array``), naming the first such row."""
+    problems = []  # (row, column, what)
+    for name in ("n_abstained", "instruction_key"):
+        if name in arrow.column_names and arrow.column(name).null_count:
+            nulls = arrow.column(name).combine_chunks().is_null().to_numpy(zero_copy_only=False)
+            problems.append((int(np.flatnonzero(nulls)[0]), name, "null (an integer expected)"))
+    _refuse_row(path, arrow, problems)
+
+
+def _refuse_row(path: str | Path, arrow, problems: list[tuple[int, str, str]]) -> None:
+    """Raise for the first of ``problems`` (row, column, what) by row, naming the file, the row, its id and the
+    column; nothing when there are none."""
     if problems:
         row, name, what = min(problems)
         item = arrow.column("id")[row].as_py()
@@ -587,8 +604,9 @@ def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
         ValueError: a file that is not Parquet (truncated, another format), lacks a column or holds one of another
             type, naming the file and the column; or repeats an id, naming the first repeated; or a row's
             ``expert_ids`` that do not pair one to one with its expert scores, naming the row; or a null
-            ``expert_scores`` row, a null, NaN or infinite expert score, or an infinite ``reference``,
-            ``spearman_reference`` or ``vc_judge``, naming the row, its id and the column.
+            ``expert_scores`` row, a null, NaN or infinite expert score, an infinite ``reference``,
+            ``spearman_reference`` or ``vc_judge``, or a null ``n_abstained`` or ``instruction_key``, naming the row,
+            its id and the column.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -607,6 +625,7 @@ def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
         if field.name != "why_unscored" and (problem := _column_type_error(field.name, field.type)):
             raise ValueError(f"{path}: column {field.name}: {problem}")
     _check_scores(path, arrow)
+    _check_item_columns(path, arrow)
     data = arrow.to_pydict()
     meta = arrow.schema.metadata or {}
     # score writes each id once; a table joined or appended by another tool may not, and a repeated id would pair

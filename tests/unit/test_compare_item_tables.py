@@ -151,3 +151,35 @@ def test_a_status_that_does_not_say_what_its_score_is_is_refused_naming_the_row(
     message = str(info.value)
     assert message.startswith(f"{b / 'items.parquet'}: {said}; ") and "\n" not in message
     assert message.endswith(f"score the run again: judge-eval score --predictions {b} --out {b}")
+
+
+@pytest.mark.parametrize("column, value, said", [
+    ("n_abstained", None, "column n_abstained: null (an integer expected)"),
+    ("instruction_key", None, "column instruction_key: null (an integer expected)"),
+])
+def test_a_null_integer_is_refused_naming_the_row(tmp_path, column, value, said):
+    """An items.parquet edited by another tool: a null ``n_abstained`` or ``instruction_key`` passed the type check
+    and failed in numpy (a TypeError traceback out of compare). Refused in one line naming the file, the row, its
+    id and the column, and the command that writes the run anew."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from eval.cli import main as eval_main
+    from eval.scoring.compare import compare
+
+    a = _scored_run(tmp_path / "A", "a", JUDGE, EXPERTS)
+    b = _scored_run(tmp_path / "B", "b", JUDGE, EXPERTS)
+    arrow = pq.read_table(b / "items.parquet")
+    if column not in arrow.column_names:  # written by score for a run whose records carry it; added here
+        arrow = arrow.append_column(column, pa.array(range(arrow.num_rows), type=pa.int64()))
+    values = arrow.column(column).to_pylist()
+    values[3] = value
+    at = arrow.schema.get_field_index(column)
+    pq.write_table(arrow.set_column(at, column, pa.array(values, type=arrow.schema.field(column).type)),
+                   b / "items.parquet")
+    with pytest.raises(ValueError) as info:
+        compare([a, b], n_boot=50)
+    message = str(info.value)
+    assert message.startswith(f"{b / 'items.parquet'}: row index 3 (id 'i3'): {said} (not an items.parquet")
+    assert "\n" not in message and message.endswith(f"judge-eval score --predictions {b} --out {b}")
+    assert eval_main(["compare", str(a), str(b), "--out", str(tmp_path / "cmp"), "--n-boot", "50"]) == 2
