@@ -469,7 +469,7 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
 #: What one item is beside its expert labels, as the item table holds it: a shared id whose answer (its length, the
 #: one trace of its text an items.parquet keeps), criterion, task type or evaluated model differs is another item.
 _SAME_ITEM = {"answer_chars": "answer length in characters", "criteria_name": "criterion",
-              "task_type": "task type", "model_id": "evaluated model"}
+              "task_type": "task type", "model_id": "evaluated model", "split": "test (Zero-Shot or Standard)"}
 
 
 def _refuse_other_items(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray) -> None:

@@ -573,14 +573,27 @@ def _check_scores(path: str | Path, arrow) -> None:
     _refuse_row(path, arrow, problems)
 
 
+#: The values of the ``split`` column: ``SPLITS`` but "all", which is their union, never an item's.
+_ITEM_SPLITS = tuple(split for split in SPLITS if split != "all")
+
+
 def _check_item_columns(path: str | Path, arrow) -> None:
     """Refuse a null ``n_abstained`` or ``instruction_key`` (integers numpy cannot hold a null in: the read would
-    fail in ``np.array``), naming the first such row."""
+    fail in ``np.array``) and a ``split`` that is not one of ``_ITEM_SPLITS`` (a ``Standard`` would put the item in no
+    test, and compare would find the runs sharing none), naming the first such row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     problems = []  # (row, column, what)
     for name in ("n_abstained", "instruction_key"):
         if name in arrow.column_names and arrow.column(name).null_count:
             nulls = arrow.column(name).combine_chunks().is_null().to_numpy(zero_copy_only=False)
             problems.append((int(np.flatnonzero(nulls)[0]), name, "null (an integer expected)"))
+    split = arrow.column("split").combine_chunks().cast(pa.string())  # a column of nulls too
+    known = pc.is_in(split, value_set=pa.array(_ITEM_SPLITS)).fill_null(False)
+    if not pc.all(known).as_py():
+        row = int(np.flatnonzero(~np.asarray(known.to_numpy(zero_copy_only=False), dtype=bool))[0])
+        problems.append((row, "split", f"{split[row].as_py()!r} is not one of {', '.join(_ITEM_SPLITS)}"))
     _refuse_row(path, arrow, problems)
 
 
@@ -605,8 +618,8 @@ def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
             type, naming the file and the column; or repeats an id, naming the first repeated; or a row's
             ``expert_ids`` that do not pair one to one with its expert scores, naming the row; or a null
             ``expert_scores`` row, a null, NaN or infinite expert score, an infinite ``reference``,
-            ``spearman_reference`` or ``vc_judge``, or a null ``n_abstained`` or ``instruction_key``, naming the row,
-            its id and the column.
+            ``spearman_reference`` or ``vc_judge``, a null ``n_abstained`` or ``instruction_key``, or a ``split``
+            that is not one of ``_ITEM_SPLITS``, naming the row, its id and the column.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq

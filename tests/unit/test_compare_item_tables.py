@@ -156,11 +156,14 @@ def test_a_status_that_does_not_say_what_its_score_is_is_refused_naming_the_row(
 @pytest.mark.parametrize("column, value, said", [
     ("n_abstained", None, "column n_abstained: null (an integer expected)"),
     ("instruction_key", None, "column instruction_key: null (an integer expected)"),
+    ("split", "Standard", "column split: 'Standard' is not one of zero_shot, standard, unknown"),
+    ("split", None, "column split: None is not one of zero_shot, standard, unknown"),
 ])
-def test_a_null_integer_is_refused_naming_the_row(tmp_path, column, value, said):
+def test_a_null_integer_or_an_unknown_split_is_refused_naming_the_row(tmp_path, column, value, said):
     """An items.parquet edited by another tool: a null ``n_abstained`` or ``instruction_key`` passed the type check
-    and failed in numpy (a TypeError traceback out of compare). Refused in one line naming the file, the row, its
-    id and the column, and the command that writes the run anew."""
+    and failed in numpy (a TypeError traceback out of compare), and a ``Standard`` put its item in no test (compare
+    said the runs share no scored items). Each refused in one line naming the file, the row, its id and the
+    column, and the command that writes the run anew."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

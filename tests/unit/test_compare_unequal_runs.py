@@ -160,7 +160,7 @@ def test_runs_holding_partly_different_items_are_said_to(tmp_path):
 
 def test_runs_whose_shared_ids_are_other_items_are_refused_naming_the_first(tmp_path):
     """Two runs on two revisions of the data: the same ids and expert labels, but item i3's answer rewritten (its
-    length the one trace an items.parquet keeps of its text) or a criterion renamed. Paired, the difference of the
+    length the one trace an items.parquet keeps of its text), a criterion renamed, or its test changed. Paired, the difference of the
     answers was reported as the judges'. Now refused, naming what differs, on how many items, and the first one."""
     from eval.scoring.compare import compare
 
@@ -185,6 +185,11 @@ def test_runs_whose_shared_ids_are_other_items_are_refused_naming_the_first(tmp_
     with pytest.raises(ValueError, match="the criterion differs on 2 of the 40 items both hold "
                                          r"\(item 'i38': 'c' in .*, 'Грамотность' in "):
         compare([a, c], n_boot=50)
+    # an item in another test (a split spec edited between the two scorings): its figures land in another test
+    s = run("S", split=["standard"] * 3 + ["zero_shot"] + ["standard"] * 36)
+    with pytest.raises(ValueError, match=r"the test \(Zero-Shot or Standard\) differs on 1 of the 40 items both "
+                                         r"hold \(item 'i3': 'standard' in .*, 'zero_shot' in "):
+        compare([a, s], n_boot=50)
     d = run("D", answer_chars=lengths)
     assert compare([a, d], n_boot=50).comparisons[0].n_common == 40
     # a length left null (by another tool: score writes every one) is not known to differ
