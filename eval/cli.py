@@ -158,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "instructions where any run was scored by them. Rank runs: always instructions.")
     add_extreme_rate_flag(cmp_p, "A leaderboard's win rates (three or more rank runs)")
     cmp_p.add_argument("--allow-other-judge", action="store_true",
-                       help="Rank runs: compare them even when their judge settings (run.json) differ.")
+                       help="Rank runs: compare them even when their judge settings (run.json) differ; refused "
+                            "for scored runs, which are compared whatever judged them.")
 
     rank_p = sub.add_parser("rank", aliases=["bench"],
                             help="Rank a candidate LLM with a judge: answers, verdicts, POLLUX's matrix.",
@@ -379,6 +380,9 @@ def _compare(args: argparse.Namespace) -> int:
                         "only a leaderboard (three or more rank runs) has rates with an interval, its win rates")
     if any(map(is_ranking_run, args.runs)):
         return _compare_rankings(args)
+    if args.allow_other_judge:  # scored runs are compared whatever judged them: the flag would change nothing
+        raise ValueError("--allow-other-judge: only rank runs have their judge settings checked (run.json); leave the "
+                         "flag out")
     from eval.reports.notes import console_text, runs_notes
     from eval.scoring.compare import compare, decision, headline, render_markdown
     from eval.scoring.item_table import dumps

@@ -147,6 +147,23 @@ def test_the_extreme_rate_flag_is_refused_on_a_pointwise_run(tmp_path, capsys):
     assert not out.exists()
 
 
+def test_allow_other_judge_is_refused_for_scored_runs(tmp_path, capsys):
+    """Scored runs are compared whatever judged them: --allow-other-judge, read only for rank runs, was taken in
+    silence. Refused before anything is written (exit 2, naming the flag)."""
+    from eval.cli import main
+    from tests.unit.test_compare_reference_and_counts import EXPERTS, JUDGE, _scored_run
+
+    a = _scored_run(tmp_path / "A", "a", JUDGE, EXPERTS)
+    b = _scored_run(tmp_path / "B", "b", JUDGE, EXPERTS)
+    out = tmp_path / "out"
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "--out", str(out), "--n-boot", "50", "--allow-other-judge"]) == 2
+    assert capsys.readouterr().err == ("judge-eval compare: error: --allow-other-judge: only rank runs have their "
+                                       "judge settings checked (run.json); leave the flag out\n")
+    assert not out.exists()
+    assert main(["compare", str(a), str(b), "--out", str(out), "--n-boot", "50"]) == 0
+
+
 def test_a_metrics_json_written_before_the_stated_choices_reads_as_they_were():
     """A metrics.json from before settings named the percentile rule, the rounding and the confusion axes reads
     (compare and the reports take it beside a new one), each choice None: not said, the same rules applied."""
