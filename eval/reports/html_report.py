@@ -69,7 +69,8 @@ _KEY_MEANINGS = {
     "n_missing": "items without a prediction: not judged yet, left out by the run's --limit or --split, or judged "
                  "before the record's text changed (a stale prediction, left out)",
     "n_failed": "verdicts not scored: parse and request failures among the n",
-    "n_parse_failed": "verdicts whose text could not be read",
+    "n_parse_failed": "answered without a verdict: its text read none (unparsed, cut), or the server never ran the "
+                      "judgment (the prompt past its context, an aborted or refused generation)",
     "n_request_failed": "requests the judge did not answer",
     "failure_rate": "failed / n",
     "n_no_unique_mode": "items among the n whose experts tie: no mode to score against",

@@ -723,8 +723,11 @@ _REASON_TEXT = {
     # an unfinished run's, or one its own --limit or --split left out (the note under the summary says which)
     "no_prediction": "no prediction (an unfinished run, or outside its --limit or --split)",
     "request_failed": "the request failed (retried by the next `run`)",
-    "parse_failed": ("no verdict read from the answer (unparsed, cut, or a -1 failed by --judge-minus-one fail: report.md's "
-                     "'Failures by reason' says which)"),
+    # every answered row without a score: the judge's text read no verdict, or the server answered that it never
+    # ran the judgment (its error codes judge.VerdictError.CONTEXT_LENGTH_EXCEEDED, ABORTED, ENGINE_REFUSED)
+    "parse_failed": ("no verdict (an answer unparsed or cut, a judgment the server never ran: context_length_exceeded, "
+                     "aborted, engine_refused; or a -1 failed by --judge-minus-one fail: report.md's 'Failures by "
+                     "reason' says which)"),
     "all_experts_abstained": "every expert abstained (unlabelled, not an error)",
     "no_expert_scores": "no expert scores (unlabelled)",
     "no_unique_mode": "the experts have no unique mode",

@@ -789,5 +789,6 @@ def test_score_says_why_a_test_has_no_figures(small_data, tmp_path):
         cell = metrics["splits"][split]["overall"]
         assert cell["mae"] is None and cell["why_empty"] == {"parse_failed": n}
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
-    assert ("- **Zero-Shot + Standard**: no scored item: 12 no verdict read from the answer (unparsed, cut, or a -1 "
-            "failed by --judge-minus-one fail: report.md's 'Failures by reason' says which).") in report
+    assert ("- **Zero-Shot + Standard**: no scored item: 12 no verdict (an answer unparsed or cut, a judgment the "
+            "server never ran: context_length_exceeded, aborted, engine_refused; or a -1 failed by --judge-minus-one "
+            "fail: report.md's 'Failures by reason' says which).") in report

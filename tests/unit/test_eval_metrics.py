@@ -506,6 +506,25 @@ def test_build_table_never_scores_a_parse_failure():
     assert table.judge_name == "j"
 
 
+def test_a_judgment_the_server_never_ran_is_a_failure_said_in_words_that_cover_it():
+    """Rows the judge never answered (a prompt past its context, an aborted or refused generation) are failed
+    verdicts, counted in n_parse_failed; the reason said for them is not "read from the answer", which they have
+    none of, but names them."""
+    import judge
+
+    rows = [{"id": code, "instruction": "i", "answer": "x", "criteria_name": "c", "rubrics": "0: no\n\n1: yes",
+             "expert_scores": [1, 1]} for code in ("context_length_exceeded", "aborted", "engine_refused")]
+    predictions = [{"id": row["id"], "judge": "j", "score": None, "parse_ok": False, "error": row["id"]}
+                   for row in rows]
+    table, _ = item_table.build_table(judge.records_from_rows(rows), predictions)
+    assert table.status.tolist() == ["parse_failed"] * 3
+    cell = item_table.evaluate(table, n_boot=0).to_json()["splits"]["unknown"]["overall"]  # no task type: no test
+    assert (cell["n_parse_failed"], cell["why_empty"]) == (3, {"parse_failed": 3})
+    said = cell["why_empty_text"]
+    assert "read from the answer" not in said
+    assert all(code in said for code in ("context_length_exceeded", "aborted", "engine_refused")), said
+
+
 def test_item_table_round_trips_through_parquet(tmp_path):
     """What `score` writes, `compare` reads back: columns, ragged expert lists and extra per-item columns."""
     table = _table(judge=[2, NAN, 1], status=["ok", "parse_failed", "ok"], experts=[[2, 2, 1], [0], []])

@@ -60,7 +60,7 @@ def test_a_verdict_past_any_scale_is_a_final_parse_failure_not_asked_again(tmp_p
     assert main(["score", "--predictions", str(out), "--data", str(data), "--n-boot", "0"]) == 0
     said = capsys.readouterr().out
     assert "Zero-Shot + Standard: n 2, n_failed 2," in said
-    assert "no scored item: 2 no verdict read from the answer" in said
+    assert "no scored item: 2 no verdict (an answer unparsed or cut" in said
 
 
 def _regression_head(field: str, value: float):
