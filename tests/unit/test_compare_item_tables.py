@@ -133,6 +133,14 @@ def test_a_status_that_does_not_say_what_its_score_is_is_refused_naming_the_row(
     """An items.parquet whose row 3 was marked parse_failed by hand, its score kept: compare paired that score as
     the judge's (exit 0, as many pairs as before); a status score never writes ("skipped") was read as a
     non-ok one. Both refused in one line naming the file, the column, the row and its id."""
+    a, b, message = _compared_with_row_3_edited(tmp_path, column, value)
+    assert message.startswith(f"{b / 'items.parquet'}: {said}; ") and "\n" not in message
+    assert message.endswith(f"score the run again: judge-eval score --predictions {b} --out {b}")
+
+
+def _compared_with_row_3_edited(tmp_path, column: str, value) -> tuple:
+    """Two scored runs A and B, B's items.parquet with row 3's ``column`` set to ``value`` (a column the table lacks
+    added first as the integers 0, 1, ...), compared: (A, B, compare's refusal)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -141,6 +149,8 @@ def test_a_status_that_does_not_say_what_its_score_is_is_refused_naming_the_row(
     a = _scored_run(tmp_path / "A", "a", JUDGE, EXPERTS)
     b = _scored_run(tmp_path / "B", "b", JUDGE, EXPERTS)
     arrow = pq.read_table(b / "items.parquet")
+    if column not in arrow.column_names:
+        arrow = arrow.append_column(column, pa.array(range(arrow.num_rows), type=pa.int64()))
     values = arrow.column(column).to_pylist()
     values[3] = value
     at = arrow.schema.get_field_index(column)
@@ -148,9 +158,7 @@ def test_a_status_that_does_not_say_what_its_score_is_is_refused_naming_the_row(
                    b / "items.parquet")
     with pytest.raises(ValueError) as info:
         compare([a, b], n_boot=50)
-    message = str(info.value)
-    assert message.startswith(f"{b / 'items.parquet'}: {said}; ") and "\n" not in message
-    assert message.endswith(f"score the run again: judge-eval score --predictions {b} --out {b}")
+    return a, b, str(info.value)
 
 
 @pytest.mark.parametrize("column, value, said", [
@@ -164,25 +172,9 @@ def test_a_null_integer_or_an_unknown_split_is_refused_naming_the_row(tmp_path, 
     and failed in numpy (a TypeError traceback out of compare), and a ``Standard`` put its item in no test (compare
     said the runs share no scored items). Each refused in one line naming the file, the row, its id and the
     column, and the command that writes the run anew."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from eval.cli import main as eval_main
-    from eval.scoring.compare import compare
 
-    a = _scored_run(tmp_path / "A", "a", JUDGE, EXPERTS)
-    b = _scored_run(tmp_path / "B", "b", JUDGE, EXPERTS)
-    arrow = pq.read_table(b / "items.parquet")
-    if column not in arrow.column_names:  # written by score for a run whose records carry it; added here
-        arrow = arrow.append_column(column, pa.array(range(arrow.num_rows), type=pa.int64()))
-    values = arrow.column(column).to_pylist()
-    values[3] = value
-    at = arrow.schema.get_field_index(column)
-    pq.write_table(arrow.set_column(at, column, pa.array(values, type=arrow.schema.field(column).type)),
-                   b / "items.parquet")
-    with pytest.raises(ValueError) as info:
-        compare([a, b], n_boot=50)
-    message = str(info.value)
+    a, b, message = _compared_with_row_3_edited(tmp_path, column, value)
     assert message.startswith(f"{b / 'items.parquet'}: row index 3 (id 'i3'): {said} (not an items.parquet")
     assert "\n" not in message and message.endswith(f"judge-eval score --predictions {b} --out {b}")
     assert eval_main(["compare", str(a), str(b), "--out", str(tmp_path / "cmp"), "--n-boot", "50"]) == 2
