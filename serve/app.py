@@ -232,8 +232,9 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         # A bug: the client gets OpenAI's shape, not Starlette's text/plain 500; the traceback goes to the log (uvicorn
         # logs it as "Exception in ASGI application" once this answer is sent: Starlette raises the error on).
         request_id = request.headers.get("x-request-id", "")
-        log.error("unexpected %s on %s %s (request id %s)", type(err).__name__, request.method, request.url.path,
-                  request_id)
+        # the path (decoded: %1b is an ESC) and the id are the client's, shown as a console shows them
+        log.error("unexpected %s on %s %s (request id %s)", type(err).__name__, request.method,
+                  visible(request.url.path), visible(request_id))
         return error_response(500, f"judge-serve failed on this request ({type(err).__name__}, request id "
                               f"{request_id}); its log has the traceback", "server_error", code="internal_error",
                               headers={"X-Request-Id": request_id} if request_id else None)

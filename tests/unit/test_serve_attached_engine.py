@@ -50,14 +50,15 @@ def _listing(window: int | None):
 
 
 @contextlib.contextmanager
-def _attached(model_dir, monkeypatch, window: int | None = 2048, **settings):
+def _attached(model_dir, monkeypatch, window: int | None = 2048, raising: bool = True, **settings):
     """judge-serve (no served_model_name, config max_model_len 4096 unless ``settings`` say otherwise, the default
     max_proxy_tokens 8192) in front of a scripted engine serving ``ENGINE_MODEL`` with a ``window``-token context;
-    yields ``(client, engine)`` once judge-serve is ready."""
+    yields ``(client, engine)`` once judge-serve is ready. ``raising=False``: a bug in judge-serve is answered as a
+    client sees it (its 500), not raised into the test."""
     monkeypatch.setenv("VLLM_API_KEY", "engine-key")
     with ScriptedEndpoint(_respond, respond_get=_listing(window)) as engine:
         config = ServeConfig(model=str(model_dir), generator_url=engine.url, api_key="k", **settings).validate()
-        with TestClient(create_app(config), base_url="http://localhost") as http:
+        with TestClient(create_app(config), base_url="http://localhost", raise_server_exceptions=raising) as http:
             await_bring_up(http)
             assert http.get("/ready").status_code == 200, http.get("/health").text
             yield http, engine
@@ -353,3 +354,23 @@ def test_an_unreachable_engines_error_is_logged_with_its_control_characters_esca
     said = [r.getMessage() for r in records if "is unreachable" in r.getMessage()]
     assert said == [f"the generator engine at {engine.url} is unreachable: ClientConnectionError: reset by "
                     "10.0.0.5\\x1b[2J\\nforged: judge-serve ready"]
+
+
+def test_a_bugs_log_line_shows_the_clients_path_and_request_id_with_control_characters_escaped(tiny_causal_dir,
+                                                                                              monkeypatch):
+    """The 500 for an unexpected error logs the request's path and its ``X-Request-Id``, both the client's: the path
+    as Starlette decodes it (``%1b`` a raw ESC, ``%e2%80%a8`` a Unicode line separator; ``request.url`` drops a
+    ``%0a``). Through ``visible`` they are shown as escapes, not repainting the operator's terminal or starting a
+    line of their own."""
+    import serve.connections
+    from tests.unit.test_reward_route import judge_serve_log
+
+    def broken(*args):
+        raise ZeroDivisionError("a bug")
+
+    with judge_serve_log(monkeypatch) as records, _attached(tiny_causal_dir, monkeypatch, raising=False) as (http, _):
+        monkeypatch.setattr(serve.connections, "bearer_matches", broken)  # the key check: before any route
+        answer = http.get("/m%1b[2J%0a%e2%80%a8forged", headers={**AUTH, "X-Request-Id": "id\x1b[2Jx"})
+    assert answer.status_code == 500, answer.text
+    said = [r.getMessage() for r in records if r.getMessage().startswith("unexpected")]
+    assert said == ["unexpected ZeroDivisionError on GET /m\\x1b[2J\\u2028forged (request id id\\x1b[2Jx)"]
