@@ -24,7 +24,7 @@ Every failure is a ``RequestError`` carrying an HTTP status and ``param``, the d
 (not JSON, not UTF-8, nested past the decoder's depth) names ``body``. ``tests/unit/test_serve_request_fuzz.py`` holds
 this as a property over bodies generated from the schema.
 
-Why one module of ~640 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
+Why one module of ~650 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
 that refuse them naming their field before pydantic runs, and the request's validation they guard are one contract;
 apart, a placeholder could leave the decoder with nothing beside it that refuses it.
 """
@@ -198,6 +198,12 @@ _KIND_ERRORS = {"list_type": "a list", "dict_type": "an object", "model_type": "
                 "int_from_float": "an integer", "float_type": "a number", "bool_type": "true or false"}  # fmt: skip
 
 
+#: Where a criterion's ``rubrics`` fails both branches of its union (``judge.wire.CustomCriterion``): the end of each
+#: branch's error location. A client's key inside a rubric mapping comes after its branch name, never right after
+#: ``rubrics``.
+_RUBRIC_BRANCHES = {("rubrics", "str"), ("rubrics", "dict[str,str]")}
+
+
 def _first_error(err: ValidationError, data: Any) -> RequestError:
     errors = err.errors(include_url=False)[:MAX_RANKED_ERRORS]
     # A value that fails every branch of a union reports once per branch. An object given for a criterion is
@@ -224,6 +230,10 @@ def _first_error(err: ValidationError, data: Any) -> RequestError:
     elif kind == "list_type" and param.endswith(".criteria") and isinstance(first["input"], str):
         # the union's other branch is the string "auto": "must be a list, got a string" hid it ("AUTO", "Auto")
         message = f'{param}: must be a list of criteria or "auto" (lower case), got {got_words(first["input"])}'
+    elif kind in ("string_type", "dict_type") and tuple(first["loc"][-2:]) in _RUBRIC_BRANCHES:
+        # either branch's own words ("must be a string") hid the other: a rubric mapping is as good as its text
+        message = (f"{param}: must be a string (rubric text) or an object (each level's text), "
+                   f"got {got_words(first['input'])}")
     elif kind in _KIND_ERRORS:
         message = f"{param}: must be {_KIND_ERRORS[kind]}, got {got_words(first['input'])}"
     else:

@@ -258,6 +258,24 @@ def test_a_rubric_mapping_with_a_value_that_is_no_string_names_that_value(body, 
     assert (refused.param, refused.message) == (where, f"{where}: must be a string, got an integer 5")
 
 
+RUBRICS_KIND = "must be a string (rubric text) or an object (each level's text), got"
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"items": [{"instruction": "q", "answer": "a", "criteria": [{"name": "x", "rubrics": 5}]}]},
+     f"items[0].criteria[0].rubrics: {RUBRICS_KIND} an integer 5"),
+    ({"instruction": "q", "answer": "a", "criteria": [{"name": "x", "rubrics": 5}]},
+     f"criteria[0].rubrics: {RUBRICS_KIND} an integer 5"),
+    ({"instruction": "q", "answer": "a", "criteria": [{"name": "x", "rubrics": ["0: no", "1: yes"]}]},
+     f"criteria[0].rubrics: {RUBRICS_KIND} a list"),
+])  # fmt: skip
+def test_rubrics_of_another_json_kind_are_told_both_kinds_they_may_be(body, message):
+    """Rubrics are a string or a mapping of level to text: a value of neither kind was told "must be a string" (the
+    first branch's words), as if a mapping were refused too."""
+    refused = _refusal(body)
+    assert (refused.param, refused.message) == (message.split(":")[0], message)
+
+
 def test_the_judge_names_an_inline_bodys_criterion_and_item_as_sent(qwen_tokenizer):
     """Judge.check (and run, which checks first) name an inline body's criterion ``criteria[0]`` and the item as a
     whole ``body``, where a body with ``items`` gets ``items[0].criteria[0]`` / ``items[0]``."""
