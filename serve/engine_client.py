@@ -185,28 +185,47 @@ async def until_dead(chunks: AsyncIterator[T], dead: asyncio.Event) -> AsyncIter
     whichever comes first: each read raced against the death as ``unless_dead`` races a call. An engine that goes
     silent with its connection open would otherwise hold the client until the read timeout (``request_timeout_s``).
 
+    No read begins once the death is known: a death before the first read, or while the caller held a chunk (a
+    death cleared since by a restart included: this stream was the dead engine's), ends the stream before the
+    next, however many an engine's buffer still holds. A chunk that arrives in the loop turn the death is declared
+    in goes first; the read still waiting is cancelled. Every read and the wait for the death are ended, and
+    awaited, before this ends: a client gone mid-stream (the caller cancelled) or a caller that stops early
+    (``aclose``) leaves nothing behind.
+
     Raises:
-        EngineUnavailable: once ``dead`` is set, the pending read cancelled (a chunk already read goes first).
+        EngineUnavailable: once ``dead`` is set.
     """
     iterator = aiter(chunks)
     death = asyncio.ensure_future(dead.wait())
+    read: asyncio.Future[T] | None = None
     try:
-        while True:
+        while not (dead.is_set() or death.done()):
             read = asyncio.ensure_future(anext(iterator))
+            await asyncio.wait({read, death}, return_when=asyncio.FIRST_COMPLETED)
+            if not read.done():
+                break
+            finished, read = read, None
             try:
-                done, _ = await asyncio.wait({read, death}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                if not read.done():
-                    read.cancel()
-            if read not in done:
-                raise EngineUnavailable("the engine died while its answer streamed")
-            try:
-                chunk = read.result()
+                chunk = finished.result()
             except StopAsyncIteration:
                 return
             yield chunk
+        raise EngineUnavailable("the engine died while its answer streamed")
     finally:
-        death.cancel()
+        await _ended(read, death)
+
+
+async def _ended(*tasks: asyncio.Future | None) -> None:
+    """Cancel those of ``tasks`` still running and wait until they have ended, what they end with dropped (a read
+    that finished as it was cancelled: its chunk, or its error, retrieved so asyncio does not log it)."""
+    running = [task for task in tasks if task is not None and not task.done()]
+    for task in running:
+        task.cancel()
+    if running:
+        await asyncio.wait(running)
+    for task in running:
+        if not task.cancelled():
+            task.exception()
 
 
 #: Seconds an idle pooled connection to an engine is kept for reuse. vLLM's HTTP server closes a connection idle

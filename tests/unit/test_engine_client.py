@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from serve.engine_client import (ENGINE_KEEPALIVE_S, EngineClient, EngineFailure, EngineUnavailable, engine_session,
-                                 unless_dead)
+                                 unless_dead, until_dead)
 from tests.support.scripted_endpoint import ScriptedEndpoint
 
 PAYLOAD = {"model": "gen", "prompt": [151644, 872, 198], "max_tokens": 4, "temperature": 0.0, "stop": ["[END]"],
@@ -141,6 +141,174 @@ def test_a_cancelled_caller_cancels_its_engine_call():
 
     assert asyncio.run(go())
 
+
+# ---------------------------------------------------------------------------------------------------------------
+# until_dead: a relayed stream's reads raced against its engine's death. The engine is a queue-fed async generator
+# (what it has sent and not yet been read is the queue's), each read's start told by an Event: the order of reads,
+# chunks and the death is set by the test, never left to timing.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class _Engine:
+    """A stream's chunk source: ``chunks()`` yields what ``send`` queued, in order, until ``end``; ``waiting`` is set
+    while a read waits for a chunk not yet sent, and ``cancelled`` once a read was cancelled."""
+
+    def __init__(self, *sent: bytes):
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.waiting, self.cancelled = asyncio.Event(), asyncio.Event()
+        for chunk in sent:
+            self.send(chunk)
+
+    def send(self, chunk: bytes) -> None:
+        self.queue.put_nowait(chunk)
+
+    def end(self) -> None:
+        self.queue.put_nowait(None)
+
+    async def chunks(self):
+        try:
+            while True:
+                if self.queue.empty():
+                    self.waiting.set()
+                chunk = await self.queue.get()
+                self.waiting.clear()
+                if chunk is None:
+                    return
+                yield chunk
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+
+
+def _left_behind() -> set[asyncio.Task]:
+    return asyncio.all_tasks() - {asyncio.current_task()}
+
+
+def test_a_stream_ends_with_its_chunks_when_its_engine_lives():
+    async def go():
+        engine = _Engine(b"a", b"b")
+        engine.end()
+        return [chunk async for chunk in until_dead(engine.chunks(), asyncio.Event())], _left_behind()
+
+    assert asyncio.run(go()) == ([b"a", b"b"], set())
+
+
+def test_an_engine_dead_before_the_stream_begins_streams_nothing():
+    """A death declared before the first read ends the stream at once, even from an engine whose chunks are all
+    there to read: one always ready was relayed for ever, the race lost by the death at every read."""
+
+    async def endless():
+        while True:
+            yield b"data: {}\n\n"
+
+    async def go():
+        dead = asyncio.Event()
+        dead.set()
+        relayed = []
+        with pytest.raises(EngineUnavailable):
+            async for chunk in until_dead(endless(), dead):
+                relayed.append(chunk)
+                if len(relayed) == 3:
+                    break
+        return relayed, _left_behind()
+
+    assert asyncio.run(go()) == ([], set())
+
+
+def test_a_death_while_the_engine_is_silent_ends_the_stream_its_read_cancelled_and_awaited():
+    async def go():
+        engine, dead = _Engine(b"a"), asyncio.Event()
+        stream = until_dead(engine.chunks(), dead)
+        first = await anext(stream)
+        pending = asyncio.ensure_future(anext(stream))
+        await engine.waiting.wait()
+        dead.set()
+        with pytest.raises(EngineUnavailable):
+            await pending
+        return first, engine.cancelled.is_set(), _left_behind()
+
+    assert asyncio.run(go()) == (b"a", True, set())
+
+
+@pytest.mark.parametrize("death_first", [True, False], ids=["death-then-chunk", "chunk-then-death"])
+def test_a_chunk_sent_in_the_loop_turn_of_the_death_goes_first_and_then_the_stream_ends(death_first):
+    """A chunk and the death in one loop turn, in either order: the chunk is relayed, then the stream ends before
+    another read begins (the next chunk, already sent, stays unread)."""
+
+    async def go():
+        engine, dead = _Engine(), asyncio.Event()
+        stream = until_dead(engine.chunks(), dead)
+        pending = asyncio.ensure_future(anext(stream))
+        await engine.waiting.wait()
+        if death_first:
+            dead.set()
+        engine.send(b"last")
+        if not death_first:
+            dead.set()
+        engine.send(b"unread")
+        relayed = await pending
+        with pytest.raises(EngineUnavailable):
+            await anext(stream)
+        return relayed, engine.queue.qsize(), _left_behind()
+
+    assert asyncio.run(go()) == (b"last", 1, set())
+
+
+def test_a_client_gone_mid_stream_cancels_the_pending_read():
+    """The relay cancelled (Starlette's answer to a client that disconnected): the read it waited on is cancelled
+    and ended with it, no task (nor the connection it reads) left waiting on the engine."""
+
+    async def go():
+        engine = _Engine(b"a")
+        relayed = []
+
+        async def relay():
+            async for chunk in until_dead(engine.chunks(), asyncio.Event()):
+                relayed.append(chunk)
+
+        relaying = asyncio.ensure_future(relay())
+        await engine.waiting.wait()
+        relaying.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await relaying
+        return relayed, engine.cancelled.is_set(), _left_behind()
+
+    assert asyncio.run(go()) == ([b"a"], True, set())
+
+
+def test_a_stream_closed_early_leaves_no_wait_for_the_death_behind():
+    """A caller that stops reading and closes the stream (``aclose``): the wait for the engine's death is ended with
+    it; left pending, it would wait on the engine's event until that engine died."""
+
+    async def go():
+        engine = _Engine(b"a", b"b")
+        stream = until_dead(engine.chunks(), asyncio.Event())
+        first = await anext(stream)
+        await stream.aclose()
+        return first, _left_behind()
+
+    assert asyncio.run(go()) == (b"a", set())
+
+
+def test_a_restart_clears_the_death_for_new_streams_not_for_the_dead_engines_own():
+    """``dead`` is cleared once the engine is restarted. A stream of the engine that died ends, though the death was
+    cleared before it read on; a stream begun after the restart reads to its end."""
+
+    async def go():
+        dead = asyncio.Event()
+        old = _Engine(b"a", b"b", b"c")
+        old_stream = until_dead(old.chunks(), dead)
+        first = await anext(old_stream)
+        dead.set()
+        await asyncio.sleep(0)  # one loop turn: the stream's wait for the death sees it
+        dead.clear()
+        with pytest.raises(EngineUnavailable):
+            await anext(old_stream)
+        new = _Engine(b"x", b"y")
+        new.end()
+        return first, [chunk async for chunk in until_dead(new.chunks(), dead)], _left_behind()
+
+    assert asyncio.run(go()) == (b"a", [b"x", b"y"], set())
 
 # ---------------------------------------------------------------------------------------------------------------
 # The 503 after a quiet spell. vLLM's server (uvicorn, ``timeout_keep_alive=VLLM_HTTP_TIMEOUT_KEEP_ALIVE``, 5 s)
