@@ -397,7 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Render slurm/train.sbatch for N nodes x G GPUs (gradient accumulation keeps the config's global "
         "batch) and submit it with sbatch; --dry-run prints the script instead.",
         epilog="example: judge-train submit --config configs/train/t-lite/seq2seq.yaml --nodes 8 --gpus-per-node 8 "
-        "--partition gpu --dry-run. Arguments after `--` go to judge-train in the job. Exit codes: 0 submitted (or "
+        "--partition gpu --dry-run -- --data TRAIN.jsonl --eval-data VAL.jsonl. Arguments after `--` go to "
+        "judge-train in the job (without them, the data are the config's data and eval_data). Exit codes: 0 submitted (or "
         "printed, with --dry-run); 2 a usage or configuration error found before rendering (a pass-through argument "
         "the config does not take, a missing file, a data or eval_data file with no training rows left or with "
         "held-out rows, a base model the recipe cannot train from, a DeepSpeed config whose fixed accumulation or bf16 "
@@ -673,6 +674,14 @@ def _names_a_missing_input(err: BaseException) -> bool:
 
     return (isinstance(err.__context__, (FileNotFoundError, CheckpointNotFound))
             and not isinstance(err.__context__, OfflineNotCached))
+
+
+def _own_file_hint(err: BaseException) -> str:
+    """For a missing data or eval_data file, how to give one: submit has no --data of its own, and a fresh checkout's
+    config names files ``judge-train data split`` writes, so a user with their own records passes them through."""
+    field = str(err).split(":", 1)[0]
+    flag = {"data": "--data", "eval_data": "--eval-data"}.get(field)
+    return f"your own file? pass it after --: `-- {flag} FILE`; or " if flag else ""
 
 
 def _waits_for_another(args: argparse.Namespace) -> bool:
@@ -1039,8 +1048,8 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
                 except ConfigError as err:
                     if not _names_a_missing_input(err):
                         raise
-                    raise SubmitError(f"{err} (written by a job this one waits for? then add "
-                                      "--inputs-from-earlier-job)") from None
+                    raise SubmitError(f"{err} ({_own_file_hint(err)}written by a job this one waits for? then "
+                                      "add --inputs-from-earlier-job)") from None
                 if config.recipe == "grpo":  # a base export of another verdict format: its manifest, a few bytes
                     from train.grpo import check_base_checkpoint
 

@@ -104,15 +104,20 @@ def test_every_flag_the_first_pages_print_is_one_the_command_takes():
                 words = words[1:]  # OPENAI_BASE_URL=... judge-eval run ...
             if not words or words[0] not in CONSOLE_SCRIPTS:
                 continue
-            argv = _help_argv(words)
-            if tuple(argv) not in helps:
-                done = subprocess.run([console_script(argv[0]), *argv[1:], "--help"], cwd=ROOT,
-                                      capture_output=True, text=True, timeout=60)
-                assert done.returncode == 0, (argv, done.stderr[-2000:])
-                helps[tuple(argv)] = done.stdout
-            for flag in (w.split("=")[0] for w in words if w.startswith("--")):
-                if not re.search(re.escape(flag) + r"(?![\w-])", helps[tuple(argv)]):
-                    unknown.append(f"{page}: {flag} in {' '.join(words)}")
+            own, passed = (words[:words.index("--")], words[words.index("--") + 1:]) if "--" in words else (words, [])
+            # `judge-train submit ... -- FLAGS`: the flags after the bare `--` are the job's judge-train run's
+            checks = [(own, _help_argv(own))]
+            if passed and own[:2] == ["judge-train", "submit"]:
+                checks.append((passed, ["judge-train", "run", "--config", own[own.index("--config") + 1]]))
+            for flags, argv in checks:
+                if tuple(argv) not in helps:
+                    done = subprocess.run([console_script(argv[0]), *argv[1:], "--help"], cwd=ROOT,
+                                          capture_output=True, text=True, timeout=60)
+                    assert done.returncode == 0, (argv, done.stderr[-2000:])
+                    helps[tuple(argv)] = done.stdout
+                for flag in (w.split("=")[0] for w in flags if w.startswith("--")):
+                    if not re.search(re.escape(flag) + r"(?![\w-])", helps[tuple(argv)]):
+                        unknown.append(f"{page}: {flag} in {' '.join(words)}")
     assert helps, "no command found in the first pages' blocks"
     assert not unknown, "flags the pages print that the commands do not take:\n" + "\n".join(unknown)
 

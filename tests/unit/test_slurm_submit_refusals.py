@@ -302,8 +302,12 @@ def test_a_missing_data_file_or_base_model_names_the_flag_for_an_earlier_jobs_ou
                                   "--dry-run"]) == 2
         return capsys.readouterr().err
 
-    assert submit(f"recipe: seq2seq\ndata: {missing}\n") == (f"judge-train submit: data: {missing}: no such file or "
-                                                              f"folder{EARLIER_JOB_HINT}")
+    assert submit(f"recipe: seq2seq\ndata: {missing}\n") == (
+        f"judge-train submit: data: {missing}: no such file or folder (your own file? pass it after --: "
+        f"`-- --data FILE`; or {EARLIER_JOB_HINT.removeprefix(' (')}")
+    assert submit(f"recipe: seq2seq\ndata: sample\nzero_shot: drop\neval_data: {missing}\n") == (
+        f"judge-train submit: eval_data: {missing}: no such file or folder (your own file? pass it after --: "
+        f"`-- --eval-data FILE`; or {EARLIER_JOB_HINT.removeprefix(' (')}")
     err = submit(f"recipe: grpo\nmodel_name_or_path: {base}\ndata: sample\nzero_shot: drop\n"
                  "no_unique_mode: nearest\nnum_generations: 4\nglobal_batch_size: 8\n")
     assert err.startswith(f"judge-train submit: model_name_or_path: {base}: no such folder") and err.endswith(
