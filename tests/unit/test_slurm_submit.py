@@ -736,3 +736,41 @@ def test_the_plan_counts_one_node_and_one_rank_in_the_singular():
     assert plan_batch(256, 4, 8, 8).describe() == "256 = 4 per device x 1 accumulation x 64 ranks (8 nodes x 8)"
     with pytest.raises(SubmitError, match=r"per-device batch 3 x 1 node x 1 rank = 3 rows per pass"):
         plan_batch(16, 3, 1, 1)
+
+
+def test_the_dry_run_docs_slurm_md_prints_is_the_one_submit_renders(capsys, tmp_path, monkeypatch):
+    """docs/slurm.md's "What the dry run prints" block is the 7B command's dry run: rendered here with the same flags
+    (its /shared paths under tmp_path, the checkout at /work/pollux-judge), up to the end of the rendered values, it
+    is the block line for line; a variable added to the rendered values shows here until the page is regenerated."""
+    from judge.splits import STANDARD, splits_of
+    from train.build_data import load_training_records
+
+    text = (REPO / "docs" / "slurm.md").read_text(encoding="utf-8")
+    section = text[text.index("### What the dry run prints"):]
+    block = section[section.index("```text\n") + len("```text\n"):]
+    documented = block[:block.index("\n... the rest of slurm/train.sbatch")].splitlines()
+
+    shared = tmp_path / "shared"
+    sample = REPO / "judge" / "data" / "sample.jsonl"
+    lines = sample.read_text(encoding="utf-8").splitlines()
+    splits = splits_of(load_training_records(str(sample)))
+    assert len(splits) == len(lines)
+    (shared / "data").mkdir(parents=True)
+    (shared / "pollux-judge").mkdir()
+    standard = "".join(f"{line}\n" for line, split in zip(lines, splits) if split == STANDARD)
+    for name in ("train.jsonl", "val.jsonl"):  # the config refuses Zero-Shot rows: the sample's others
+        (shared / "data" / name).write_text(standard, encoding="utf-8")
+    (shared / "pollux-judge" / "env.sh").write_text("", encoding="utf-8")
+    for name in [name for name in os.environ if name.startswith("JUDGE_")] + ["HF_HUB_OFFLINE"]:
+        monkeypatch.delenv(name, raising=False)  # a shell's value would be named on stderr, or refuse the hub base
+    monkeypatch.chdir(REPO)
+    script = _dry_run(
+        capsys, "--config", "configs/train/t-lite/seq2seq.yaml", "--nodes", "8", "--gpus-per-node", "8",
+        "--partition", "gpu", "--account", "my-project", "--time", "24:00:00",
+        "--output-dir", str(shared / "runs" / "t-lite-seq2seq"), "--cache-dir", str(shared / "cache" / "pollux-judge"),
+        "--env-script", str(shared / "pollux-judge" / "env.sh"),
+        "--", "--data", str(shared / "data" / "train.jsonl"), "--eval-data", str(shared / "data" / "val.jsonl"),
+    )  # fmt: skip
+    rendered = script[:script.index("# --- end of rendered values ---\n") + len("# --- end of rendered values ---")]
+    rendered = rendered.replace(str(tmp_path), "").replace(str(REPO), "/work/pollux-judge")
+    assert rendered.splitlines() == documented
