@@ -673,7 +673,7 @@ class ClassifierConfig(TrainConfig):
     )
     zero_shot: str = option(
         "drop",
-        "Zero-Shot task types: 'drop' leaves them out (default: its Zero-Shot figures stay zero-shot; the head, "
+        "Zero-Shot task types: 'drop' leaves them out (its Zero-Shot figures stay zero-shot; the head, "
         "trained on no row of their 38 leaves, then routes their instructions to Standard types: "
         "docs/criteria-auto.md), 'allow' trains on them (a router that can choose them), 'refuse' stops when the "
         "data has any (the taxonomy texts of those types are added only with 'allow').",
@@ -839,7 +839,7 @@ class GRPORecipeConfig(TrainConfig):
     num_generations: int = option(8, "Completions sampled per prompt (the group; trl's default 8).")
     beta: float = option(0.0, "KL weight against the reference model, >= 0 (trl's default 0: DAPO drops the KL "
                               "term).")
-    loss_type: str = option("dapo", "trl loss_type: 'dapo' (default: token-level, DAPO), 'grpo', 'dr_grpo', 'bnpo', ...")
+    loss_type: str = option("dapo", "trl loss_type: 'dapo' (token-level, DAPO), 'grpo', 'dr_grpo', 'bnpo', ...")
     max_completion_length: int = option(
         512,
         "Most tokens a completion may have (trl's default 512). A reasoning cut by it has no verdict: it fails to "

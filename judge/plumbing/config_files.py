@@ -19,7 +19,7 @@ One flag style (``add_config_flags``): ``--output-dir`` for field ``output_dir``
 This module also holds the one reader of the JSON objects stages hand each other (a checkpoint's
 ``config.json``, the export manifest, ``run.json``).
 
-Why one module of ~830 lines: reading a config (the YAML file, bounded before any value is built), checking each
+Why one module of ~840 lines: reading a config (the YAML file, bounded before any value is built), checking each
 value against its field and resolving the layers are one path that every job's settings take, with one error type
 naming the field and its source; its parts are not used apart.
 """
@@ -472,6 +472,10 @@ def lone_surrogate_problem(text: str, value: Any) -> str | None:
             "which is no Unicode text")
 
 
+#: A help text that states its own default ("(default: a fresh temporary folder)", "defaults to the output folder's
+#: name") gets no generic "(default: ...)" suffix: --help would print a second default, the field's bare value.
+_STATES_ITS_DEFAULT = re.compile(r"\(default[: ]|\bdefaults to\b")
+
 #: A JSON escape of a UTF-16 surrogate: the only way a lone one gets into a file read as UTF-8.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
@@ -759,7 +763,9 @@ def add_config_flags(parser: argparse.ArgumentParser | Any, cls: type, *, names:
             help_text += " On the command line: a JSON list, or one quoted string split like a shell would."
         if base is bool:
             help_text += f" --no-{f.name.replace('_', '-')} sets it false."
-        help_text = f"{help_text} (default: {default!r})".replace("%", "%%")
+        if not _STATES_ITS_DEFAULT.search(help_text):
+            help_text = f"{help_text} (default: {default!r})"
+        help_text = help_text.replace("%", "%%")
         flag, alias = config_flag(f.name), "--" + f.name
         common: dict[str, Any] = {"dest": f.name, "default": argparse.SUPPRESS}
         if base is bool:

@@ -4,6 +4,7 @@ one flag style (dashes) with the old underscore spellings and `--flag true|false
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -141,6 +142,27 @@ def test_help_shows_dashes_only(monkeypatch):
     text = parser.format_help()
     assert "--output-dir" in text and "--no-resume sets it false" in text
     assert "--output_dir" not in text and "--max_steps" not in text
+
+
+def test_a_help_that_states_its_default_shows_no_second_one():
+    """judge-serve --log-dir's help says its default (a fresh temporary folder) and printed "(default: '')" after it;
+    across the three console scripts no option's help now gives two defaults, and one that states none still gets
+    its value."""
+    from tests.support.cli_parsers import parsers_by_prog
+
+    doubles, log_dir, port = [], None, None
+    for prog, parser in parsers_by_prog().items():
+        for action in parser._actions:
+            text = action.help or ""
+            if len(re.findall(r"\(default[: ]|\bdefaults to\b", text)) > 1:
+                doubles.append(f"{prog} {'/'.join(action.option_strings)}: {text}")
+            if prog == "judge-serve" and "--log-dir" in action.option_strings:
+                log_dir = text
+            if prog == "judge-serve" and "--port" in action.option_strings:
+                port = text
+    assert not doubles, "\n".join(doubles)
+    assert log_dir is not None and log_dir.endswith("removed when judge-serve stops).") and "''" not in log_dir
+    assert port is not None and port.endswith("(default: 8000)")
 
 
 # ---- every job's console script keeps its old spellings ------------------------------------------------------

@@ -645,7 +645,7 @@ def test_judge_train_classifier_help_says_what_drop_does_to_the_router(capsys, m
     with pytest.raises(SystemExit):
         main(["classifier", "--help"])
     flat = " ".join(capsys.readouterr().out.split())
-    assert ("'drop' leaves them out (default: its Zero-Shot figures stay zero-shot; the head, trained on no row of "
+    assert ("'drop' leaves them out (its Zero-Shot figures stay zero-shot; the head, trained on no row of "
             "their 38 leaves, then routes their instructions to Standard types: docs/criteria-auto.md), 'allow' trains "
             "on them (a router that can choose them)") in flat
 
