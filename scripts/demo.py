@@ -125,14 +125,14 @@ def _parse_args(argv):
     if unknown:
         parser.error(f"--stages: unknown stage{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; choose from "
                      f"{','.join(names)} (comma-separated), or leave --stages out for every stage")
-    if not args.stages:  # `--stages ""` or `--stages ,` once ran nothing and said "make demo finished"
+    if not args.stages:  # `--stages ""` or `--stages ,` would run nothing and still say "make demo finished"
         parser.error(f"--stages names no stage; choose from {names}")
     return args
 
 
 def missing_judges(out: Path, chosen) -> DemoError | None:
     """The mistake of a plan whose stages serve a trained judge that neither ``--out`` holds nor its train stage
-    will write: said before any stage runs (``--stages mera`` once ran the sandbox self-check first)."""
+    will write: said before any stage runs, so that ``--stages mera`` fails at once, not after the sandbox self-check."""
     if any(stage.name == "train" for stage in chosen):
         return None
     for stage in chosen:
