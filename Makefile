@@ -9,7 +9,7 @@
 #   make setup-gpu  GPU machine: .venv with the `gpu` extra (vLLM for CUDA) instead of `cpu`; the tests never run it
 #   make system-packages  as root: the Debian packages the tests drive (bubblewrap, Slurm, munge, chromium)
 #   make demo       CPU: the main job end to end on the bundled sample data and a tiny judge built locally
-#   make test-fast  CPU: tests/unit, the tests that need no vLLM engine, Slurm cluster, browser, DeepSpeed or training run
+#   make test-fast  CPU: tests/unit, the tests that need no vLLM engine, Slurm cluster, browser, DeepSpeed or judge-train job
 #   make test       CPU: the whole test suite, as CI runs it; prints the slowest tests and each tier's time
 #   make docs       the documentation site (docs/, mkdocs.yml) built strictly into site/, in its own small venv
 PYTHON ?= python3
@@ -157,8 +157,8 @@ $(APT_STAMP): Makefile
 demo: setup
 	$(PY) scripts/demo.py --out $(DEMO_DIR)
 
-# The tiers are folders: tests/unit (no engine, cluster, browser or training run; the code sandbox on a few samples) and
-# tests/integration (docs/testing.md).
+# The tiers are folders: tests/unit (no engine, cluster, browser or judge-train job; a few Trainer steps, the code
+# sandbox on a few samples) and tests/integration (docs/testing.md).
 # --timeout: a hang fails its test, named, instead of the run; the slow tier's engines start in minutes at load.
 # -n: xdist workers; tests that share an engine, a cluster, a trained model or the sandbox user stay on one worker
 # (tests/conftest.py XDIST_GROUPS). The whole suite keeps both cores busy with two, one per core: a third worker's
