@@ -34,7 +34,7 @@ def _first_score(lines: list[list[str]], start: int = 0) -> int:
 
 
 def test_the_readme_tour_is_the_quickstart_block():
-    """The README prints the five-minute tour again; it must be the quickstart's commands (which a test runs), not a
+    """The README prints the short tour again; it must be the quickstart's commands (which a test runs), not a
     copy drifting from them. The README joins the set-up into one line: `make setup && source .venv/bin/activate`."""
     readme = bash_lines("README.md")
     start = readme.index(["make", "setup", "&&", "source", ".venv/bin/activate"])
