@@ -36,7 +36,8 @@ def _env(tmp_path: Path, submit_dir: Path, **extra: str) -> dict[str, str]:
         "judge-eval": "exit 0\n", "judge-serve": "exit 0\n", "torchrun": "exit 0\n", "judge-train": "exit 0\n",
         "scontrol": 'echo "${@: -1}"\n'})  # `scontrol show hostnames X`: X
     return {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+        **{k: v for k, v in os.environ.items()
+           if not k.startswith(("SLURM_", "JUDGE_")) and k not in ("HF_HUB_OFFLINE", "HF_HOME", "HF_HUB_CACHE")},
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SRUN_ARGS": str(tmp_path / "srun_args"),
         "FAKE_SOURCED": str(tmp_path / "sourced"), "SLURM_JOB_ID": "7", "SLURM_ARRAY_JOB_ID": "7",
         "SLURM_ARRAY_TASK_ID": "0", "SLURM_JOB_NODELIST": "localhost", "SLURM_SUBMIT_DIR": str(submit_dir),
@@ -124,6 +125,32 @@ def test_serve_sbatch_keeps_a_hub_id_and_refuses_a_mistyped_path_under_the_submi
     proc = _run("serve.sbatch", env, work_dir)
     assert proc.returncode == 0, proc.stderr
     assert _after(_started(tmp_path), "--model") == "ai-forever/pollux-judge-7b"
+
+
+def test_serve_sbatch_offline_names_the_cache_it_looked_in_for_a_hub_id(tmp_path, folders):
+    """HF_HUB_OFFLINE=1 and a hub id the job's cache (HF_HOME under JUDGE_CACHE_DIR, not `hf download`'s default
+    ~/.cache/huggingface) lacks: one line naming that cache and how to fill it, exit 2, nothing started; once the
+    model's folder is there (or HF_HUB_CACHE names one that holds it), the job serves it."""
+    submit_dir, work_dir = folders
+    env = _env(tmp_path, submit_dir, JUDGE_MODEL="ai-forever/pollux-judge-7b-r", JUDGE_PORT="8123", HF_HUB_OFFLINE="1")
+    hub = tmp_path / "cache" / "huggingface" / "hub"
+    proc = _run("serve.sbatch", env, work_dir)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"serve.sbatch: JUDGE_MODEL=ai-forever/pollux-judge-7b-r is not in this job's Hugging Face "
+                           f"cache ({hub}) and HF_HUB_OFFLINE is set: download it there first (HF_HUB_CACHE={hub} hf "
+                           "download ai-forever/pollux-judge-7b-r)\n")
+    assert not (tmp_path / "srun_args").exists()
+    (hub / "models--ai-forever--pollux-judge-7b-r").mkdir(parents=True)
+    proc = _run("serve.sbatch", env, work_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert _after(_started(tmp_path), "--model") == "ai-forever/pollux-judge-7b-r"
+    elsewhere = tmp_path / "elsewhere"
+    proc = _run("serve.sbatch", {**env, "HF_HUB_CACHE": str(elsewhere)}, work_dir)
+    assert proc.returncode == 2 and f"cache ({elsewhere})" in proc.stderr, proc.stderr
+    (elsewhere / "models--ai-forever--pollux-judge-7b-r").mkdir(parents=True)
+    assert _run("serve.sbatch", {**env, "HF_HUB_CACHE": str(elsewhere)}, work_dir).returncode == 0
+    assert _run("serve.sbatch", {**env, "HF_HUB_OFFLINE": "0", "JUDGE_MODEL": "ai-forever/other"},
+                work_dir).returncode == 0  # online, the job may download it
 
 
 def test_rank_sbatch_reads_a_checkpoint_judge_and_candidate_in_the_submit_folder(tmp_path, folders):
