@@ -178,3 +178,21 @@ def test_lines_of_blanks_between_records_do_not_leave_tasks_without_a_block(tmp_
         assert f"\n    data     {tmp_path}/data.jsonl: records {2 * index + 1}-{2 * index + 2} of 8\n" in proc.stdout
         held = (tmp_path / "eval" / "shards" / str(index) / "data.jsonl").read_text(encoding="utf-8").splitlines()
         assert [json.loads(line)["id"] for line in held] == [str(2 * index), str(2 * index + 1)]
+
+
+@pytest.mark.parametrize(("row", "pairwise"), [
+    ({"id": "0", "answer_1": "a", "answer_2": "b"}, True),
+    ({"id": "0", "answer_2": "b"}, True),  # answer_1 misspelt: judge-eval's pairwise reader names it
+    ({"id": "0", "answer": "a", "answer_1": "b"}, False),  # a pointwise row with an extra column
+])  # fmt: skip
+def test_pairwise_rows_are_told_by_judge_evals_rule(tmp_path, row, pairwise):
+    """The script read a row with answer_1 as pairwise (and one with answer_2 alone as pointwise), while judge-eval
+    asks for answer_1 or answer_2 and no answer: a pointwise row with an answer_1 column was refused, and a row
+    with answer_2 alone judged as pairwise by every task, then refused by the merge."""
+    from eval.pairwise.judging import is_pairwise_data
+
+    (tmp_path / "data.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    assert is_pairwise_data(tmp_path / "data.jsonl") is pairwise
+    proc = _one_task_array(tmp_path, 0)
+    assert proc.returncode == (2 if pairwise else 0), proc.stderr
+    assert ("holds pairwise rows" in proc.stderr) is pairwise
