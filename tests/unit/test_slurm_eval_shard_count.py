@@ -196,3 +196,31 @@ def test_pairwise_rows_are_told_by_judge_evals_rule(tmp_path, row, pairwise):
     proc = _one_task_array(tmp_path, 0)
     assert proc.returncode == (2 if pairwise else 0), proc.stderr
     assert ("holds pairwise rows" in proc.stderr) is pairwise
+
+
+def test_blank_crlf_lines_at_the_end_are_no_records_to_the_cut_or_the_merge(tmp_path):
+    """6 CRLF records and two blank CRLF lines in 4 shards: awk's NF counted each lone "\\r" as a record, so shard 3
+    was cut those two lines, which judge-eval refused ("no records") on every requeue, and the merge never ran.
+    Counted by the loader's rule, the 6 records are shards 0-2 and shard 3 is empty; the merge gives all 6."""
+    from eval.judging.shards import merge_shards
+    from judge import load_records
+
+    text = "".join(f'{{"id": "{k}", "instruction": "q", "answer": "a", "criteria_name": "c", "rubrics": "r"}}\r\n'
+                   for k in range(6)) + "\r\n\r\n"
+    (tmp_path / "data.jsonl").write_bytes(text.encode("utf-8"))
+    assert len(load_records(tmp_path / "data.jsonl")) == 6
+    for index in range(4):
+        proc = _one_task_array(tmp_path, index, **_array_of(4, index))
+        assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "=== judge-eval shard 3/4: no records (6 records in 4 shards)\n"
+    shards = [tmp_path / "eval" / "shards" / str(index) for index in range(4)]
+    for shard in shards[:3]:  # what judge-eval run writes for its block
+        ids = [json.loads(line)["id"] for line in (shard / "data.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert len(ids) == 2
+        rows = [{"id": i, "judge": "j", "raw_output": "1", "feedback": "", "score": 1.0, "parse_ok": True,
+                 "error": None, "reason": "", "score_source": "verdict", "in_scale": True} for i in ids]
+        (shard / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        (shard / "run.json").write_text(json.dumps({"job": "judge-eval run", "n_items": 2, "config": {
+            "judge": "http://judge:8000/v1", "data": str(shard / "data.jsonl"), "out": str(shard)}}), encoding="utf-8")
+    rows, _, array = merge_shards(shards, tmp_path / "data.jsonl", tmp_path / "eval")
+    assert rows == 6 and array is not None and array.n_records == 6 and not array.missing
