@@ -224,3 +224,22 @@ def test_blank_crlf_lines_at_the_end_are_no_records_to_the_cut_or_the_merge(tmp_
             "judge": "http://judge:8000/v1", "data": str(shard / "data.jsonl"), "out": str(shard)}}), encoding="utf-8")
     rows, _, array = merge_shards(shards, tmp_path / "data.jsonl", tmp_path / "eval")
     assert rows == 6 and array is not None and array.n_records == 6 and not array.missing
+
+
+def test_a_shard_left_empty_by_a_recut_drops_its_stale_run_json_and_merges_as_nothing(tmp_path):
+    """An earlier array of 4 judged shard 3 (records 7-8 of 8); cut again (--overwrite) from data of 2 records,
+    shard 3 is empty. Its run.json (n_items 2) stayed beside the emptied predictions, and the merge refused "0 rows for the 2 items of
+    its run.json ... rerun its array task" for ever."""
+    from eval.judging.shards import merge_shards
+
+    (tmp_path / "data.jsonl").write_text('{"id": "0"}\n{"id": "1"}\n', encoding="utf-8")
+    stale = tmp_path / "eval" / "shards" / "3"
+    stale.mkdir(parents=True)
+    (stale / "run.json").write_text(json.dumps({"job": "judge-eval run", "n_items": 2, "config": {}}), encoding="utf-8")
+    proc = _one_task_array(tmp_path, 3, "--overwrite", **_array_of(4, 3))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "=== judge-eval shard 3/4: no records (2 records in 4 shards)\n"
+    assert not (stale / "run.json").exists()
+    assert (stale / "predictions.jsonl").read_text(encoding="utf-8") == ""
+    rows, run_json, _ = merge_shards([stale], tmp_path / "data.jsonl", tmp_path / "merged", allow_missing_shards=True)
+    assert (rows, run_json) == (0, None)
