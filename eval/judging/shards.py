@@ -255,7 +255,8 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
     Raises:
         ShardMismatch: shards judged with different settings, or a shard with predictions but no run.json.
         FileNotFoundError: a shard without predictions.jsonl.
-        ValueError: a shard given twice; a shard's run.json that is not a run record; a shard's row that is not a
+        ValueError: a shard given twice; an ``out`` that is a shard given, lies inside one or inside the array's
+            ``shards/`` folder; a shard's run.json that is not a run record; a shard's row that is not a
             prediction, its torn last line, or an id already merged; each naming the shard's file. No shard that had
             an item to judge (every run.json says ``n_items`` 0). A shard being written or unfinished; an array's
             shard left off, or shards of two arrays (``eval.judging.shard_array.shard_array``).
@@ -301,6 +302,7 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
                                 "merged run would not say which judge made them (judge-eval run writes it: rerun "
                                 "the shard)")
     array = shard_array([Path(shard) for shard in shard_dirs], data)
+    _refuse_out_among_shards(out, list(seen_dirs.items()), array)
     refuse_missing(array, allow_missing_shards)
     merged = merged_record(records, data, out, judged_nothing) if records else None
     if merged is not None and array is not None:
@@ -353,6 +355,27 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
         return rows, None, array
     write_atomically(run_json, (json.dumps(merged, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
     return rows, run_json, array
+
+
+def _refuse_out_among_shards(out: Path, shards: Sequence[tuple[Path, Path]], array: ShardArray | None) -> None:
+    """Refuse an ``--out`` (resolved) that is a shard given, lies inside one, or lies in the array's ``shards/``
+    folder: the merged predictions.jsonl and run.json would replace a shard's own, or sit among the shards as a
+    folder no later merge can tell from them. ``shards``: (resolved, as given) for each shard.
+
+    Raises:
+        ValueError: naming ``--out`` and the shard or the array's folder.
+    """
+    for resolved, shard in shards:
+        if out == resolved or out.is_relative_to(resolved):
+            where = "is the shard" if out == resolved else "lies inside the shard"
+            raise ValueError(f"--out {out}: {where} {shard}, whose predictions.jsonl and run.json the merge would "
+                             "overwrite; give a folder of its own (an eval array's: its JUDGE_EVAL_OUT, the parent "
+                             "of shards/); nothing written")
+    if array is not None and out.is_relative_to(array.folder):
+        where = "is" if out == array.folder else "lies inside"
+        raise ValueError(f"--out {out}: {where} {array.folder}, the eval array's shards folder, among the shards "
+                         f"it merges; give a folder outside it (its JUDGE_EVAL_OUT: {array.folder.parent}); nothing "
+                         "written")
 
 
 #: Bytes read at a time, from the end, looking for a shard's last newline.

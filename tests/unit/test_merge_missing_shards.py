@@ -340,3 +340,20 @@ def test_the_blocks_are_the_ones_eval_sbatch_cuts(tmp_path, n_records, count):
         assert array.missing == (k,)
         expected = logged[k].replace("records ", "").replace("record ", "").split(" of ")[0]
         assert array.missing_ranges == (() if logged[k] == "none" else (expected,))
+
+
+@pytest.mark.parametrize("where", ["0", "0/merged", "merged", "."])
+def test_an_out_among_the_shards_is_refused_and_nothing_written(tmp_path, where):
+    """`judge-eval merge --out <a shard folder>` replaced that shard's predictions and run.json with the merged ones,
+    silently. Refused naming --out and the shard (or the array's shards folder), every shard left as it was."""
+    data, dirs = eval_array(tmp_path, 4, 2)
+    before = {path: path.read_bytes() for shard in dirs for path in shard.iterdir()}
+    out = (tmp_path / "out" / "shards" / where).resolve()
+    with pytest.raises(ValueError) as refused:
+        merge_shards(dirs, data, out)
+    said = str(refused.value)
+    assert said.startswith(f"--out {out}: ") and said.endswith("nothing written")
+    assert (str(dirs[0]) if where.startswith("0") else f"{tmp_path / 'out' / 'shards'}, the eval array's") in said
+    assert {path: path.read_bytes() for shard in dirs for path in shard.iterdir()} == before
+    assert not (out / "predictions.jsonl").exists() or where.startswith("0")
+    assert not (tmp_path / "out" / "shards" / "merged").exists()
