@@ -7,7 +7,8 @@ beside the predictions it scores (``verdict_format``: an integer judge gets no P
 folder needs one too: the shards' common record. The rows are read as ``score`` reads them, each shard on its own,
 so that a row that is not a prediction is named by its shard's file and line (not by a line of the merged file,
 which no rerun mends), and every item is merged once: a torn last line (a task killed and not rerun) and an id two
-shards hold (one shard given twice, shards of two arrays cut into other blocks) are refused, naming the shards.
+shards hold (a row the data holds twice, one shard given twice, shards of two arrays cut into other blocks) are
+refused, naming the shards.
 
 The shards must have been judged alike. A shard rerun with another judge setting (``JUDGE_EVAL_SHARDS=4 sbatch
 --array=2 ...`` with another config) would otherwise be scored as the same judge as the others, with no trace of
@@ -329,8 +330,9 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
                     held = owner[row["id"]]
                     where = ("twice in this shard (its folder holds two runs' rows: rerun its array task, whose "
                              "resume keeps one row per id)" if held == predictions else
-                             f"in {held} too (the shards overlap: shards of two arrays cut into other blocks, or "
-                             "one shard's rows copied into another)")
+                             f"in {held} too (the shards overlap: a row held twice by --data, its copies in two "
+                             "blocks; shards of two arrays cut into other blocks; or one shard's rows copied into "
+                             "another)")
                     raise ValueError(f"{predictions}: id {row['id']!r} is {where}; nothing merged")
                 owner[row["id"]] = predictions
                 handle.write(json_utf8(json.dumps(row, ensure_ascii=False) + "\n"))

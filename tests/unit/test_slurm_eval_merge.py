@@ -230,7 +230,8 @@ def test_an_id_two_shards_hold_is_refused_naming_both(tmp_path, capsys):
     code, err = _merge(tmp_path, dirs, data, capsys)
     first, second = dirs[0] / "predictions.jsonl", dirs[1] / "predictions.jsonl"
     assert code == 2
-    assert err.startswith(f"judge-eval merge: error: {second}: id {ids[1]!r} is in {first} too (the shards overlap")
+    assert err.startswith(f"judge-eval merge: error: {second}: id {ids[1]!r} is in {first} too (the shards overlap: "
+                          "a row held twice by --data, its copies in two blocks;")
     assert not (tmp_path / "out" / "predictions.jsonl").exists()
     code, err = _merge(tmp_path, [dirs[0], dirs[0]], data, capsys)
     assert (code, err) == (2, f"judge-eval merge: error: {dirs[0]}: given twice (as {dirs[0]} too); give each shard "

@@ -243,3 +243,30 @@ def test_a_shard_left_empty_by_a_recut_drops_its_stale_run_json_and_merges_as_no
     assert (stale / "predictions.jsonl").read_text(encoding="utf-8") == ""
     rows, run_json, _ = merge_shards([stale], tmp_path / "data.jsonl", tmp_path / "merged", allow_missing_shards=True)
     assert (rows, run_json) == (0, None)
+
+
+@pytest.mark.parametrize(("lines", "said"), [
+    (['{"id": "A", "x": 1}', '{"id": "B"}', '{"id": "A", "x": 1}'], "line 3 = line 1"),
+    (['{"id": "A", "x": 1}', '{"id": "B"}', '{"id": "A", "x": 2}'], "line 3 repeats the id 'A' of line 1 with other "
+                                                                    "content"),
+    (['{"q": 1}', '{"q": 2}', '\ufeff{"q": 1}'], "line 3 = line 1"),  # no ids: named by their content
+])  # fmt: skip
+def test_a_row_twice_in_the_data_stops_every_task_naming_its_lines(tmp_path, lines, said):
+    """A, B, A in 2 shards: judge-eval run drops the copy of a whole file, but shard 0 (A, B) and shard 1 (A) each
+    judged A, and the merge, after the whole array, refused the shards as overlapping "shards of two arrays"."""
+    (tmp_path / "data.jsonl").write_text("".join(line.removeprefix("\ufeff") + "\n" for line in lines),
+                                         encoding="utf-8")
+    for index in range(2):
+        proc = _one_task_array(tmp_path, index, **_array_of(2, index))
+        assert proc.returncode == 2
+        assert proc.stderr == (f"eval.sbatch: JUDGE_EVAL_DATA={tmp_path}/data.jsonl holds a row twice ({said}): each "
+                               "task judges its own block, so a row in two blocks is judged twice and the merge "
+                               "refuses the shards; remove the repeated rows first (`judge-eval run` of the whole "
+                               "file keeps the first copy of an exact duplicate)\n")
+    assert not (tmp_path / "eval").exists()
+
+
+def test_ids_held_once_pass_the_check(tmp_path):
+    (tmp_path / "data.jsonl").write_text('{"id": "A"}\n{"id": 1}\n{"q": 1}\n{"q": 2}\n', encoding="utf-8")
+    proc = _one_task_array(tmp_path, 0, **_array_of(2, 0))
+    assert proc.returncode == 0, proc.stderr
