@@ -202,8 +202,9 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
         sums = np.bincount(rows, weights=experts["scores"][given], minlength=n)
         aggregates[missing] = sums[missing] / n_given[missing]
     released_rows, unscored = experts["released"], (aggregates == ABSTENTION_SCORE) & (n_given == 0)
-    # an all-abstained released item's -1 aggregate is the marker carried over (JudgeRecord.from_row)
-    aggregates[released_rows & unscored & (experts["lengths"] > 0)] = np.nan
+    # a released item's -1 aggregate with no scoring expert (all abstained, or none listed) is the marker carried
+    # over (JudgeRecord.from_row)
+    aggregates[released_rows & unscored] = np.nan
     if (~released_rows & unscored).any():
         raise _Doubt  # the row path keeps such a -1 only on a rubric with that level, and otherwise names the row
 

@@ -4,7 +4,8 @@ Two schemas are read natively, row by row:
 
 - **the released POLLUX schema** (dataset ``ai-forever/POLLUX``, its Hugging Face dataset card): the experts sit in
   ``annotations``, a list of ``{comment, score}`` (one per expert, in order); a score of ``-1`` there is an
-  abstention ("the criterion does not apply"), not a score; there is no ``id`` column;
+  abstention ("the criterion does not apply"), not a score, and so is a ``criteria_score`` of ``-1`` on an item no
+  expert scored (all abstained, or none listed): the item has no aggregate; there is no ``id`` column;
 - **the project's JSONL schema**: ``expert_scores`` (a list of numbers, ``null`` for an abstention) with
   ``expert_feedback`` (one text per expert, or null). A ``-1`` there is refused, naming the row, unless the row's
   rubric lists -1 as a level (a custom scale may run below zero): elsewhere it can only be the release's abstention
@@ -495,11 +496,12 @@ class JudgeRecord:
                 raise fail("criteria_score", f"{_shown(aggregate)} is not a finite number")
             if _past_bound(number):
                 raise fail("criteria_score", f"{_shown(aggregate)} {_PAST_BOUND}")
-            if number == ABSTENTION_SCORE and annotations and not scores and row.get("annotations") is not None:
-                # The dataset card is silent on the aggregate of an item whose experts all abstained; a -1 there can only
-                # be the abstention marker carried over, never a score, so the item has no aggregate. Only when the
-                # experts came from annotations: a project row's -1 with no expert score (a null annotations key
-                # beside expert_scores) is the record's own check's (JudgeRecord._check_no_abstention_code).
+            if number == ABSTENTION_SCORE and not scores and row.get("annotations") is not None:
+                # The dataset card is silent on the aggregate of an item no expert scored (all abstained, or none
+                # listed); a -1 there can only be the abstention marker carried over, never a score, so the item has
+                # no aggregate. Only when the experts came from annotations: a project row's -1 with no expert score
+                # (a null annotations key beside expert_scores) is the record's own check's
+                # (JudgeRecord._check_no_abstention_code).
                 number = None
             values["criteria_score"] = number
 

@@ -215,6 +215,26 @@ def test_all_abstained_row_is_kept_and_counted_not_fatal(tmp_path):
     assert (report.n_all_abstained, report.n_unlabelled, report.n_abstentions) == (1, 1, 1)
 
 
+@pytest.mark.parametrize("suffix", ["parquet", "jsonl"])
+def test_a_released_minus_one_aggregate_with_no_expert_listed_is_no_aggregate_in_both_loaders(tmp_path, suffix):
+    """``annotations: []`` beside the release's -1 ``criteria_score`` (on a 0..2 rubric, no -1 level): the abstention
+    marker with no expert, as for an item whose experts all abstained. The row path refused the file and the
+    column-wise one kept -1 as the aggregate; both now load an unlabelled record, counted. Two rows: a one-row file
+    types its empty annotations as a list of nulls, which the column-wise reader leaves to the row path."""
+    scored = released_row(("Editing",), "repeats", [(1, "Есть повторы.")], instruction="Отредактируй.", answer="Готово.")
+    empty = scored | {"answer": "Другое.", "annotations": [], "criteria_score": -1.0}
+    path = tmp_path / f"two.{suffix}"
+    if suffix == "parquet":
+        pq.write_table(pa.Table.from_pylist([scored, empty], schema=RELEASED_SCHEMA), path)
+    else:
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (scored, empty)), encoding="utf-8")
+    records, report = load_records_report(path)
+    columns, column_report = judge.load_record_columns(path)
+    assert columns.records() == records and column_report == report
+    assert [r.criteria_score for r in records] == [1.0, None] and records[1].annotations == ()
+    assert (report.n_unlabelled, report.n_all_abstained, report.n_off_scale) == (1, 0, 0)
+
+
 def test_shard_folder_split_selection(tmp_path):
     """A folder with train and test shards takes "test" by default and names the splits it has otherwise."""
     folder = write_released_dataset(tmp_path / "two", rows=released_rows()[:3], n_shards=1)
