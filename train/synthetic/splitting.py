@@ -3,7 +3,8 @@
 Items whose task type or criterion the POLLUX paper held out (``judge.split_of``: the Zero-Shot test) are dropped
 unless ``allow_zero_shot``; ``judge.check_no_leakage`` re-checks the training rows before anything is written.
 Instructions, not items, are split: all answers and criteria of one instruction land on the same side, so validation
-never scores an instruction the model trained on.
+never scores an instruction the model trained on. An instruction is its ``instruction_id`` (read as text) when the row
+has one, else its text: ``judge.splits.instruction_key``, the grouping the leakage check reads.
 
 Outputs ``train.jsonl``, ``validation.jsonl`` and ``dataset/`` (a ``DatasetDict``) in the POLLUX record layout, ready
 for ``judge.load_records(path)`` / ``load_records(folder / "dataset", split="train")`` in the training recipes.
@@ -39,7 +40,7 @@ def split_records(rows: list[dict], config: SplitConfig, source: str | Path = "a
         judge.LeakageError: Zero-Shot items left in train (a bug upstream of this check).
     """
     from judge import ZERO_SHOT, check_no_leakage, load_split_spec, load_taxonomy, records_from_rows
-    from judge.splits import record_task_type, split_of, splits_of
+    from judge.splits import instruction_key, record_task_type, split_of, splits_of
 
     spec = load_split_spec(config.split_file or None)
     taxonomy = load_taxonomy()
@@ -64,17 +65,16 @@ def split_records(rows: list[dict], config: SplitConfig, source: str | Path = "a
         else:
             kept.append(record)
 
-    def instruction_of(record) -> str:
-        return record.extra.get("instruction_id") or record.instruction
-
-    instructions = sorted({instruction_of(r) for r in kept})
+    # One instruction as the leakage check groups it (judge.splits.instruction_key: an id as its text, so 5 and "5"
+    # are one instruction, kept on one side; any id sorts beside the instruction texts).
+    instructions = sorted({instruction_key(r) for r in kept})
     random.Random(config.seed).shuffle(instructions)
     n_val = round(len(instructions) * config.validation_fraction)
     if config.validation_fraction > 0 and n_val == 0 and len(instructions) >= 2:
         n_val = 1  # a tiny run still gets a validation set
     held = set(instructions[:n_val])
-    train = [r for r in kept if instruction_of(r) not in held]
-    validation = [r for r in kept if instruction_of(r) in held]
+    train = [r for r in kept if instruction_key(r) not in held]
+    validation = [r for r in kept if instruction_key(r) in held]
     check_no_leakage(train, spec, allow_zero_shot=config.allow_zero_shot)
     return {"train": [r.to_dict() for r in train], "validation": [r.to_dict() for r in validation]}, dropped
 
@@ -99,7 +99,17 @@ def run_split(config: SplitConfig, input_path: str | Path, out_dir: Path) -> dic
     log(f"split: {len(rows)} items -> train {len(splits['train'])}, validation {len(splits['validation'])}, dropped {len(dropped)}")
     kept = [{**row, "split": name} for name, part in splits.items() for row in part]
     counts = {name: len(part) for name, part in splits.items()}
-    instructions = {name: len({r.get("instruction_id") or r["instruction"] for r in part}) for name, part in splits.items()}
+    instructions = {name: len({_instruction_of_row(r) for r in part}) for name, part in splits.items()}
     return write_stage_outputs(
         out_dir, "split", kept, dropped, config, {"items": counts, "instructions": instructions}, splits=splits
     )
+
+
+def _instruction_of_row(row: dict) -> str:
+    """``judge.splits.instruction_key`` of a row in the record layout (``JudgeRecord.to_dict``: the extra columns,
+    ``instruction_id`` among them, at the top level): the summary counts the instructions the split grouped."""
+    from types import SimpleNamespace
+
+    from judge.splits import instruction_key
+
+    return instruction_key(SimpleNamespace(extra=row, instruction=row["instruction"], id=row["id"]))
