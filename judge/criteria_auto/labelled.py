@@ -21,24 +21,29 @@ from judge.records import row_place, value_words
 from judge.splits import STANDARD, ZERO_SHOT, load_split_spec
 from judge.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 
-__all__ = ["NEAR_DUPLICATE_JACCARD", "NEAR_DUPLICATE_RATIO", "heldout_leaks", "heldout_path", "labelled_rows",
+__all__ = ["NEAR_DUPLICATE_JACCARD", "NEAR_DUPLICATE_RATIO", "NEAR_DUPLICATE_RATIO_JACCARD", "heldout_leaks", "heldout_path", "labelled_rows",
            "load_labelled", "near_duplicates", "normalise_instruction", "training_path"]
 
 #: Two instructions are near duplicates when the Jaccard similarity of their normalised character 5-gram sets
 #: reaches this (a copy with a clause cut: "... поднимется? Сопротивлением воздуха пренебречь, g = 10 м/с²" against
 #: "... поднимется? g = 10 м/с²" is 0.71), or when difflib's ratio of the normalised texts reaches
-#: ``NEAR_DUPLICATE_RATIO`` (a few words changed: "Великая Китайская стена видна из космоса" against "Великую
-#: Китайскую стену видно с Луны" is 0.82). An exact match only would let such a copy into training and inflate the
-#: held-out figures. Distinct instructions of one template ("Отгадай загадку: «...»", "Что было бы, если бы ...")
-#: stay well below both: at most 0.24 and 0.63 between the held-out set and the bundled training rows. Lexical
-#: measures: a paraphrase in other words is left to whoever writes the held-out set.
+#: ``NEAR_DUPLICATE_RATIO`` and their 5-gram Jaccard reaches ``NEAR_DUPLICATE_RATIO_JACCARD`` (a few words changed:
+#: "Великая Китайская стена видна из космоса" against "Великую Китайскую стену видно с Луны" is 0.82, Jaccard
+#: 0.38). An exact match only would let such a copy into training and inflate the held-out figures. Distinct
+#: instructions of one template ("Отгадай загадку: «...»", "Что было бы, если бы ...") stay well below both: at most
+#: 0.24 and 0.63 between the held-out set and the bundled training rows. Lexical measures: a paraphrase in other
+#: words is left to whoever writes the held-out set.
 NEAR_DUPLICATE_JACCARD = 0.5
 NEAR_DUPLICATE_RATIO = 0.8
 _SHINGLE = 5
-#: difflib's ratio is asked only of pairs sharing this much of their 5-grams (Jaccard): among the 229 real
-#: instructions of the bundled sets, every pair with a ratio of 0.7 or more shares at least 0.38 (the Great Wall
-#: pair above), and the ratio is quadratic in the length, the Jaccard linear.
-_RATIO_CANDIDATE_JACCARD = 0.2
+#: The second rule's floor, part of the rule: difflib's ratio counts only for pairs sharing this much of their
+#: 5-grams (Jaccard). The ratio is quadratic in the length and the Jaccard linear, and texts in one language share
+#: a 5-gram or two almost always: without the floor difflib would be asked of most pairs, which the out-of-fold
+#: grouping of every training row against every other (``train/criteria_tfidf.py``) cannot afford. Among the 229
+#: real instructions of the bundled sets, every pair with a ratio of 0.7 or more shares at least 0.38 (the Great
+#: Wall pair above). A text with every sixth letter changed (ratio 0.85, Jaccard 0.12) is below the floor: not a
+#: near duplicate, as a paraphrase is not.
+NEAR_DUPLICATE_RATIO_JACCARD = 0.2
 
 
 def normalise_instruction(text: str) -> str:
@@ -52,13 +57,14 @@ def _shingles(text: str) -> frozenset[str]:
 
 
 def near_duplicates(texts: Sequence[str], others: Sequence[str]) -> list[tuple[int, int, float, float | None]]:
-    """The pairs ``(i, j, jaccard, ratio)`` where ``texts[i]`` and ``others[j]`` are near duplicates (see
-    ``NEAR_DUPLICATE_JACCARD``), ordered by ``j`` then ``i``; an exact match is one. ``ratio`` is None where the
-    Jaccard decided alone.
+    """The pairs ``(i, j, jaccard, ratio)`` where ``texts[i]`` and ``others[j]`` are near duplicates, ordered by
+    ``j`` then ``i``; an exact match is one. Near: 5-gram Jaccard ≥ ``NEAR_DUPLICATE_JACCARD``, or difflib ratio ≥
+    ``NEAR_DUPLICATE_RATIO`` with Jaccard ≥ ``NEAR_DUPLICATE_RATIO_JACCARD``. ``ratio`` is None where the Jaccard
+    decided alone.
 
     The 5-gram intersections of every pair come from one sparse product (SciPy), so only pairs that share a 5-gram
-    are looked at; difflib's ratio (quadratic) is computed only for pairs that share ``_RATIO_CANDIDATE_JACCARD`` of
-    their 5-grams and whose lengths allow it. The 117 held-out instructions against the ~870 rows the shipped
+    are looked at; difflib's ratio (quadratic) is computed only for pairs that share ``NEAR_DUPLICATE_RATIO_JACCARD``
+    of their 5-grams and whose lengths allow it. The 117 held-out instructions against the ~870 rows the shipped
     classifier trains on: 0.34 CPU-s, against 0.82 for a loop over every pair's Python sets, the same pairs (training
     commands run the check each time).
     """
@@ -81,7 +87,7 @@ def near_duplicates(texts: Sequence[str], others: Sequence[str]) -> list[tuple[i
         jaccard = inter / (int(a_sizes[i]) + int(b_sizes[j]) - inter)
         if jaccard >= NEAR_DUPLICATE_JACCARD:
             found.append((i, j, jaccard, None))
-        elif (jaccard >= _RATIO_CANDIDATE_JACCARD
+        elif (jaccard >= NEAR_DUPLICATE_RATIO_JACCARD
               and 2 * min(len(mine[i]), len(theirs[j])) >= NEAR_DUPLICATE_RATIO * (len(mine[i]) + len(theirs[j]))):
             if seq2 != j:
                 matcher.set_seq2(theirs[j])  # difflib caches what it learns of the second sequence

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -148,6 +149,28 @@ def test_near_duplicates_by_example(a, b, near):
 
     assert bool(near_duplicates([a], ["Напиши код", b])) is near
     assert all(j == 1 for _, j, _, _ in near_duplicates([a], ["Напиши код", b]))
+
+
+def test_a_ratio_over_its_bound_counts_only_over_the_jaccard_floor_as_the_docs_say():
+    """difflib's ratio decides only for pairs sharing ``NEAR_DUPLICATE_RATIO_JACCARD`` of their 5-grams: an
+    instruction with every sixth letter changed has a ratio over 0.8 and a Jaccard under 0.2, and is no near
+    duplicate. docs/criteria-auto.md gave the ratio rule without that floor."""
+    import difflib
+
+    from judge.criteria_auto.labelled import (NEAR_DUPLICATE_JACCARD, NEAR_DUPLICATE_RATIO,
+                                              NEAR_DUPLICATE_RATIO_JACCARD, _shingles, near_duplicates,
+                                              normalise_instruction)
+
+    text = normalise_instruction("Напишите, пожалуйста, подробное письмо руководителю с просьбой перенести срок сдачи "
+                                 "годового отчёта на следующую неделю.")
+    changed = "".join("ж" if k % 6 == 5 else c for k, c in enumerate(text))
+    a, b = _shingles(text), _shingles(changed)
+    assert difflib.SequenceMatcher(None, text, changed, autojunk=False).ratio() >= NEAR_DUPLICATE_RATIO
+    assert 0 < len(a & b) / len(a | b) < NEAR_DUPLICATE_RATIO_JACCARD
+    assert near_duplicates([text], [changed]) == []
+    docs = " ".join((Path(__file__).parents[2] / "docs" / "criteria-auto.md").read_text(encoding="utf-8").split())
+    assert (f"5-gram Jaccard ≥ {NEAR_DUPLICATE_JACCARD}, or difflib ratio ≥ {NEAR_DUPLICATE_RATIO} for a pair whose "
+            f"Jaccard is ≥ {NEAR_DUPLICATE_RATIO_JACCARD}") in docs
 
 
 def test_criteria_classifier_refuses_a_near_copy_of_a_heldout_instruction(tmp_path, capsys):
