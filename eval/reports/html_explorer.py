@@ -781,9 +781,10 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
 def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
     """The explorer's data for a comparison: per compared run, the ``top`` items where its judge and the
     baseline's differ most (then the items only one of them scored), each with both judges' feedback."""
+    from eval.scoring.compare import named_as, page_name
+
     folders = [Path(f) for f in result.folders]
-    shown = shown_names(result.runs)
-    names = [shown[str(name)] for name in result.runs]  # as the page shows them
+    names = list(named_as(result, page_name).runs)  # as the page shows them
     tables = [_read_items(f / "items.parquet") for f in folders]
     records, notes, first_why = None, [], None
     # Each run's data by the file its recorded path finds (a relative "data.jsonl" finds each run's own copy), read

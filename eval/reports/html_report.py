@@ -516,12 +516,13 @@ def _paired_table(label: str, cells: Mapping[str, Mapping[str, Paired]], metrics
 
 
 def _named_for_page(result: Comparison) -> Comparison:
-    """``result`` with its run names as the pages show them (``shown_names``: cut, and still told apart), so that
-    every part of compare.html written from it (tables, headings, the headline sentences, the validity part) writes
-    a run's name cut, as the explorer's data (``compare_items``, from the same names) does."""
-    from eval.scoring.compare import with_run_names
+    """``result`` with its run names as the pages show them (one line, cut, and still told apart: compare.md's way,
+    ``eval.scoring.compare.named_as``), so that every part of compare.html written from it (tables, headings, the
+    headline sentences, the validity part) writes a run's name as the explorer's data (``compare_items``, from the
+    same names) does."""
+    from eval.scoring.compare import named_as, page_name
 
-    return with_run_names(result, shown_names(result.runs), shown_name)
+    return named_as(result, page_name)
 
 
 def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) -> str:

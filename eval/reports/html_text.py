@@ -8,7 +8,7 @@ import html
 import math
 from typing import Any
 
-from eval.reports.report import BIDI_CONTROLS
+from eval.reports.names import BIDI_CONTROLS
 
 __all__ = ["escape", "finite", "md_html", "number"]
 

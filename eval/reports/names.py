@@ -9,11 +9,34 @@ predictions file are cut by it too, counted by ``eval.scoring.error_codes``.
 from __future__ import annotations
 
 import hashlib
+import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["NAME_CHARS", "shown_name", "shown_names"]
+__all__ = ["BIDI_CONTROLS", "NAME_CHARS", "one_line", "reads_as", "shown_name", "shown_names"]
+
+# Bidirectional controls (embeddings, overrides, isolates, marks): one in a name would show the rest of its line in
+# another order than it is written. Other control characters (an escape sequence) have no place in a report either.
+# report.md and report.html drop the same ones.
+BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def one_line(text: Any) -> str:
+    """``text`` as the reports write it: its line breaks (a carriage return and U+2028 end a line too) made spaces,
+    bidirectional controls removed, other control characters made spaces."""
+    return _CONTROLS.sub(" ", BIDI_CONTROLS.sub("", " ".join(str(text).splitlines())))
+
+
+def reads_as(text: Any) -> str:
+    """What a reader sees of ``text`` written on one line: ``one_line``'s text without the characters that show as
+    nothing (format characters: a zero-width space, a joiner, a soft hyphen), its runs of spaces one space and its
+    ends stripped, as a page's browser and rendered Markdown show them. Two names that read alike are told apart
+    by a mark, since neither escaping nor the reader's eye keeps them apart."""
+    visible = "".join(ch for ch in one_line(text) if unicodedata.category(ch) != "Cf")
+    return " ".join(visible.split())
 
 #: The most characters of a name (evaluated model, task type, criterion, judge, run) the pages show: the loader takes
 #: names of any length, and a page writes each several times (tables per split, the plot's labels, the filters), so
@@ -49,14 +72,15 @@ def _digest(name: str) -> str:
 
 
 def shown_names(names: Iterable[Any], chars: int = NAME_CHARS) -> dict[str, str]:
-    """Each distinct name (as text) and how the pages show it: ``shown_name``'s cut, and where two cut names still
-    read alike, each of them followed by " (#d)", d the first characters of the full name's SHA-256 (8 hex digits,
+    """Each distinct name (as text) and how the pages show it: ``shown_name``'s cut of its ``one_line`` text, and
+    where two cut names still read alike (``reads_as``: a name apart from another only by a bidirectional mark, a
+    line break or a zero-width character reads as it), each of them followed by " (#d)", d the first characters of the full name's SHA-256 (8 hex digits,
     more where two marks would still repeat: ``_MARK_DIGITS``), so that no row, heading or filter value of one name
     stands for another's: distinct names always get distinct labels. The digits depend on the name alone, whichever
     names a table holds and in whatever order (only a repeat of the 8-digit mark, one pair in about four billion,
     lengthens it)."""
     distinct = list(dict.fromkeys(str(name) for name in names))
-    cut = {name: shown_name(name, chars) for name in distinct}
+    cut = {name: shown_name(one_line(name), chars) for name in distinct}
     labels = dict(cut)
     # Every cut of a longer name is ``chars`` long, so the labels read alike all are: a marked label is then longer
     # than any name left whole, and two marks of different lengths never read alike.
@@ -71,6 +95,6 @@ def shown_names(names: Iterable[Any], chars: int = NAME_CHARS) -> dict[str, str]
 
 def _repeated(names: list[str], labels: dict[str, str]) -> list[str]:
     """Those of ``names`` whose label another of them shares."""
-    counts = Counter(labels[name] for name in names)
-    return [name for name in names if counts[labels[name]] > 1]
+    counts = Counter(reads_as(labels[name]) for name in names)
+    return [name for name in names if counts[reads_as(labels[name])] > 1]
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.scoring.error_codes import cut_codes_note
+from eval.reports.names import BIDI_CONTROLS, one_line, shown_names  # BIDI_CONTROLS re-exported: the HTML pages drop the same ones
 from eval.reports.notes import run_notes  # re-exported: eval.cli and report.html import it from here
 from eval.scoring import item_table
 from eval.scoring.metrics import RANDOM_LABELLING_VC
@@ -107,31 +108,20 @@ def fmt_ci(value: Any, ci: Any, digits: int = 3) -> str:
     return f"{fmt(value, digits)} [{fmt(ci[0], digits)}, {fmt(ci[1], digits)}]"
 
 
-# Bidirectional controls (embeddings, overrides, isolates, marks): one in a name would show the rest of its line in
-# another order than it is written. Other control characters (an escape sequence) have no place in a report either.
-# report.html drops the same ones (``eval.reports.html_report``).
-BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # What starts raw HTML or an autolink in Markdown: "<" before a letter, "/", "!" or "?" ("<0.1 %" and "p < 0.01" stay).
 _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 # Markdown that a name could start a line-level construct with (a heading, a list, a quote, a rule, a setext line).
 _LEADING_MARK = re.compile(r"^([#+\-=]|\d+(?=[.)]))")
 
 
-def _one_line(text: Any) -> str:
-    """``text`` on one line: its line breaks (a carriage return and U+2028 end a line too) made spaces,
-    bidirectional controls removed, other control characters made spaces."""
-    return _CONTROLS.sub(" ", BIDI_CONTROLS.sub("", " ".join(str(text).splitlines())))
-
-
 def md_text(text: Any) -> str:
     """Text that report.md did not write itself (a criterion, evaluated model or task name from the data, the judge's
-    ``--name``, an error code from a predictions file) as inert Markdown: one line (``_one_line``), HTML's special
+    ``--name``, an error code from a predictions file) as inert Markdown: one line (``one_line``), HTML's special
     characters as entities (no tag, no autolink, no entity of its own), ``|`` as ``&#124;`` (no table cell of its own),
     backslashes, backticks, ``*``, ``~``, a ``_`` that could start or end emphasis and a link's ``](`` escaped, and a
     leading ``#``, ``-``, ``+``, ``=`` or list number escaped: rendered (mkdocs, GitHub), it reads as the text it is,
     never as a heading, a table row, a link or live HTML."""
-    text = html.escape(_one_line(text).strip(), quote=False).replace("|", "&#124;")
+    text = html.escape(one_line(text).strip(), quote=False).replace("|", "&#124;")
     text = re.sub(r"([\\`*~])", r"\\\1", text)
     text = re.sub(r"(?<!\w)_|_(?!\w)", r"\\_", text).replace("](", "\\](")
     return _LEADING_MARK.sub(r"\\\1", text) if not text[:1].isdigit() else _LEADING_MARK.sub(r"\1\\", text)
@@ -146,12 +136,12 @@ def md_code(text: Any) -> str:
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    """A GitHub-flavoured Markdown table: every cell on one line (``_one_line``), its pipes escaped and a ``<`` that
+    """A GitHub-flavoured Markdown table: every cell on one line (``one_line``), its pipes escaped and a ``<`` that
     would start an HTML tag written as ``&lt;``. Cells may hold the report's own Markdown (``**Overall**``); text
     from the data is ``md_text`` before it is a cell."""
 
     def esc(cell: str) -> str:
-        return _TAG_START.sub("&lt;", _one_line(cell).replace("|", "\\|"))
+        return _TAG_START.sub("&lt;", one_line(cell).replace("|", "\\|"))
 
     lines = ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
@@ -271,7 +261,7 @@ def summary_why(result: Metrics) -> list[tuple[str, str]]:
 
 def _why_lines(found: list[tuple[str, str]]) -> list[str]:
     """``why_sentences`` as a Markdown list (and its blank line)."""
-    lines = [f"- **{md_text(label)}**: {_one_line(sentence)}." for label, sentence in found]
+    lines = [f"- **{md_text(label)}**: {one_line(sentence)}." for label, sentence in found]
     return lines + [""] if lines else []
 
 
@@ -443,7 +433,8 @@ def render_markdown(result: Metrics) -> str:
             correlated = name in ("model", "task_type")
             apart = _apart([*cells.values(), block.overall])
             head = _header(title.capitalize(), correlated, apart=apart)
-            rows = [_row(md_text(label), c, correlated, apart=apart) for label, c in cells.items()]
+            shown = shown_names(cells)  # cut, and two names that read alike once written still told apart
+            rows = [_row(md_text(shown[str(label)]), c, correlated, apart=apart) for label, c in cells.items()]
             rows.append(_row("**Overall**", block.overall, correlated, apart=apart))
             out += [f"### {SPLIT_TITLES[split]}: by {title}", "", markdown_table(head, rows), ""]
             out += _why_lines(why_sentences(cells, constant_judge_score(block, result.target)))

@@ -23,7 +23,7 @@ their items.parquet under the baseline's (``_on_one_vc_draw``). Each test's fail
 both runs predicted and called by McNemar's exact test (``_paired_failures``): a delta over the items both scored
 says nothing of the items one judge failed on.
 
-Why one module of ~1,290 lines: the pairing and compare.md read the same rules, which reference each side of a
+Why one module of ~1,320 lines: the pairing and compare.md read the same rules, which reference each side of a
 metric is against (``_reference``, ``spearman_target``), when a delta may be called and how runs are named apart;
 apart, compare.md would restate what the comparison computed.
 """
@@ -1163,28 +1163,46 @@ def _with_interval(c: Cell, metric: str) -> str:
 def distinct_names(names: list[str], folders: list, as_text=str) -> list[str]:
     """``names`` with each one that is not unique told apart by its folder's name, then its whole path, then its
     position: a run's column, row or heading must never stand for another's, even where a name given one folder
-    equals another run's name or two folders share their last part. ``as_text`` writes a folder as the names are
-    written (``md_text`` for a page)."""
+    equals another run's name or two folders share their last part. Names are unique as a reader sees them
+    (``reads_as``: two apart only by a zero-width character read alike). ``as_text`` writes a folder as the names
+    are written (``md_text`` for a page)."""
+    from eval.reports.names import reads_as
+
     def unique(candidates: list[str]) -> bool:
-        return len(set(candidates)) == len(candidates)
+        return len({reads_as(c) for c in candidates}) == len(candidates)
 
     if unique(names):
         return list(names)
+    seen = [reads_as(name) for name in names]
     for label in (lambda f: Path(f).name, lambda f: str(f)):
-        told = [f"{name} ({as_text(label(folder))})" if names.count(name) > 1 else name
-                for name, folder in zip(names, folders)]
+        told = [f"{name} ({as_text(label(folder))})" if seen.count(key) > 1 else name
+                for name, key, folder in zip(names, seen, folders)]
         if unique(told):
             return told
     return [f"{name} (#{k + 1})" for k, name in enumerate(names)]
 
 
+def named_as(result: Comparison, as_text: Callable[[str], str]) -> Comparison:
+    """``result`` with its run names as ``as_text`` writes them (compare.md: inert Markdown, ``md_text``;
+    compare.html and its explorer: ``page_name``), names that read alike once written told apart by their folders
+    (``distinct_names``), so that no run's column, row, heading or filter value stands for another's: two names
+    apart only by a line break or a bidirectional mark, which writing drops, never read as one."""
+    shown = distinct_names([as_text(name) for name in result.runs], result.folders, as_text)
+    return with_run_names(result, dict(zip(result.runs, shown)), as_text)
+
+
+def page_name(name: str) -> str:
+    """A run's name as compare.html writes it: on one line and cut (``eval.reports.names``)."""
+    from eval.reports.names import one_line, shown_name
+
+    return shown_name(one_line(name))
+
+
 def _named_for_markdown(result: Comparison) -> Comparison:
     """``result`` with its run names as inert Markdown (``md_text``): a judge's name comes from its ``--name`` or
     its folder, and a ``|``, ``*``, ``#``, ``<`` or line break in it would otherwise split a table, start emphasis, a
-    heading or a tag. Names that escaping makes equal (two names apart only by a line break) are told apart by their
-    folders, as ``compare`` tells apart equal names, so that no run's column or row stands for another's."""
-    shown = distinct_names([md_text(name) for name in result.runs], result.folders, md_text)
-    return with_run_names(result, dict(zip(result.runs, shown)), md_text)
+    heading or a tag (``named_as``)."""
+    return named_as(result, md_text)
 
 
 def with_run_names(result: Comparison, by_name: Mapping[str, str], other: Callable[[str], str]) -> Comparison:
