@@ -384,7 +384,7 @@ def _compare(args: argparse.Namespace) -> int:
         raise ValueError("--allow-other-judge: only rank runs have their judge settings checked (run.json); leave the "
                          "flag out")
     from eval.reports.notes import console_text, runs_notes
-    from eval.scoring.compare import compare, decision, headline, render_markdown
+    from eval.scoring.compare import compare, console_name, decision, headline, named_as, render_markdown
     from eval.scoring.item_table import dumps
 
     result = compare(args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha,
@@ -401,7 +401,9 @@ def _compare(args: argparse.Namespace) -> int:
     from eval.reports.html_report import write_compare_page
 
     page = write_compare_page(result, out)
-    # The whole table (hundreds of lines) is in the files; the console gets the headline and where they are.
+    # The whole table (hundreds of lines) is in the files; the console gets the headline and where they are, each
+    # run's name escaped and cut: a judge's --name or folder may hold an ESC sequence, or be any length.
+    result = named_as(result, console_name)
     print("\n".join([f"Judge comparison (baseline: {result.baseline})",
                      *(f"- {decision(result, k)}" for k in range(len(result.comparisons))),
                      *(f"- {line}" for line in headline(result)),

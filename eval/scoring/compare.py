@@ -23,7 +23,7 @@ their items.parquet under the baseline's (``_on_one_vc_draw``). Each test's fail
 both runs predicted and called by McNemar's exact test (``_paired_failures``): a delta over the items both scored
 says nothing of the items one judge failed on.
 
-Why one module of ~1,320 lines: the pairing and compare.md read the same rules, which reference each side of a
+Why one module of ~1,335 lines: the pairing and compare.md read the same rules, which reference each side of a
 metric is against (``_reference``, ``spearman_target``), when a delta may be called and how runs are named apart;
 apart, compare.md would restate what the comparison computed.
 """
@@ -1196,6 +1196,18 @@ def page_name(name: str) -> str:
     from eval.reports.names import one_line, shown_name
 
     return shown_name(one_line(name))
+
+
+def console_name(name: str) -> str:
+    """A run's name as ``judge-eval compare`` prints it: every character a terminal would act on (an ESC sequence, a
+    line break, a bidirectional override) written as its escape (``visible``), then cut as the pages cut names, so a
+    name of any length prints as at most ``NAME_CHARS`` characters on each line that says it."""
+    import sys
+
+    from eval.reports.names import shown_name
+    from judge.plumbing.console_logging import visible
+
+    return shown_name(visible(name, sys.maxsize))
 
 
 def _named_for_markdown(result: Comparison) -> Comparison:
