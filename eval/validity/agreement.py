@@ -289,7 +289,8 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
         ``mae_to_mean`` (its score against the experts' mean, ``judge_scores``), ``n_items_judge_failed`` (items the judge failed on: out of alpha with the judge, kappa
         and the classes' judged figures) and ``n_kappa_off_domain`` (items with both a judge answer and a mode, one
         of them off ``domain`` or the judge's off its item's scale (``off_scale``), e.g. a mode of 0.5 between two
-        levels: left out of kappa, as sklearn's ``labels`` leaves them, and counted here rather than lost) and
+        levels: left out of kappa, as sklearn's ``labels`` leaves them, and counted here rather than lost),
+        ``n_items_no_mode`` (items with a judge answer and no unique mode: left out of kappa) and
         ``n_items_judge_off_scale`` (items whose judge answer lies off the item's scale, ``off_scale``: left out of
         alpha with the judge and kappa, unique mode or not) and ``n_expert_scores_off_domain`` (expert scores that
         are no level of ``domain``, a half-point or an off-rubric score: left out of both alphas, module docstring);
@@ -374,6 +375,9 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
     out["by_expert_agreement"] = split
     out["n_items_judge_failed"] = int((~answered).sum())
     out["n_kappa_off_domain"] = int((scored & ~on_domain).sum())
+    # the items with a judge answer but no unique mode among the experts: out of kappa and the homogeneity table too,
+    # and counted, or "over N items; F failed items left out" would not add up to the cell's items
+    out["n_items_no_mode"] = int((answered & ~np.isfinite(mode)).sum())
     # every answer off its item's scale, with a unique mode or not: none is in alpha with the judge, and without
     # this count the report read "with the judge 1.00" over the judge's on-scale answers alone
     out["n_items_judge_off_scale"] = int(off.sum())

@@ -266,14 +266,17 @@ _CRITERION_HEAD = ["Criterion", "pairs", "expert MAE", "judge MAE", "gap", "expe
 _CLUSTERS = " (instructions under --bootstrap-unit instruction)"
 
 
-def _left_out(n: int | None, failed: int | None, off: int | None) -> str:
-    """" (over n items; F failed items and O off the scale left out)" where a row's figure left any out (None: a
-    count a file written before it does not carry; ``n`` None: the figure itself has no items to name)."""
-    left = [text for k, text in ((failed, counted(failed or 0, "failed item")), (off, f"{off} off the scale")) if k]
+def _left_out(n: int | None, failed: int | None, off: int | None, no_mode: int | None = None) -> str:
+    """" (over n items; F failed items, O off the scale and M without a unique mode left out)" where a row's figure
+    left any out (None: a count a file written before it does not carry; ``n`` None: the figure itself has no items
+    to name)."""
+    left = [text for k, text in ((failed, counted(failed or 0, "failed item")), (off, f"{off} off the scale"),
+                                 (no_mode, f"{no_mode} without a unique mode")) if k]
     if not left:
         return ""
     over = f"over {counted(n, 'item')}; " if n is not None else ""
-    return f" ({over}{' and '.join(left)} left out)"
+    listed = left[0] if len(left) == 1 else ", ".join(left[:-1]) + " and " + left[-1]
+    return f" ({over}{listed} left out)"
 
 
 def _length_text(length: LengthBias | Unavailable | None) -> str:
@@ -314,13 +317,16 @@ def _judge_left_out(agreement) -> list[str]:
 
 
 def _homogeneity_text(homogeneity: MarginalHomogeneity | None, agreement=None) -> str:
-    """The Stuart–Maxwell row; the table is over the items with a judge level on the scale and a unique mode, so the
-    judge's failed and off-scale items are out of it, said as the α row says them (``agreement``: the same cell's)."""
+    """The Stuart–Maxwell row; the table is over the items with a judge level on the scale and a unique mode, kappa's
+    items, so its items left out are said as the κ row says them (``agreement``: the same cell's); a file written
+    before ``n_items_no_mode`` says the judge's failed and off-scale items, as the α row does."""
     if homogeneity is None:
         return "χ² —, df —, p —"
     text = f"χ² {_num(homogeneity.statistic)}, df {homogeneity.df or '—'}, p {_p(homogeneity.p_value)}"
-    left = _judge_left_out(agreement)
-    if left:
+    if agreement and agreement.n_kappa == homogeneity.n and agreement.n_items_no_mode is not None:
+        # the table's items are kappa's (a judge level and a mode, both levels of the scale): left out as kappa's
+        text += _kappa_left_out(agreement)
+    elif left := _judge_left_out(agreement):
         text += f" (over {counted(homogeneity.n, 'item')}; {' and '.join(left)} left out)"
     # without a test the dashes alone would not say why: no item off the diagonal, or no item to tabulate
     return f"{text}: {homogeneity.why}" if homogeneity.why and homogeneity.p_value is None else text
@@ -406,10 +412,12 @@ def _alpha_items(agreement, n_items: int) -> str:
 def _kappa_left_out(agreement) -> str:
     """Kappa against the mode is over the items whose judge level and mode are both levels of the scale: the judge's
     failed items are out of it (as of alpha with the judge), and so are the items with a judge answer and a mode
-    of which one is off the scale (``n_kappa_off_domain``)."""
+    of which one is off the scale (``n_kappa_off_domain``) and those with a judge answer and no unique mode
+    (``n_items_no_mode``)."""
     if not agreement:
         return ""
-    return _left_out(agreement.n_kappa, agreement.n_items_judge_failed, agreement.n_kappa_off_domain)
+    return _left_out(agreement.n_kappa, agreement.n_items_judge_failed, agreement.n_kappa_off_domain,
+                     agreement.n_items_no_mode)
 
 
 def _leniency_left_out(lenient) -> str:

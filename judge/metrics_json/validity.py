@@ -314,6 +314,9 @@ class Agreement(_SectionRecord):
     n_items_judge_failed: int | None = optional_field()
     # (judge, mode) pairs with a value off the value domain (a mode of 0.5 between levels): not in kappa or n_kappa
     n_kappa_off_domain: int | None = optional_field()
+    # items with a judge answer whose experts have no unique mode: not in kappa or the homogeneity table (absent from
+    # files written before it)
+    n_items_no_mode: int | None = optional_field()
     # items whose judge answer lies off the item's scale: out of alpha with the judge and kappa, unique mode or not
     n_items_judge_off_scale: int | None = optional_field()
     # expert scores that are no level of the value domain (a half-point, an off-rubric score): out of both alphas
