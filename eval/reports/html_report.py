@@ -363,11 +363,8 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
                 + "</p>")
         means = block.model_means is not None and bool(block.model_means.by_model)
         if means:  # report.md's Table 10, from the same cells (the judge's name among them, escaped by the table)
-            # the names cut as the other tables' are, before the header adds " (MAE)" to the judge's
-            models = shown_names(block.model_means.by_model)
-            note, header, rows = model_means_cells(block.model_means, result.judge,
-                                                   lambda name: models.get(str(name)) or shown_name(name),
-                                                   "Avg. (items pooled)")
+            # the names cut as the other tables' are (there), before the header adds " (MAE)" to the judge's
+            note, header, rows = model_means_cells(block.model_means, result.judge, str, "Avg. (items pooled)")
             body += [f"<h3>{_e(title)}: mean score per evaluated model (the paper's Table 10)</h3>",
                      f'<p class="note">{_md_text(note)}</p>', html_table(header, rows, _e, f"model-means-{split}")]
         for name, group_title in _GROUP_TITLES.items():

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from eval.scoring.error_codes import cut_codes_note
-from eval.reports.names import BIDI_CONTROLS, one_line, shown_names  # BIDI_CONTROLS re-exported: the HTML pages drop the same ones
+# BIDI_CONTROLS re-exported: the HTML pages drop the same ones
+from eval.reports.names import BIDI_CONTROLS, one_line, shown_name, shown_names
 from eval.reports.notes import run_notes  # re-exported: eval.cli and report.html import it from here
 from eval.scoring import item_table
 from eval.scoring.metrics import RANDOM_LABELLING_VC
@@ -273,8 +274,9 @@ def _apart(cells: list[Cell]) -> bool:
 def model_means_cells(means: ModelMeans, judge_name: str, text=md_text,
                       pooled: str = "**Avg.** (items pooled)") -> tuple[str, list[str], list[list[str]]]:
     """The paper's Table 10 (model, experts' mean score, the judge's with its MAE) for report.md and report.html: its
-    note, header and rows. ``text`` writes a name from the data for the page (report.html escapes every cell
-    itself); ``pooled`` labels the pooled row."""
+    note, header and rows. The names are cut as every table cuts them (``shown_names``, the judge's before the header
+    adds " (MAE)"); ``text`` then writes one for the page (report.html escapes every cell itself); ``pooled`` labels
+    the pooled row."""
     def row(label: str, m: ModelMeansRow) -> list[str]:
         judged = f"{fmt(m.judge_mean)} ({fmt(m.mae)})"
         return [label, str(m.n_items), fmt(m.experts_mean), str(m.n_judged), judged, str(m.n_scored),
@@ -284,9 +286,10 @@ def model_means_cells(means: ModelMeans, judge_name: str, text=md_text,
             "aggregate, an unweighted average of the point estimates); the judge: the mean of its scores on those "
             "items, out-of-scale ones included; MAE in brackets, over the `scored` items (those with a defined "
             "reference).")
-    rows = [row(text(label), m) for label, m in means.by_model.items()] + [row(pooled, means.all)]
-    header = ["Evaluated model", "n", "Experts", "n judged", f"{text(judge_name or 'Judge')} (MAE)", "scored",
-              "Experts on judged items", "out of scale"]
+    models = shown_names(means.by_model)
+    rows = [row(text(models[str(label)]), m) for label, m in means.by_model.items()] + [row(pooled, means.all)]
+    header = ["Evaluated model", "n", "Experts", "n judged", f"{text(shown_name(judge_name or 'Judge'))} (MAE)",
+              "scored", "Experts on judged items", "out of scale"]
     return note, header, rows
 
 
@@ -372,7 +375,7 @@ def render_markdown(result: Metrics) -> str:
     """
     s = result.settings
     out = [
-        f"# Judge report: {md_text(result.judge or '(unnamed judge)')}",
+        f"# Judge report: {md_text(shown_name(result.judge or '(unnamed judge)'))}",
         "",
         *lead_lines(result),
         f"{references_note(result)} Spearman is pooled per evaluated model and per task type. "
@@ -437,7 +440,8 @@ def render_markdown(result: Metrics) -> str:
             rows = [_row(md_text(shown[str(label)]), c, correlated, apart=apart) for label, c in cells.items()]
             rows.append(_row("**Overall**", block.overall, correlated, apart=apart))
             out += [f"### {SPLIT_TITLES[split]}: by {title}", "", markdown_table(head, rows), ""]
-            out += _why_lines(why_sentences(cells, constant_judge_score(block, result.target)))
+            out += _why_lines(why_sentences({shown[str(label)]: c for label, c in cells.items()},
+                                            constant_judge_score(block, result.target)))
     if result.pollux_official is not None:
         note, header, rows = pollux_official_cells(result.pollux_official)
         out += [f"## {result.pollux_official.title}", "", note, "", markdown_table(header, rows), ""]

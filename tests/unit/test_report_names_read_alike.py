@@ -71,3 +71,19 @@ def test_report_md_rows_of_criteria_apart_only_by_a_bidi_mark_read_differently()
             for table in by_criterion]
     assert [len(r) for r in rows] == [2, 0, 2]  # the Zero-Shot test holds both, so the two tests together do
     assert all(reads_as(r[0]) != reads_as(r[1]) for r in rows if r), rows
+
+
+def test_report_md_cuts_the_judges_and_the_datas_names_as_report_html_does():
+    """A 100,000-character judge name, evaluated model and criterion: report.md writes none of them past 300
+    characters (the title, Table 10's rows and header, the by-model and by-criterion rows, the notes under them), and
+    its longest line is its own prose's."""
+    from eval.reports.report import render_markdown
+
+    judge_name, model, criterion = "J" * 100_000, "M" * 100_000, "C" * 100_000
+    text = render_markdown(sixty_item_metrics(criteria=(criterion, "c2", "c3", "c4"), judge_name=judge_name,
+                                              models=(model, "m2")))
+    assert text.splitlines()[0] == "# Judge report: " + "J" * 200 + "…" + "J" * 99
+    assert "M" * 200 + "…" in text and "C" * 200 + "…" in text  # the names are there, cut
+    assert not any(letter * 301 in text for letter in "JMC")
+    short = render_markdown(sixty_item_metrics(models=("m1", "m2")))
+    assert max(map(len, text.splitlines())) < max(map(len, short.splitlines())) + 1_000
