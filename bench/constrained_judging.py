@@ -97,6 +97,7 @@ def arm_name(arm: tuple[str, int]) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    print(machine_line(), flush=True)  # the load at start; the summary's line gives it at the end
     scratch = Path(tempfile.mkdtemp(prefix="constrained-judging-"))
     if args.model:
         model = Path(args.model)

@@ -85,6 +85,7 @@ def start_once(arm: str, model: Path, scratch: Path, timeout_s: float) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    print(machine_line(), flush=True)  # the load at start; the summary's line gives it at the end
     from train.tiny_models import build_tiny_qwen2
 
     scratch = Path(tempfile.mkdtemp(prefix="engine-start-"))

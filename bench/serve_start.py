@@ -103,6 +103,7 @@ def main(argv=None) -> int:
         base, this = runs["baseline"], runs["this checkout"]
         print(f"this / baseline per round: CPU {fmt(spread([t['cpu'] / b['cpu'] for b, t in zip(base, this)]))}, "
               f"wall {fmt(spread([t['wall'] / b['wall'] for b, t in zip(base, this)]))}")
+    print(machine_line())  # and its load at the end, as at the start
     return 0
 
 

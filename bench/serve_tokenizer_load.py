@@ -87,6 +87,7 @@ def main(argv=None) -> int:
     for arm in ARMS:
         print(f"{arm}: {fmt(spread(cpu[arm]), '', 2)} CPU-s")
     print(f"CPU AutoTokenizer / load_tokenizer: {fmt(spread(ratios), 'x', 2)}")
+    print(machine_line())  # and its load at the end, as at the start
     return 0
 
 

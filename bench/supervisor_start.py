@@ -69,6 +69,7 @@ def main(argv=None) -> int:
     ratios = [s / b for s, b in zip(wall["supervised"], wall["bare"])]
     print(f"supervised - bare, wall per round: {fmt(spread(added), digits=1)} ms; "
           f"supervised / bare: {fmt(spread(ratios), 'x', digits=0)}")
+    print(machine_line())  # and its load at the end, as at the start
     return 0
 
 

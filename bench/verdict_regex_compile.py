@@ -100,6 +100,7 @@ def main(argv=None) -> int:
         ratios = [a / b for a, b in zip(xg, gd)]
         print(f"feedback_max_chars {bound}: xgrammar {fmt(spread(xg), digits=3)} s; guidance "
               f"{fmt(spread(gd), digits=3)} s; xgrammar / guidance {fmt(spread(ratios), 'x', 0)}")
+    print(machine_line())  # and its load at the end, as at the start
     return 0
 
 

@@ -201,3 +201,23 @@ def test_suite_cpu_summarises_good_rows(suite_cpu, tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "2 tests: 2 CPU-s in 4 s of wall (0.50 cores busy on average); floor on 2 cores: 1 s"
     assert out[-1].split() == ["1.5", "2.0", "tests/unit/test_a.py::test_one"]
+
+
+#: The serving and client benches whose machine line docs/performance.md's header promises "at start and end".
+MACHINE_AT_BOTH_ENDS = ("constrained_judging", "engine_start", "serve_start", "serve_tokenizer_load",
+                        "supervisor_start", "verdict_regex_compile")
+
+
+@pytest.mark.parametrize("name", MACHINE_AT_BOTH_ENDS)
+def test_a_serving_bench_prints_the_machine_before_and_after_its_rounds(name):
+    """The load average read once says nothing of a load that came or went during the rounds: ``main`` prints
+    ``machine_line`` before its rounds' loop (its first) and again after it."""
+    tree = ast.parse((BENCH / f"{name}.py").read_text(encoding="utf-8"))
+    main = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "main")
+    said = [node.lineno for node in ast.walk(main) if isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) == "machine_line"]
+    rounds = min((node for node in ast.walk(main) if isinstance(node, (ast.For, ast.While))),
+                 key=lambda node: node.lineno)
+    assert said, name
+    assert min(said) < rounds.lineno, f"{name}: no machine line before the rounds"
+    assert max(said) > rounds.end_lineno, f"{name}: no machine line after the rounds"
