@@ -8,7 +8,7 @@ Every stage writes one folder::
                     newest row of a job asked again replaces the older ones in the file once they are half of it)
     <stage>.jsonl   the kept rows
     dropped.jsonl   the dropped rows, each with its ``drop_reason``
-    dataset/        the kept rows as a ``datasets`` folder (``datasets.load_from_disk``); absent when none is kept
+    dataset/        the kept rows as a ``datasets`` folder (a column of mixed types as text); absent when none is kept
     summary.json    kept / dropped counts with reasons
     run.json        provenance (judge.plumbing.provenance): resolved config, git revision, package versions, seed
 
@@ -247,10 +247,10 @@ def write_stage_outputs(
     if splits is not None:
         for name, rows in splits.items():
             rewrite_journal(out_dir / f"{name}.jsonl", rows)
-        dataset = (datasets.DatasetDict({name: datasets.Dataset.from_list(rows) for name, rows in splits.items() if rows})
-                   if any(splits.values()) else None)  # fmt: skip
+        parts = _dataset_parts({f"{name}.jsonl": rows for name, rows in splits.items()}, stage)
+        dataset = datasets.DatasetDict({name: part for name, part in zip(splits, parts) if part is not None}) or None
     else:
-        dataset = datasets.Dataset.from_list(kept) if kept else None
+        (dataset,) = _dataset_parts({f"{stage}.jsonl": kept}, stage)
     _replace_dataset(out_dir / "dataset", dataset, stage)
     summary = {
         "stage": stage,
@@ -266,6 +266,53 @@ def write_stage_outputs(
     write_provenance(out_dir, f"judge-train data {stage}", dataclasses.asdict(config),
                      prompt_version=prompt_version, seed=getattr(config, "seed", None))
     return summary
+
+
+def _dataset_parts(files: dict[str, list[dict]], stage: str) -> list[Any]:
+    """Each file's rows as a ``datasets.Dataset`` (None for a file without rows), all of one schema: every column any
+    row holds (``Dataset.from_list`` keeps the first row's alone). A column whose values Arrow holds in no one type
+    (an ``instruction_id`` of 5 beside "5", which pyarrow refuses naming neither column nor row, after the JSONL files
+    are written) is written as text, a string as it is and any other value as its JSON, and said: the column, the
+    first row whose type differs from its first value's, and both types. The JSONL files keep the values as read."""
+    import datasets
+    import pyarrow as pa
+
+    placed = [(file, line, row) for file, rows in files.items() for line, row in enumerate(rows, 1)]
+    columns = list(dict.fromkeys(key for _, _, row in placed for key in row))
+    as_text = set()
+    for column in columns:
+        try:
+            pa.array([row.get(column) for _, _, row in placed])
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as err:
+            as_text.add(column)
+            log(f"{stage}: dataset/ holds column {column!r} as text (a value other than a string as its JSON): "
+                f"{_mixed_types(placed, column, err)}; {', '.join(files)} keep the values as read")
+    whole = datasets.Dataset.from_dict({column: [_as_text(row.get(column)) if column in as_text else row.get(column)
+                                                 for _, _, row in placed] for column in columns}) if placed else None
+    parts, start = [], 0
+    for rows in files.values():
+        parts.append(whole.select(range(start, start + len(rows))) if rows else None)
+        start += len(rows)
+    return parts
+
+
+def _mixed_types(placed: list[tuple[str, int, dict]], column: str, err: Exception) -> str:
+    """Where ``column``'s values first differ in type, for the warning; Arrow's words when each is of one Python type
+    (lists of numbers beside lists of words, a number past 64 bits)."""
+    first = None
+    for file, line, row in placed:
+        value = row.get(column)
+        if value is None:
+            continue
+        if first is None:
+            first = (type(value).__name__, file, line)
+        elif type(value).__name__ != first[0]:
+            return f"{first[0]} at {first[1]} line {first[2]}, {type(value).__name__} at {file} line {line}"
+    return f"no one Arrow type holds its values ({err})"
+
+
+def _as_text(value: Any) -> str | None:
+    return value if value is None or isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _replace_dataset(path: Path, dataset: Any, stage: str) -> None:

@@ -7,7 +7,9 @@ never scores an instruction the model trained on. An instruction is its ``instru
 has one, else its text: ``judge.splits.instruction_key``, the grouping the leakage check reads.
 
 Outputs ``train.jsonl``, ``validation.jsonl`` and ``dataset/`` (a ``DatasetDict``) in the POLLUX record layout, ready
-for ``judge.load_records(path)`` / ``load_records(folder / "dataset", split="train")`` in the training recipes.
+for ``judge.load_records(path)`` / ``load_records(folder / "dataset", split="train")`` in the training recipes. A column
+whose values share no Arrow type (an ``instruction_id`` of 5 beside "5") is text in ``dataset/``, and said
+(``write_stage_outputs``); the JSONL files keep the values as read.
 """
 
 from __future__ import annotations
