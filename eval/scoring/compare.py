@@ -768,11 +768,17 @@ def decision(result: Comparison, k: int) -> str:
         return (f"{where}: {comp.run} is {f.verdict} than {result.baseline} (failed verdicts {f.verdict}: {f.b} of "
                 f"the {f.n} items both have a prediction for against {f.a}; no item scored by both, so no MAE, "
                 "Spearman or Verdict Confidence call)" + _unpredicted(result, k, split) + ".")
+    # MAE against another target (the experts' mode on one side, their mean on the other: --target auto over a
+    # seq2seq and a regression judge) is no judge's difference either: identical scores differ
+    mae_targets = {name: m.target for name, m in zip(result.runs, result.metrics)}
+    mae_apart = mae_targets.get(comp.run) != mae_targets.get(result.baseline)
+    mae_left = (f"MAE left out: the runs' targets differ ({result.baseline}: experts' "
+                f"{mae_targets.get(result.baseline)}, {comp.run}: their {mae_targets.get(comp.run)})")
     if not result.n_boot:
         how = (f"equal for {comp.run} and {result.baseline}" if not mae.delta else
                f"{fmt(abs(mae.delta))} {'lower' if mae.delta < 0 else 'higher'} for {comp.run} than for "
                f"{result.baseline}")
-        said = f"MAE {how} on the {mae.n} items both scored"
+        said = f"{mae_left}; {mae.n} items both scored" if mae_apart else f"MAE {how} on the {mae.n} items both scored"
         f = block.failures
         # the failures' McNemar call is an exact test, made without resamples (the headline says it): the one call
         # left, and the one that tells apart a judge failing on many items
@@ -786,10 +792,6 @@ def decision(result: Comparison, k: int) -> str:
         return f"{where}: {calls}; {said}" + _unpredicted(result, k, split) + "."
     targets = {name: spearman_target(m) for name, m in zip(result.runs, result.metrics)}
     apart = targets.get(comp.run) != targets.get(result.baseline)
-    # MAE against another target (the experts' mode on one side, their mean on the other: --target auto over a
-    # seq2seq and a regression judge) is no judge's difference either: identical scores differ
-    mae_targets = {name: m.target for name, m in zip(result.runs, result.metrics)}
-    mae_apart = mae_targets.get(comp.run) != mae_targets.get(result.baseline)
     left_out = {"mae": mae_apart, "spearman": apart}
     cells = [(label, block.overall[metric]) for metric, label in _DECIDED
              if metric in block.overall and not left_out.get(metric)]
@@ -807,8 +809,7 @@ def decision(result: Comparison, k: int) -> str:
     else:
         word = f"no difference between {comp.run} and {result.baseline} was shown"
     listed = ", ".join(f"{label} {'undefined' if verdict == '—' else verdict}" for label, verdict in calls)
-    left = (f"; MAE left out: the runs' targets differ ({result.baseline}: experts' {mae_targets.get(result.baseline)}, "
-            f"{comp.run}: their {mae_targets.get(comp.run)})" if mae_apart else "")
+    left = f"; {mae_left}" if mae_apart else ""
     left += "; Spearman left out: the runs' references differ" if apart else ""
     listed += "; " if listed else ""  # every metric left out, no failures' call: nothing listed
     return (f"{where}: {word} ({listed}{mae.n} items both scored, each call at alpha {result.alpha}{left})"

@@ -199,3 +199,17 @@ def test_runs_scored_with_other_settings_are_said_to_be_so(tmp_path):
         (folder / "metrics.json").write_text(json.dumps(written), encoding="utf-8")
     said = headline(compare([a, b], n_boot=50, bootstrap_unit="item"))
     assert not any("--clip-regression" in line for line in said)
+
+
+def test_mae_against_two_targets_is_left_out_under_n_boot_0(tmp_path):
+    """``--n-boot 0`` gives the MAE's difference rather than a call: against the experts' mode on one side and their
+    mean on the other, identical scores would read "MAE … lower for b": the decision says the targets differ instead."""
+    from eval.scoring.compare import compare, decision
+
+    a = _scored_run(tmp_path / "A", "a", JUDGE, EXPERTS, n_boot=0)
+    b = _scored_run(tmp_path / "B", "b", JUDGE, EXPERTS, target="mean", spearman_target="mode", n_boot=0)
+    said = decision(compare([a, b], n_boot=0), 0)
+    assert "lower for" not in said and "higher for" not in said and "MAE equal" not in said
+    assert "MAE left out: the runs' targets differ (a: experts' mode, b: their mean); 40 items both scored" in said
+    same = decision(compare([a, _scored_run(tmp_path / "C", "c", JUDGE, EXPERTS, n_boot=0)], n_boot=0), 0)
+    assert "MAE equal for c and a on the 40 items both scored" in same and "left out" not in same
