@@ -55,3 +55,19 @@ def test_baselines_read_a_verdict_without_end_and_pollux_judges_do_not():
     lenient = {name: resolve_config(RunConfig, CONFIGS / name, {"out": "runs/x"}).lenient for name in {**BASELINES, **POLLUX}}
     assert lenient == {**dict.fromkeys(BASELINES, True), **dict.fromkeys(POLLUX, False)}
     assert RunConfig.__dataclass_fields__["lenient"].default is False
+
+
+def test_a_baseline_folder_started_strict_is_refused_naming_lenient_and_resumes_under_no_lenient(tmp_path):
+    """A baseline's folder started while its config read strictly holds ``lenient: false`` in its run key: the
+    lenient config's resume is refused naming the setting, and ``--no-lenient`` (docs/fidelity.md) resumes it."""
+    from eval.judging.run_settings import run_key
+    from judge.plumbing.run_folder import ResumeMismatch, claim_run_folder
+
+    out = tmp_path / "run"
+    strict = resolve_config(RunConfig, CONFIGS / "gpt-4o.yaml", {"out": str(out), "lenient": False})
+    claim_run_folder(out, run_key(strict), ("predictions.jsonl",))
+    (out / "predictions.jsonl").write_text("{}\n", encoding="utf-8")
+    shipped = resolve_config(RunConfig, CONFIGS / "gpt-4o.yaml", {"out": str(out)})
+    with pytest.raises(ResumeMismatch, match=r"\(lenient: False -> True\)"):
+        claim_run_folder(out, run_key(shipped), ("predictions.jsonl",))
+    assert claim_run_folder(out, run_key(strict), ("predictions.jsonl",)) is True
