@@ -741,6 +741,12 @@ def read_tagged_verdict(text: str | None, scale: Scale | None, lenient: bool = F
         detail = "the score is there, which lenient reading takes" if scored else "and no score follows"
         return Verdict.failure(VerdictError.MISSING_END, "the judge ended its turn (finish_reason stop) with no [END] "
                                f"after the final [RESULT] ({detail})", verdict.feedback)
+    if finish_reason == "length" and verdict.error == VerdictError.MISSING_END:
+        # still missing_end: read_served_verdict's failed_by_the_cut makes any failure the length limit stopped a cut
+        scored = parse_verdict(read, scale=scale, lenient=True).ok
+        detail = "the score is there, which lenient reading takes" if scored else "and no score follows"
+        return Verdict.failure(VerdictError.MISSING_END, "the length limit cut the output (finish_reason length) with "
+                               f"no [END] after the final [RESULT] ({detail})", verdict.feedback)
     if finish_reason != "length" or not verdict.ok or not text:
         return verdict
     last_end = None

@@ -218,3 +218,19 @@ def test_judge_eval_records_an_engine_refused_judgment_as_a_refused_request(qwen
         judged_by_judge_eval(records, body)
     assert raised.value.status == 400 and not is_transient(raised.value)
     assert "refused ['Ритм'] of q1" in str(raised.value)
+
+
+def test_a_strict_reading_names_the_length_cut_that_left_no_end():
+    """Read strictly, a verdict the length limit stopped after its score is missing_end with the cut named, whether
+    a score is there or not; read_served_verdict fails it as cut, that missing_end in its reason."""
+    from judge.scales import Scale
+
+    verdict = read_tagged_verdict("[FEEDBACK] ok [RESULT] 2", Scale((0, 1, 2)), finish_reason="length")
+    assert (verdict.error, verdict.feedback) == (VerdictError.MISSING_END, "ok")
+    assert verdict.reason == ("the length limit cut the output (finish_reason length) with no [END] after the final "
+                              "[RESULT] (the score is there, which lenient reading takes)")
+    empty = read_tagged_verdict("[FEEDBACK] ok [RESULT] ", Scale((0, 1, 2)), finish_reason="length")
+    assert empty.error == VerdictError.MISSING_END and "(finish_reason length)" in empty.reason
+    assert "(and no score follows)" in empty.reason
+    served = read_served_verdict("tagged", "[FEEDBACK] ok [RESULT] 2", scale=Scale((0, 1, 2)), finish_reason="length")
+    assert served.error == VerdictError.CUT and verdict.reason in served.reason
