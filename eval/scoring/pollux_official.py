@@ -75,8 +75,9 @@ from judge.metrics_json.metrics import OfficialSplit, PolluxOfficial
 from judge.record_columns import as_columns
 from judge.wire import ScoreSource
 
-__all__ = ["bare_integer_outputs", "extract_score", "official_metrics", "official_not_computed", "pollux_official",
-           "NOT_COMPUTED_INTEGER", "NOT_COMPUTED_INTEGER_INFERRED", "NOT_COMPUTED_REGRESSION", "POLLUX_PATTERNS", "TITLE"]
+__all__ = ["bare_integer_outputs", "extract_score", "no_raw_outputs", "official_metrics", "official_not_computed",
+           "pollux_official", "NOT_COMPUTED_INTEGER", "NOT_COMPUTED_INTEGER_INFERRED", "NOT_COMPUTED_NO_RAW",
+           "NOT_COMPUTED_REGRESSION", "POLLUX_PATTERNS", "TITLE"]
 
 TITLE = "POLLUX repository evaluator (not the paper's metrics)"
 #: Why a run has no section: an integer judge writes no ``[RESULT]`` tag; a regression head's scores are no text
@@ -86,6 +87,8 @@ NOT_COMPUTED_INTEGER = ("Not computed: it reads the score after a `[RESULT]` tag
 NOT_COMPUTED_INTEGER_INFERRED = ("Not computed: it reads the score after a `[RESULT]` tag; no output of this run "
                                  "holds one while its verdicts were read (a bare integer, Pollux-4B-Judge's format; "
                                  "no run.json names the run's verdict format).")
+NOT_COMPUTED_NO_RAW = ("Not computed: it reads the score after a `[RESULT]` tag in each raw output; this run's "
+                       "predictions hold no raw outputs to read (scores converted from another tool).")
 NOT_COMPUTED_REGRESSION = ("Not computed: it reads the score after a `[RESULT]` tag; this run's scores are (some or "
                            "all) a regression head's value, which no POLLUX code puts through its evaluator.")
 
@@ -329,13 +332,42 @@ def bare_integer_outputs(predictions) -> bool:
         return predictions.column(name) if name in predictions.column_names else None
 
     raw, parsed = column("raw_output"), column("parse_ok")
-    if raw is None or parsed is None or not pc.any(parsed.fill_null(False)).as_py():
+    # outputs to read: a parsed row's raw output, not a file of scores alone (no_raw_outputs)
+    if raw is None or parsed is None or not pc.any(_parsed_with_raw(raw, parsed)).as_py():
         return False
     if pc.any(pc.match_substring(raw, "[result]", ignore_case=True).fill_null(False)).as_py():
         return False
     head, source = column("regression_score"), column("score_source")
     return not ((head is not None and head.null_count < len(head)) or (
         source is not None and pc.any(pc.equal(source, ScoreSource.REGRESSION_HEAD).fill_null(False)).as_py()))
+
+
+def _parsed_with_raw(raw, parsed):
+    """Per row: read as a verdict (``parse_ok``) with a raw output that is not empty."""
+    import pyarrow.compute as pc
+
+    return pc.and_(parsed.fill_null(False), pc.greater(pc.utf8_length(raw), 0).fill_null(False))
+
+
+def no_raw_outputs(predictions) -> bool:
+    """Whether some rows of a run were read as verdicts while none holds a raw output (``raw_output`` absent, null or
+    empty: an external judge's scores converted to a predictions file): POLLUX's evaluator reads the score from the
+    output's text and would find none, a ``format_acc`` of 0 that says nothing of the judge.
+
+    Args:
+        predictions: the prediction table (``eval.judging.predictions.read_prediction_table``).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "parse_ok" not in predictions.column_names:
+        return False
+    parsed = predictions.column("parse_ok")
+    if not pc.any(parsed.fill_null(False)).as_py():
+        return False
+    raw = (predictions.column("raw_output") if "raw_output" in predictions.column_names
+           else pa.nulls(len(parsed), pa.string()))
+    return not pc.any(pc.greater(pc.utf8_length(raw), 0).fill_null(False)).as_py()
 
 
 def official_not_computed(result) -> str:
@@ -352,4 +384,6 @@ def official_not_computed(result) -> str:
     notes = result.notes
     if notes is not None and ((notes.n_regression_scores or 0) + (notes.n_regression_without_raw or 0)):
         return NOT_COMPUTED_REGRESSION
+    if notes is not None and notes.no_raw_outputs:
+        return NOT_COMPUTED_NO_RAW
     return ""

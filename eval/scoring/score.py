@@ -29,7 +29,7 @@ One process, one pass, top to bottom: the predictions are read as one Arrow tabl
 (``judge.load_record_columns``), joined by id into the item table's numpy columns (``eval.scoring.item_table.build_table``), and every file is written from that table
 and the metrics computed on it (bench/eval_metrics.py --end-to-end times it on the full test's 160,000 items).
 
-Why one module of ~510 lines: that pass and the checks of the run folder it reads (its run.json's data, selection
+Why one module of ~515 lines: that pass and the checks of the run folder it reads (its run.json's data, selection
 and shards, the stale and the ranking folder's predictions) are one step's; apart, each helper would be a module of
 one caller.
 """
@@ -385,7 +385,8 @@ def score(
     import judge
     import numpy as np
 
-    from eval.scoring.pollux_official import bare_integer_outputs, official_not_computed, pollux_official
+    from eval.scoring.pollux_official import (bare_integer_outputs, no_raw_outputs, official_not_computed,
+                                               pollux_official)
     from eval.judging.predictions import read_prediction_table, refuse_repeated_ids
     from judge.plumbing.journal import JournalError
     from judge.plumbing.provenance import read_provenance
@@ -451,6 +452,7 @@ def score(
 
     # ---- metrics: every cell of the report, then POLLUX's own evaluator on the same items
     inferred = "integer" if verdict_format is None and bare_integer_outputs(rows) else None
+    no_raw = verdict_format != "integer" and no_raw_outputs(rows)
     target = item_table.choose_target(table, target)
     spearman_target = target if spearman_target == "auto" else spearman_target
     derived = item_table.derive(table, target, vc_repeats=vc_repeats, seed=seed, spearman_target=spearman_target)
@@ -470,14 +472,15 @@ def score(
         predictions=str(predictions.resolve()),
         # n_stale_predictions beside the items' no-prediction counts (n_missing), which the stale rows' items are in
         notes=Notes(**notes, **({"n_stale_predictions": n_stale} if n_stale else {}), **_load_notes(load_report),
-                    **selection, **({"verdict_format_inferred": inferred} if inferred else {})),
+                    **selection, **({"verdict_format_inferred": inferred} if inferred else {}),
+                    **({"no_raw_outputs": True} if no_raw else {})),
         # POLLUX's evaluator reads "[RESULT] n" tags: a judge that answers with a bare integer (Pollux-4B-Judge)
         # would read as 0 % format accuracy under a title that presents it as POLLUX's figure. Left out; the
         # report says why. A run with a regression head's scores gets None from pollux_official itself (no POLLUX
         # code puts a head's value through its evaluator; eval.scoring.pollux_official, "Regression").
         # The records whose criteria_score the loader derived from the experts: the records do not say so, the
         # load report does, and POLLUX's section counts them (n_reference_from_experts).
-        pollux_official=None if (verdict_format or inferred) == "integer" else pollux_official(
+        pollux_official=None if (verdict_format or inferred) == "integer" or no_raw else pollux_official(
             records, rows, tests, derived_references=load_report.derived_criteria_records),
         run=RunInfo.of({**{k: run_info.get(k) for k in ("backend", "model", "prompt_version", "git_revision")},
                         "verdict_format": verdict_format} if run_info else None),

@@ -1,7 +1,7 @@
 """The typed ``metrics.json``: what ``judge-eval score`` writes and ``judge-eval compare``, the reports and
 ``judge-train card`` read.
 
-Why one module of ~565 lines: it is one file's schema, every record of which reads by the same readers (null as NaN,
+Why one module of ~575 lines: it is one file's schema, every record of which reads by the same readers (null as NaN,
 counts and intervals checked, the file named in errors); split, a record would live apart from its readers.
 
 ``Metrics.to_json()`` gives the file's JSON object (``eval.scoring.item_table.dumps`` writes it, NaN as null) and
@@ -474,6 +474,10 @@ class Notes(_MetricsRecord):
     #: holds a ``[RESULT]`` tag and some were read as verdicts (``eval.scoring.pollux_official.bare_integer_outputs``),
     #: so POLLUX's repository evaluator is left out, as for a run that names the format
     verdict_format_inferred: str | None = optional_field()
+    #: true where rows were read as verdicts but none holds a raw output (scores converted from another tool), so
+    #: POLLUX's repository evaluator, which reads the output's text, is left out
+    #: (``eval.scoring.pollux_official.no_raw_outputs``)
+    no_raw_outputs: bool | None = optional_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> Notes:

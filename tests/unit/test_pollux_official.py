@@ -437,6 +437,32 @@ def test_score_without_run_json_leaves_the_section_out_for_bare_integer_outputs(
         assert metrics["pollux_official"]["splits"]["all"]["format_acc"] == 0.0
 
 
+@pytest.mark.parametrize("raw", [None, "", "absent"])
+def test_score_of_scores_without_raw_outputs_leaves_the_section_out_as_no_outputs_not_an_integer_judge(tmp_path, capsys,
+                                                                                                       raw):
+    """An external judge's scores converted to a predictions file (scores and parse_ok, no raw output): nothing says
+    they were a bare integer's, and POLLUX's evaluator has no text to read. The section is left out, saying so, and no
+    verdict format is inferred."""
+    from eval.cli import main
+    from eval.scoring.pollux_official import NOT_COMPUTED_NO_RAW, official_not_computed
+    from judge.metrics_json.metrics import Metrics
+
+    data = judge.sample_data_path()
+    records = judge.load_records(data)[:40]
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("".join(json.dumps(
+        {"id": r.id, "judge": "j", "score": 2.0, "parse_ok": True, **({} if raw == "absent" else {"raw_output": raw})},
+        ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    assert main(["score", "--predictions", str(path), "--data", str(data), "--out", str(tmp_path / "out"),
+                 "--n-boot", "0", "--vc-repeats", "2", "--no-plots"]) == 0
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text(encoding="utf-8"))
+    assert "verdict_format_inferred" not in metrics["notes"] and metrics["notes"]["no_raw_outputs"] is True
+    assert "pollux_official" not in metrics
+    assert official_not_computed(Metrics.from_json(metrics)) == NOT_COMPUTED_NO_RAW
+    assert "POLLUX repository eval: " + NOT_COMPUTED_NO_RAW.replace("`", "") in capsys.readouterr().out
+    assert NOT_COMPUTED_NO_RAW in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+
+
 def test_a_negative_reference_is_skipped_as_polluxs_inference_reads_it_back():
     """POLLUX's src/inference.py hands compute_metrics the reference as the text "[FEEDBACK] [RESULT] -0.5 [END]",
     from which extract_score reads nothing (no digit after "[RESULT] "), so the sample is skipped. Item n is on a
