@@ -469,7 +469,7 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
 #: What one item is beside its expert labels, as the item table holds it: a shared id whose answer (its length, the
 #: one trace of its text an items.parquet keeps), criterion, task type or evaluated model differs is another item.
 _SAME_ITEM = {"answer_chars": "answer length in characters", "criteria_name": "criterion",
-              "task_type": "task type", "model_id": "evaluated model", "split": "test (Zero-Shot or Standard)"}
+              "task_type": "task type", "model_id": "evaluated model", "split": "test (zero_shot, standard or unknown)"}
 
 
 def _refuse_other_items(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray) -> None:
@@ -500,7 +500,11 @@ def _refuse_other_items(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, 
         else:
             differ = np.flatnonzero(a.astype(str) != b.astype(str))
         if len(differ):
-            _refuse(base, other, f"the {said}", differ, index_a, [_quoted_value(v[differ[0]]) for v in (a, b)])
+            # an item's test is the scorer's reading of the data, which a toolkit version may change (the
+            # criteria-auto fallback's split): the same data scored by two versions can differ there
+            hint = ("; or re-score both runs with the same toolkit version (the version that scored a run decides "
+                    "an item's test)") if column == "split" else ""
+            _refuse(base, other, f"the {said}", differ, index_a, [_quoted_value(v[differ[0]]) for v in (a, b)], hint)
     _refuse_other_scales(base, other, index_a, index_b)
 
 
@@ -523,12 +527,12 @@ def _refuse_other_scales(base: ScoredRun, other: ScoredRun, index_a: np.ndarray,
 
 
 def _refuse(base: ScoredRun, other: ScoredRun, what: str, differ: np.ndarray, index_a: np.ndarray,
-            shown: list[str]) -> None:
+            shown: list[str], hint: str = "") -> None:
     raise ValueError(
         f"{base.folder} and {other.folder} hold different items under the same ids: {what} differ"
         f"{'' if what.endswith('labels') else 's'} on {len(differ)} of the {len(index_a)} items both hold (item "
         f"{base.table.ids[index_a[differ[0]]]!r}: {shown[0]} in {base.folder}, {shown[1]} in {other.folder}); score "
-        "both against the same data file (judge-eval score --data)")
+        f"both against the same data file (judge-eval score --data){hint}")
 
 
 def _quoted_value(value: Any) -> str:

@@ -187,9 +187,15 @@ def test_runs_whose_shared_ids_are_other_items_are_refused_naming_the_first(tmp_
         compare([a, c], n_boot=50)
     # an item in another test (a split spec edited between the two scorings): its figures land in another test
     s = run("S", split=["standard"] * 3 + ["zero_shot"] + ["standard"] * 36)
-    with pytest.raises(ValueError, match=r"the test \(Zero-Shot or Standard\) differs on 1 of the 40 items both "
-                                         r"hold \(item 'i3': 'standard' in .*, 'zero_shot' in "):
+    with pytest.raises(ValueError, match=r"the test \(zero_shot, standard or unknown\) differs on 1 of the 40 items "
+                                         r"both hold \(item 'i3': 'standard' in .*, 'zero_shot' in .*\); score both "
+                                         r"against the same data file \(judge-eval score --data\); or re-score both "
+                                         r"runs with the same toolkit version \(the version that scored a run "
+                                         r"decides an item's test\)$"):
         compare([a, s], n_boot=50)
+    # the test an item is in may be unknown (neither of the paper's two): named as such
+    with pytest.raises(ValueError, match=r"'standard' in .*, 'unknown' in .*re-score both runs"):
+        compare([a, run("U", split=["unknown"] + ["standard"] * 39)], n_boot=50)
     d = run("D", answer_chars=lengths)
     assert compare([a, d], n_boot=50).comparisons[0].n_common == 40
     # a length left null (by another tool: score writes every one) is not known to differ
