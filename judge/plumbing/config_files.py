@@ -473,8 +473,9 @@ def lone_surrogate_problem(text: str, value: Any) -> str | None:
 
 
 #: A help text that states its own default ("(default: a fresh temporary folder)", "defaults to the output folder's
-#: name") gets no generic "(default: ...)" suffix: --help would print a second default, the field's bare value.
-_STATES_ITS_DEFAULT = re.compile(r"\(default[: ]|\bdefaults to\b")
+#: name") gets no generic "(default: ...)" suffix: --help would print a second default, the field's bare value. Only
+#: those forms: "(default" with no colon may be another thing's default ("the recipe's (default the same ...)").
+_STATES_ITS_DEFAULT = re.compile(r"\(default:|\bdefaults to\b")
 
 #: A JSON escape of a UTF-16 surrogate: the only way a lone one gets into a file read as UTF-8.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")

@@ -150,10 +150,12 @@ def test_a_help_that_states_its_default_shows_no_second_one():
     its value."""
     from tests.support.cli_parsers import parsers_by_prog
 
-    doubles, log_dir, port = [], None, None
+    doubles, log_dir, port, share = [], None, None, []
     for prog, parser in parsers_by_prog().items():
         for action in parser._actions:
             text = action.help or ""
+            if prog == "judge-train data traces" and "--min-russian-share" in action.option_strings:
+                share.append(text)
             if len(re.findall(r"\(default[: ]|\bdefaults to\b", text)) > 1:
                 doubles.append(f"{prog} {'/'.join(action.option_strings)}: {text}")
             if prog == "judge-serve" and "--log-dir" in action.option_strings:
@@ -163,6 +165,24 @@ def test_a_help_that_states_its_default_shows_no_second_one():
     assert not doubles, "\n".join(doubles)
     assert log_dir is not None and log_dir.endswith("removed when judge-serve stops).") and "''" not in log_dir
     assert port is not None and port.endswith("(default: 8000)")
+    # a help naming another setting's default (the seq2seq recipe's) still shows the field's own
+    assert len(share) == 1 and share[0].endswith("whose default is the same (default: 0.5)"), share
+
+
+def test_only_a_default_stated_with_a_colon_or_defaults_to_replaces_the_fields_own():
+    """"(default the same …)" names another thing's default: the field's own value is still shown."""
+    @dataclass
+    class Shares:
+        share: float = option(0.5, "Set it as the other recipe sets it (default the same there).")
+        stated: str = option("", "A folder (default: a fresh temporary one).")
+        named: str = option("", "The run's name; defaults to the folder's.")
+
+    parser = argparse.ArgumentParser()
+    add_config_flags(parser, Shares)
+    helps = {action.dest: action.help for action in parser._actions}
+    assert helps["share"].endswith("(default the same there). (default: 0.5)")
+    assert helps["stated"] == "A folder (default: a fresh temporary one)."
+    assert helps["named"] == "The run's name; defaults to the folder's."
 
 
 # ---- every job's console script keeps its old spellings ------------------------------------------------------

@@ -339,7 +339,7 @@ class TracesConfig(_Common):
     max_kept_per_item: int = _f(0, "keep at most this many agreeing traces per item, in sample order (0: all)")
     min_russian_share: float = _f(0.5, "drop a trace whose reasoning has a smaller share of Cyrillic letters "
                                   "(not_russian), before max_kept_per_item counts it: set it to the seq2seq "
-                                  "recipe's min_russian_share (default the same 0.5)")
+                                  "recipe's min_russian_share, whose default is the same")
     zero_shot: str = _f("refuse", "Zero-Shot items (held-out task types and criteria), as build-data: refuse (stop, "
                         "naming them), drop (leave out and count) or allow", choices=("refuse", "drop", "allow"))
     split_file: str = _f("", "Zero-Shot split YAML whose held-out task types and criteria zero_shot refuses or drops "
