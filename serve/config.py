@@ -360,8 +360,10 @@ class ServeConfig:
     max_body_bytes: int = _f(8 * 1024 * 1024, "Largest request body accepted on any route, in bytes (413 beyond).")
     request_timeout_s: float = _f(
         600.0,
-        "Seconds a /v1/judge or /get_reward request may take end to end, from its headers (the body's reading and the "
-        "wait to decode a large one included), before it gets 504. On the proxied routes "
+        "Seconds a /v1/judge or /get_reward request may take end to end, counted from its headers (the time its body "
+        "took to arrive and the wait to decode a large one count), before it gets 504. The body's arrival is bounded "
+        "by body_timeout_s (408), not by this: a body still arriving at this deadline is read to its end, then "
+        "answered 504. On the proxied routes "
         "it bounds the wait for a connection to the engine and each wait for more of its answer, not the whole "
         "answer: a stream runs as long as the engine keeps sending.",
     )
