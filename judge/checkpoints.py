@@ -153,10 +153,17 @@ def export_run_name(model: str | Path) -> str:
     return ""
 
 
-def _offline() -> bool:
+def _offline_variable() -> str | None:
+    """The variable that turns the hub off, or None: ``HF_HUB_OFFLINE`` when it is set to anything (``0`` keeps the
+    hub on), else ``TRANSFORMERS_OFFLINE``. Named in a refusal, since a shell or an earlier tool may have set the
+    second without the user knowing."""
     # Read at call time (huggingface_hub's own constant is frozen when it is first imported).
-    value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
-    return value.strip().upper() in {"1", "ON", "YES", "TRUE"}
+    name = "HF_HUB_OFFLINE" if os.environ.get("HF_HUB_OFFLINE") else "TRANSFORMERS_OFFLINE"
+    return name if os.environ.get(name, "").strip().upper() in {"1", "ON", "YES", "TRUE"} else None
+
+
+def _offline() -> bool:
+    return _offline_variable() is not None
 
 
 def _what_is_downloaded(repo_type: str) -> str:
@@ -248,7 +255,7 @@ def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True, repo_typ
         "instead."
     )
     if _offline() or not allow_download:
-        why = "HF_HUB_OFFLINE is set" if _offline() else "downloading is not allowed here"
+        why = f"{_offline_variable()} is set" if _offline() else "downloading is not allowed here"
         error = OfflineNotCached if _offline() else NotDownloadedHere
         raise error(
             f"{text}: no such folder, and the hub id is not in the Hugging Face cache {cache_dir} ({why}). {remedy}"

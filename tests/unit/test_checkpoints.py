@@ -122,3 +122,33 @@ def test_a_hub_id_not_cached_is_not_told_to_train_first(tmp_path, monkeypatch):
     said = str(info.value)
     assert "(HF_HUB_OFFLINE is set). Download it first where the hub is reachable (`hf download ai-forever/" in said
     assert "local path" not in said and "train first" not in said
+
+
+@pytest.mark.parametrize(("hub", "transformers", "said"), [
+    (None, "1", "TRANSFORMERS_OFFLINE is set"),  # a shell's or an earlier tool's; the user may not know of it
+    ("1", "1", "HF_HUB_OFFLINE is set"),
+    ("0", "1", None),  # HF_HUB_OFFLINE set to anything decides: 0 keeps the hub on
+])
+def test_the_refusal_names_the_variable_that_turned_the_hub_off(tmp_path, monkeypatch, hub, transformers, said):
+    """The refusal said "HF_HUB_OFFLINE is set" when only TRANSFORMERS_OFFLINE was, sending the user after a
+    variable they had not set."""
+    import huggingface_hub
+
+    def no_download(repo_id, **kwargs):
+        if not kwargs.get("local_files_only"):
+            raise RuntimeError(f"download of {repo_id}")
+        raise huggingface_hub.errors.LocalEntryNotFoundError("not cached")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", no_download)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    if hub is not None:
+        monkeypatch.setenv("HF_HUB_OFFLINE", hub)
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", transformers)
+    with pytest.raises((CheckpointNotFound, RuntimeError)) as info:
+        resolve_checkpoint("ai-forever/pollux-judge-7b", allow_download=True)
+    if said is None:
+        assert str(info.value) == "download of ai-forever/pollux-judge-7b"
+    else:
+        assert f"({said}). Download it first" in str(info.value)

@@ -761,7 +761,7 @@ def test_the_dry_run_docs_slurm_md_prints_is_the_one_submit_renders(capsys, tmp_
     for name in ("train.jsonl", "val.jsonl"):  # the config refuses Zero-Shot rows: the sample's others
         (shared / "data" / name).write_text(standard, encoding="utf-8")
     (shared / "pollux-judge" / "env.sh").write_text("", encoding="utf-8")
-    for name in [name for name in os.environ if name.startswith("JUDGE_")] + ["HF_HUB_OFFLINE"]:
+    for name in [name for name in os.environ if name.startswith("JUDGE_")] + ["HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"]:
         monkeypatch.delenv(name, raising=False)  # a shell's value would be named on stderr, or refuse the hub base
     monkeypatch.chdir(REPO)
     script = _dry_run(
