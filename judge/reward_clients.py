@@ -644,8 +644,15 @@ def _resolved_criteria(criteria: tuple[Any, ...], task: tuple[str | None, ...] |
         try:
             parsed.append(CustomCriterion.model_validate(spec))
         except ValidationError as err:
-            first = err.errors(include_url=False)[0]
-            field = f"{where}[{j}].{first['loc'][0]}" if first["loc"] else f"{where}[{j}]"
+            # As judge-serve names the field: a rubric mapping fails the string branch of its union too, and "must
+            # be a string" said of the whole mapping hides the level whose text is wrong, so an error inside the
+            # mapping comes first, then the shortest path. The branch names pydantic puts in a path are no fields.
+            def path(e: dict) -> list[str]:
+                return [str(part) for part in e["loc"] if part not in ("str", "dict[str,str]")]
+
+            first = min(err.errors(include_url=False),
+                        key=lambda e: (e["type"] == "string_type" and isinstance(e.get("input"), dict), len(path(e))))
+            field = ".".join([f"{where}[{j}]", *path(first)])
             raise ValueError(f"{field}: {first['msg']}") from None
     resolved = []
     for j, spec in enumerate(parsed):
