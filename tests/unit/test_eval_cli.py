@@ -171,12 +171,13 @@ def test_run_settings_out_of_range_are_refused_naming_the_field(field, value, sa
 
 
 def test_cli_flags_override_the_yaml(tmp_path):
-    """Defaults < YAML < flags: the YAML sets concurrency 16 and prompt en, the flag brings concurrency to 3."""
+    """Defaults < YAML < flags: the YAML sets concurrency 16, prompt en and lenient reading (Appendix M.1's English
+    format line shows no [END]), the flag brings concurrency to 3."""
     args = build_parser().parse_args(["run", "--config", str(REPO / "configs/eval/gpt-4o.yaml"), "--concurrency", "3",
                                       "--out", str(tmp_path), "--server-args", '["--enforce-eager"]'])
     config = resolve_run_config(args)
     assert (config.concurrency, config.prompt, config.model, config.max_retries) == (3, "en", "gpt-4o-2024-11-20", 8)
-    assert config.server_args == ["--enforce-eager"] and config.lenient is False
+    assert config.server_args == ["--enforce-eager"] and config.lenient is True
 
 
 def test_unknown_yaml_key_is_an_error(tmp_path, capsys):

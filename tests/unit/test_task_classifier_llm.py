@@ -143,7 +143,7 @@ def test_a_failed_classifier_request_is_that_rows_fallback_not_the_end_of_the_ru
 @pytest.mark.parametrize(("status", "data", "said"), [
     (200, b"<html>", "HTTP 200, but the answer is invalid JSON (Expecting value at line 1, column 1)"),
     (201, b"<html>", "HTTP 201, but the answer is invalid JSON (Expecting value at line 1, column 1)"),
-    (203, b'{"choices": "\xff"}', "HTTP 203, but the answer is not UTF-8 text"),
+    (203, b'{"choices": "\xff"}', "HTTP 203, but the answer is not UTF-8 text (byte 0xff at byte 13)"),
 ])
 def test_a_success_whose_body_is_unreadable_is_a_failed_choice_naming_its_status(status, data, said):
     """raise_for_status passes any 2xx, so a proxy's 201 page is said as a 201, not as an HTTP 200."""
