@@ -17,6 +17,7 @@ import pytest
 
 import judge
 from eval.cli import main
+from eval.reports.names import one_line
 
 # Ends a script element, opens one, opens a comment (which, before "<script", keeps a later "</script>" from ending
 # the element), adds an element with a handler, closes an attribute either way, and holds the two characters a
@@ -120,7 +121,9 @@ def test_hostile_texts_add_no_element_attribute_or_script(pages, kind):
 def test_embedded_json_gives_the_hostile_texts_back(pages, kind):
     """The JSON elements hold no "<" (each is written \\u003c) and parse, U+2028 and U+2029 included, to the texts
     exactly as the data and the predictions hold them: instruction, answer, rubric, experts' comments, feedback,
-    raw output, error, the probabilities' keys, and the names in the filters and over the verdicts."""
+    raw output, error, the probabilities' keys, report.html's judge; the names in the filters and compare.html's runs
+    are labels, on one line as the pages' tables show names (``eval.reports.names.one_line``: U+2028 and U+2029 made
+    spaces), escaped alike."""
     scripts = _parsed(pages[kind]).scripts
     bodies = {attrs["id"]: text for attrs, text in scripts[:2]}
     assert not any("<" in body for body in bodies.values())
@@ -135,6 +138,9 @@ def test_embedded_json_gives_the_hostile_texts_back(pages, kind):
     comments = [c for detail in texts["details"] for c in detail["c"]]
     assert comments and set(comments) == {HOSTILE}
     values = {f["key"]: f["values"] for f in rows["filters"]}
-    assert values["model"] and all(v.startswith(HOSTILE) for v in values["model"])
-    assert values["criterion"] and all(v.startswith(HOSTILE) for v in values["criterion"])
-    assert all(HOSTILE in judge_label for judge_label in rows["judges"])
+    label = one_line(HOSTILE)
+    assert label != HOSTILE and "\u2028" not in label
+    assert values["model"] and all(v.startswith(label) for v in values["model"])
+    assert values["criterion"] and all(v.startswith(label) for v in values["criterion"])
+    # report.html's judge comes back whole; compare.html's runs are labels, told apart as its tables tell them
+    assert all((HOSTILE if kind == "report" else label) in judge_label for judge_label in rows["judges"])
