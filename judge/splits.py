@@ -231,10 +231,14 @@ def _held_out_lookalikes(spec: SplitSpec, taxonomy: Taxonomy) -> frozenset[str]:
 
 
 def instruction_key(record) -> str:
-    """Which instruction a record answers: its ``instruction_id`` column when the source has one, else its text (as
-    the synthetic pipeline's train/validation split groups rows); a record with neither stands alone (its id)."""
+    """Which instruction a record answers: its ``instruction_id`` column as text when the source has one (not None,
+    not blank; 0 is an id), else its text (as the synthetic pipeline's train/validation split groups rows); a record
+    with neither stands alone (its id)."""
     extra = getattr(record, "extra", None) or {}
-    return str(extra.get("instruction_id") or "") or record.instruction or f"id:{record.id}"
+    given = extra.get("instruction_id")
+    if given is not None and str(given).strip():
+        return str(given)
+    return record.instruction or f"id:{record.id}"
 
 
 def splits_of(records: Iterable, spec: SplitSpec | None = None, strict: bool = False,

@@ -372,3 +372,17 @@ def test_a_rows_split_in_the_tables_does_not_depend_on_which_row_comes_first(tmp
     tables = expert_tables(records)["tables"]["mean_by_model"]
     assert tables["standard"]["(none)"]["Experts"] == pytest.approx((1, 1.0))  # the fallback row's experts alone
     assert tables["unknown"]["(none)"]["Experts"] == pytest.approx((1, 0.0))  # the other row's, apart
+
+
+def test_an_instruction_id_of_zero_is_an_id():
+    """instruction_id 0 is as much an id as "0": both rows are one instruction, not 0 read as absent (its text, "A")
+    beside "0", which could put them on both sides of a split. None and a blank id are absent."""
+    from judge.splits import instruction_key
+
+    def row(rid, instruction, **extra):
+        return {"id": rid, "instruction": instruction, "answer": "Ответ", "criteria_name": "Rhyme quality",
+                "rubrics": "0: нет\n\n1: да", "task_type": "Editing", **extra}
+
+    records = records_from_rows([row("a", "A", instruction_id=0), row("b", "B", instruction_id="0"),
+                                 row("c", "C", instruction_id=None), row("d", "D", instruction_id="  ")])
+    assert [instruction_key(r) for r in records] == ["0", "0", "C", "D"]
