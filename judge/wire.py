@@ -15,7 +15,7 @@ The contract between ``serve`` and ``eval``, as vLLM's ``entrypoints/openai/prot
 fields and, for the response types, values of the wrong type are errors naming the field); ``JudgeResult.from_json`` and ``eval.judging.predictions.PredictionRow``'s
 ``from_json`` both read through it.
 
-Why one module of ~550 lines: it is the whole wire contract, both directions, as vLLM's ``protocol.py`` is; a client
+Why one module of ~580 lines: it is the whole wire contract, both directions, as vLLM's ``protocol.py`` is; a client
 author reads one file to learn every field and bound the server checks, and the request and response types share
 the one strict reader.
 """
@@ -42,7 +42,7 @@ from judge.scales import MAX_LEVELS
 __all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RESULT_FIELDS", "checked_json_fields",
            "CustomCriterion", "JudgeItem", "JudgeRequest", "PairItem", "PairwiseRequest", "JudgeResponseItem",
            "JudgeResponseUsage", "JudgeResponse", "PAIRWISE_CRITERION", "ModelLimits", "MAX_LIST_ENTRIES",
-           "HUB_SNAPSHOT", "root_identity", "context_words", "read_context_words"]
+           "HUB_SNAPSHOT", "root_identity", "context_words", "read_context_words", "rubrics_kind_error"]
 
 
 def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun: str = "field",
@@ -320,6 +320,13 @@ class CustomCriterion(_Strict):
     name: StrictStr = Field(min_length=1)
     #: A mapping has one entry per level: at most ``judge.scales.MAX_LEVELS``.
     rubrics: StrictStr | Annotated[dict[StrictStr, StrictStr], Field(max_length=MAX_LEVELS)]
+
+
+def rubrics_kind_error(value: Any) -> str:
+    """What a ``CustomCriterion``'s ``rubrics`` of neither kind it may be is told (after its field's name): both
+    kinds, since either union branch's own words ("must be a string") hide the other, and the value as ``got_words``
+    names it. judge-serve's refusal and the reward client's, for a sample it does not send, share these words."""
+    return f"must be a string (rubric text) or an object (each level's text), got {got_words(value)}"
 
 
 class JudgeItem(_Strict):

@@ -50,7 +50,8 @@ from judge.criteria_auto import TaskChoice
 from judge.plumbing.json_reading import got_words, value_words
 from judge.scales import MAX_LEVELS
 # The request types are the contract's (judge.wire); re-exported here, where the server validates with them.
-from judge.wire import MAX_LIST_ENTRIES, CustomCriterion, JudgeItem, JudgeRequest, PairItem, PairwiseRequest
+from judge.wire import (MAX_LIST_ENTRIES, CustomCriterion, JudgeItem, JudgeRequest, PairItem, PairwiseRequest,
+                        rubrics_kind_error)
 
 T = TypeVar("T", JudgeRequest, PairwiseRequest)
 
@@ -232,8 +233,7 @@ def _first_error(err: ValidationError, data: Any) -> RequestError:
         message = f'{param}: must be a list of criteria or "auto" (lower case), got {got_words(first["input"])}'
     elif kind in ("string_type", "dict_type") and tuple(first["loc"][-2:]) in _RUBRIC_BRANCHES:
         # either branch's own words ("must be a string") hid the other: a rubric mapping is as good as its text
-        message = (f"{param}: must be a string (rubric text) or an object (each level's text), "
-                   f"got {got_words(first['input'])}")
+        message = f"{param}: {rubrics_kind_error(first['input'])}"
     elif kind in _KIND_ERRORS:
         message = f"{param}: must be {_KIND_ERRORS[kind]}, got {got_words(first['input'])}"
     else:

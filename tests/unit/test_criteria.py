@@ -52,20 +52,25 @@ def test_an_unsent_sample_is_refused_as_judge_serve_refuses_its_item(spec, task)
     assert str(unsent.value) == refused.message.replace("items[0]", "samples[3]")
 
 
-@pytest.mark.parametrize("spec", [
-    {"name": "x", "rubrics": {"ru": {"0": "плохо", "1": "хорошо"}}},  # a mapping by language: the wire takes none
-    {"name": "x", "rubrics": {"0": 0, "1": "хорошо"}},                # a level's text that is no text
-    {"name": "x", "rubrics": RUBRIC, "id": "x"},                      # a field the wire does not have
-    {"name": "x"},                                                    # no rubric
-    {"name": "", "rubrics": RUBRIC},
+@pytest.mark.parametrize("spec, same_words", [
+    ({"name": "x", "rubrics": {"ru": {"0": "плохо", "1": "хорошо"}}}, False),  # by language: the wire takes none
+    ({"name": "x", "rubrics": {"0": 0, "1": "хорошо"}}, False),                # a level's text that is no text
+    ({"name": "x", "rubrics": {"str": 5}}, False),           # a level named as pydantic names the union's branch
+    ({"name": "x", "rubrics": 5}, True),                     # neither text nor a mapping: both kinds are named
+    ({"name": "x", "rubrics": RUBRIC, "id": "x"}, False),    # a field the wire does not have
+    ({"name": "x"}, False),                                  # no rubric
+    ({"name": "", "rubrics": RUBRIC}, False),
 ])  # fmt: skip
-def test_an_unsent_custom_criterion_the_wire_refuses_is_refused_at_the_same_field(spec):
+def test_an_unsent_custom_criterion_the_wire_refuses_is_refused_at_the_same_field(spec, same_words):
     """A ``{name, rubrics}`` object judge-serve's request type refuses (the wire's ``CustomCriterion``) is refused for
-    an unsent sample at the field judge-serve's ``param`` names (pydantic's wording of what is wrong)."""
+    an unsent sample at the field judge-serve's ``param`` names (pydantic's wording of what is wrong), rubrics of
+    neither kind in judge-serve's words (``judge.wire.rubrics_kind_error``)."""
     refused = _serve_refusal(spec, {})
     with pytest.raises(ValueError, match=r"^samples\[3\]\.criteria\[0\]\.") as unsent:
         _unsent(spec, {})
     assert str(unsent.value).split(":")[0] == refused.param.replace("items[0]", "samples[3]")
+    if same_words:
+        assert str(unsent.value) == refused.message.replace("items[0]", "samples[3]")
 
 
 def test_an_unsent_sample_names_its_criteria_as_judge_serve_resolves_them():
