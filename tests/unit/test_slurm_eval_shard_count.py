@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,8 @@ def _one_task_array(tmp_path: Path, index: int, *script_args: str, **slurm: str)
     for name in ("srun", "judge-eval"):
         (bin_dir / name).write_text("#!/bin/bash\nexit 0\n", encoding="utf-8")
         (bin_dir / name).chmod(0o755)
+    if not (bin_dir / "python").exists():  # judge-eval's interpreter, beside it as in a venv: eval.sbatch's data checks
+        (bin_dir / "python").symlink_to(sys.executable)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_NODELIST": "n1", "SLURM_JOB_ID": "9",
            "SLURM_ARRAY_JOB_ID": "8", "SLURM_ARRAY_TASK_ID": str(index), "SLURM_ARRAY_TASK_MIN": str(index),
@@ -245,11 +248,28 @@ def test_a_shard_left_empty_by_a_recut_drops_its_stale_run_json_and_merges_as_no
     assert (rows, run_json) == (0, None)
 
 
+_RUBRICS = "0: bad\n1: ok\n2: good"
+
+
+def _row(**fields) -> str:
+    """A loadable POLLUX row: instruction q, answer a, criterion c, model m, score 1, unless ``fields`` say."""
+    row = {"instruction": "q", "answer": "a", "criteria_name": "c", "model_id": "m", "rubrics": _RUBRICS,
+           "criteria_score": 1, **fields}
+    return json.dumps({k: v for k, v in row.items() if v is not None})
+
+
 @pytest.mark.parametrize(("lines", "said"), [
-    (['{"id": "A", "x": 1}', '{"id": "B"}', '{"id": "A", "x": 1}'], "line 3 = line 1"),
-    (['{"id": "A", "x": 1}', '{"id": "B"}', '{"id": "A", "x": 2}'], "line 3 repeats the id 'A' of line 1 with other "
-                                                                    "content"),
-    (['{"q": 1}', '{"q": 2}', '\ufeff{"q": 1}'], "line 3 = line 1"),  # no ids: named by their content
+    ([_row(id="A", x=1), _row(id="B"), _row(id="A", x=1)], "line 3 = line 1"),
+    ([_row(id="A", x=1), _row(id="B"), _row(id="A", x=2)], "line 3 repeats the id 'A' of line 1 with other content"),
+    ([_row(), _row(instruction="q2"), "\ufeff" + _row()], "line 3 = line 1"),  # no ids: named by their content
+    # The loader's id of an id-less row is its content_id (instruction, answer, criterion, model...): a score or an
+    # extra column apart is one id with other content, which judge-eval of the whole file refuses.
+    ([_row(), _row(instruction="q2"), _row(criteria_score=2)],
+     "line 3 repeats the content id '3aba9b5ba4967e32' of line 1 with other content"),
+    # 5 and "5" are one id to the loader, and the rows the same row again.
+    ([_row(id=5), _row(id="5")], "line 2 = line 1"),
+    (['{"id": "' + "x" * 300 + '"}', _row(id="x" * 300), _row(id="x" * 300, x=1)],
+     "line 3 repeats the id '" + "x" * 100 + "...' of line 2 with other content"),
 ])  # fmt: skip
 def test_a_row_twice_in_the_data_stops_every_task_naming_its_lines(tmp_path, lines, said):
     """A, B, A in 2 shards: judge-eval run drops the copy of a whole file, but shard 0 (A, B) and shard 1 (A) each
@@ -270,3 +290,15 @@ def test_ids_held_once_pass_the_check(tmp_path):
     (tmp_path / "data.jsonl").write_text('{"id": "A"}\n{"id": 1}\n{"q": 1}\n{"q": 2}\n', encoding="utf-8")
     proc = _one_task_array(tmp_path, 0, **_array_of(2, 0))
     assert proc.returncode == 0, proc.stderr
+
+
+def test_without_an_interpreter_beside_judge_eval_the_repeat_check_is_skipped(tmp_path):
+    """A judge-eval installed without a python that imports pollux-judge beside it: no check, as with no python."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text("#!/bin/bash\nexit 1\n", encoding="utf-8")
+    (bin_dir / "python").chmod(0o755)
+    (tmp_path / "data.jsonl").write_text(_row(id="A") + "\n" + _row(id="A") + "\n", encoding="utf-8")
+    proc = _one_task_array(tmp_path, 0, **_array_of(2, 0))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "eval" / "shards" / "0" / "data.jsonl").read_text(encoding="utf-8") == _row(id="A") + "\n"

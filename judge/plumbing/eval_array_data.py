@@ -1,0 +1,91 @@
+"""An eval array's data as the record loader reads it, for slurm/eval.sbatch: its rows given twice.
+
+eval.sbatch runs it with the interpreter beside ``judge-eval`` (``python -m judge.plumbing.eval_array_data``), so
+the rules are the loader's own (``JudgeRecord.from_row``, ``judge.records.same_content``), not a copy of them:
+
+* ``repeats DATA``: rows whose loader id (``JudgeRecord.from_row``: the row's ``id`` as text, ``5`` and ``"5"``
+  alike, or its ``content_id`` when the file's rows have none) an earlier row has. Each task loads its own block, so
+  a row in two blocks is judged twice and the merge refuses the shards as overlapping. A line the loader refuses is
+  left to ``judge-eval``, which names it. Exit 3 with one line naming them, 0 when none.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Iterator
+
+from judge.plumbing.json_reading import UTF8_BOM
+from judge.records import JudgeRecord, LineIndex, RecordError, gives_no_id, row_place, same_content
+
+__all__ = ["is_blank", "record_lines", "repeated_rows", "main"]
+
+#: A shown id's length at most: an id is the user's text, and the message is one line.
+_ID_SHOWN = 100
+
+
+def is_blank(raw: bytes) -> bool:
+    """Whether a line is no record to the loader: nothing but whitespace once decoded (``str.strip``)."""
+    return not raw.decode("utf-8", "replace").strip()
+
+
+def record_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(the 0-based line number, the line's bytes) of each line that is a record to the loader."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle):
+            if not is_blank(raw.removeprefix(UTF8_BOM) if number == 0 else raw):
+                yield number, raw
+
+
+def repeated_rows(path: Path) -> tuple[list[str], int]:
+    """The rows of ``path`` whose loader id an earlier row has, each as "line 3 = line 1" (the same row again) or
+    "line 3 repeats the id '...' of line 1 with other content"; the first 5, and how many in all."""
+    found: list[str] = []
+    total = 0
+    first: dict[str, JudgeRecord] = {}
+    derive = None
+    for number, raw in record_lines(path):
+        try:
+            row = json.loads(raw.removeprefix(UTF8_BOM) if number == 0 else raw)
+        except (ValueError, RecursionError):
+            continue  # judge-eval names a line it cannot read
+        if derive is None:  # the loader derives every id when its first row has no id key
+            derive = isinstance(row, dict) and "id" not in row
+        if not isinstance(row, dict):
+            continue
+        try:
+            record = JudgeRecord.from_row(row, source=str(path), index=LineIndex(number), make_id=derive)
+        except (RecordError, RecursionError):
+            continue
+        earlier = first.setdefault(record.id, record)
+        if earlier is record:
+            continue
+        total += 1
+        if len(found) < 5:
+            here, there = row_place(LineIndex(number)), row_place(earlier.origin[1])
+            if same_content(record, earlier):
+                found.append(f"{here} = {there}")
+            else:
+                shown = record.id if len(record.id) <= _ID_SHOWN else record.id[:_ID_SHOWN] + "..."
+                named = "the content id" if gives_no_id(row.get("id")) else "the id"
+                found.append(f"{here} repeats {named} {shown!r} of {there} with other content")
+    return found, total
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    command, path = args[0], Path(args[1])
+    if command == "repeats":
+        found, total = repeated_rows(path)
+        if not found:
+            return 0
+        more = f" and {total - len(found)} more" if total > len(found) else ""
+        print("; ".join(found) + more)
+        return 3
+    print(f"eval_array_data: unknown command {command!r} (repeats)", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
