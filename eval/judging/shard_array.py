@@ -3,7 +3,8 @@
 ``slurm/eval.sbatch`` writes shard *i* of an array of *K* tasks into ``OUT/shards/<i>/`` (its index is the folder's
 name), records *K* in ``OUT/shards/count`` (every task writes the same), and cuts shard *i* as records
 ``i*ceil(N/K)+1 ... (i+1)*ceil(N/K)`` of the data (its non-blank lines, by the record loader's rule: a line of
-ASCII whitespace alone, a lone carriage return too, is blank) into the shard's ``data.jsonl``. No shard's run.json names the whole data, its index or *K*: the folder layout is the record. So:
+whitespace alone once decoded, ``str.strip``'s, U+00A0 and a lone carriage return too, is blank) into the shard's
+``data.jsonl``. No shard's run.json names the whole data, its index or *K*: the folder layout is the record. So:
 
 - a shard left off (a merge by hand given shards 0, 1, 3 of 4) is refused, naming the missing indices and the records
   of ``--data`` their blocks hold, unless ``--allow-missing-shards``; the merged run.json then says which are missing
@@ -26,6 +27,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
+
+from judge.plumbing.eval_array_data import record_lines
 
 __all__ = ["COUNT_FILE", "ShardArray", "shard_array", "shard_block", "refuse_missing"]
 
@@ -86,10 +89,9 @@ def _index(shard: Path) -> int | None:
 
 
 def _count_lines(path: Path) -> int:
-    """Records as eval.sbatch counts them, by the record loader's rule: a line holding anything but ASCII
-    whitespace (a carriage return or form feed alone is blank, as the loader skips it)."""
-    with path.open("rb") as handle:
-        return sum(1 for line in handle if line.strip())
+    """Records as eval.sbatch counts them, by the record loader's rule (``judge.plumbing.eval_array_data``): a line
+    holding anything but whitespace once decoded (U+00A0 or a carriage return alone is blank)."""
+    return sum(1 for _ in record_lines(path))
 
 
 def _read_count(path: Path) -> int:

@@ -1,12 +1,17 @@
-"""An eval array's data as the record loader reads it, for slurm/eval.sbatch: its rows given twice.
+"""An eval array's data as the record loader reads it, for slurm/eval.sbatch: its rows given twice, its records
+counted, and a task's block of them cut.
 
 eval.sbatch runs it with the interpreter beside ``judge-eval`` (``python -m judge.plumbing.eval_array_data``), so
-the rules are the loader's own (``JudgeRecord.from_row``, ``judge.records.same_content``), not a copy of them:
+the rules are the loader's own (``JudgeRecord.from_row``, ``judge.records.same_content``, the blank line of
+``judge.record_sources.jsonl_rows``), not a copy of them:
 
 * ``repeats DATA``: rows whose loader id (``JudgeRecord.from_row``: the row's ``id`` as text, ``5`` and ``"5"``
   alike, or its ``content_id`` when the file's rows have none) an earlier row has. Each task loads its own block, so
   a row in two blocks is judged twice and the merge refuses the shards as overlapping. A line the loader refuses is
   left to ``judge-eval``, which names it. Exit 3 with one line naming them, 0 when none.
+* ``count DATA``: the records, a line blank by the loader's rule (nothing but whitespace once decoded,
+  ``str.strip``: U+00A0, U+3000, ``\\x1c`` too) is none.
+* ``cut DATA FIRST LAST``: records FIRST..LAST (1-based) to standard output, their bytes as the file holds them.
 """
 
 from __future__ import annotations
@@ -83,7 +88,19 @@ def main(argv: list[str] | None = None) -> int:
         more = f" and {total - len(found)} more" if total > len(found) else ""
         print("; ".join(found) + more)
         return 3
-    print(f"eval_array_data: unknown command {command!r} (repeats)", file=sys.stderr)
+    if command == "count":
+        print(sum(1 for _ in record_lines(path)))
+        return 0
+    if command == "cut":
+        first, last = int(args[2]), int(args[3])
+        out = sys.stdout.buffer
+        for n, (_, raw) in enumerate(record_lines(path), 1):
+            if n > last:
+                break
+            if n >= first:
+                out.write(raw if raw.endswith(b"\n") else raw + b"\n")
+        return 0
+    print(f"eval_array_data: unknown command {command!r} (repeats, count, cut)", file=sys.stderr)
     return 2
 
 

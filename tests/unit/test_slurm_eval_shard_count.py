@@ -201,6 +201,15 @@ def test_pairwise_rows_are_told_by_judge_evals_rule(tmp_path, row, pairwise):
     assert ("holds pairwise rows" in proc.stderr) is pairwise
 
 
+def _judged(shard: Path, ids: list[str]) -> None:
+    """What `judge-eval run` writes in a shard whose block holds ``ids``: a prediction each and its run.json."""
+    rows = [{"id": i, "judge": "j", "raw_output": "1", "feedback": "", "score": 1.0, "parse_ok": True,
+             "error": None, "reason": "", "score_source": "verdict", "in_scale": True} for i in ids]
+    (shard / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (shard / "run.json").write_text(json.dumps({"job": "judge-eval run", "n_items": len(ids), "config": {
+        "judge": "http://judge:8000/v1", "data": str(shard / "data.jsonl"), "out": str(shard)}}), encoding="utf-8")
+
+
 def test_blank_crlf_lines_at_the_end_are_no_records_to_the_cut_or_the_merge(tmp_path):
     """6 CRLF records and two blank CRLF lines in 4 shards: awk's NF counted each lone "\\r" as a record, so shard 3
     was cut those two lines, which judge-eval refused ("no records") on every requeue, and the merge never ran.
@@ -220,11 +229,7 @@ def test_blank_crlf_lines_at_the_end_are_no_records_to_the_cut_or_the_merge(tmp_
     for shard in shards[:3]:  # what judge-eval run writes for its block
         ids = [json.loads(line)["id"] for line in (shard / "data.jsonl").read_text(encoding="utf-8").splitlines()]
         assert len(ids) == 2
-        rows = [{"id": i, "judge": "j", "raw_output": "1", "feedback": "", "score": 1.0, "parse_ok": True,
-                 "error": None, "reason": "", "score_source": "verdict", "in_scale": True} for i in ids]
-        (shard / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-        (shard / "run.json").write_text(json.dumps({"job": "judge-eval run", "n_items": 2, "config": {
-            "judge": "http://judge:8000/v1", "data": str(shard / "data.jsonl"), "out": str(shard)}}), encoding="utf-8")
+        _judged(shard, ids)
     rows, _, array = merge_shards(shards, tmp_path / "data.jsonl", tmp_path / "eval")
     assert rows == 6 and array is not None and array.n_records == 6 and not array.missing
 
@@ -302,3 +307,34 @@ def test_without_an_interpreter_beside_judge_eval_the_repeat_check_is_skipped(tm
     proc = _one_task_array(tmp_path, 0, **_array_of(2, 0))
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "eval" / "shards" / "0" / "data.jsonl").read_text(encoding="utf-8") == _row(id="A") + "\n"
+
+
+@pytest.mark.parametrize("blank", ["\u00a0", "\u3000", "\x1c", " \u2028\t"])
+def test_lines_of_unicode_whitespace_are_no_records_to_the_cut_or_the_merge(tmp_path, blank):
+    """4 records and 4 lines the loader skips (str.strip: U+00A0, U+3000, \\x1c...) in 2 shards: awk on bytes counted
+    8 records, so shard 1 was cut the 4 blank lines, which judge-eval refused ("no records") on every requeue, and
+    the merge never ran. By the loader's rule the 4 records are 2 shards of 2; the merge gives all 4."""
+    from eval.judging.shards import merge_shards
+    from judge import load_records
+
+    text = "".join(_row(id=str(k)) + "\n" for k in range(4)) + (blank + "\n") * 4
+    (tmp_path / "data.jsonl").write_text(text, encoding="utf-8")
+    assert len(load_records(tmp_path / "data.jsonl")) == 4
+    shards = [tmp_path / "eval" / "shards" / str(index) for index in range(2)]
+    for index, shard in enumerate(shards):
+        proc = _one_task_array(tmp_path, index, **_array_of(2, index))
+        assert proc.returncode == 0, proc.stderr
+        ids = [record.id for record in load_records(shard / "data.jsonl")]  # what judge-eval run judges
+        assert ids == [str(2 * index), str(2 * index + 1)]
+        _judged(shard, ids)
+    rows, _, array = merge_shards(shards, tmp_path / "data.jsonl", tmp_path / "eval")
+    assert rows == 4 and array is not None and array.n_records == 4 and not array.missing
+
+
+def test_a_file_of_unicode_whitespace_alone_stops_the_task_before_any_shard_is_cut(tmp_path):
+    (tmp_path / "data.jsonl").write_text("\u00a0\n\u3000\n", encoding="utf-8")
+    proc = _one_task_array(tmp_path, 0)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"eval.sbatch: JUDGE_EVAL_DATA={tmp_path}/data.jsonl holds no record (empty, or blank lines "
+                           "only): nothing to judge\n")
+    assert not (tmp_path / "eval").exists()
