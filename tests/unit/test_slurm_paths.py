@@ -37,7 +37,8 @@ def _env(tmp_path: Path, submit_dir: Path, **extra: str) -> dict[str, str]:
         "scontrol": 'echo "${@: -1}"\n'})  # `scontrol show hostnames X`: X
     return {
         **{k: v for k, v in os.environ.items()
-           if not k.startswith(("SLURM_", "JUDGE_")) and k not in ("HF_HUB_OFFLINE", "HF_HOME", "HF_HUB_CACHE")},
+           if not k.startswith(("SLURM_", "JUDGE_")) and k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME",
+                                                                          "HF_HUB_CACHE")},
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SRUN_ARGS": str(tmp_path / "srun_args"),
         "FAKE_SOURCED": str(tmp_path / "sourced"), "SLURM_JOB_ID": "7", "SLURM_ARRAY_JOB_ID": "7",
         "SLURM_ARRAY_TASK_ID": "0", "SLURM_JOB_NODELIST": "localhost", "SLURM_SUBMIT_DIR": str(submit_dir),
@@ -151,6 +152,28 @@ def test_serve_sbatch_offline_names_the_cache_it_looked_in_for_a_hub_id(tmp_path
     assert _run("serve.sbatch", {**env, "HF_HUB_CACHE": str(elsewhere)}, work_dir).returncode == 0
     assert _run("serve.sbatch", {**env, "HF_HUB_OFFLINE": "0", "JUDGE_MODEL": "ai-forever/other"},
                 work_dir).returncode == 0  # online, the job may download it
+
+
+@pytest.mark.parametrize(("offline", "decides"), [
+    ({"TRANSFORMERS_OFFLINE": "1"}, "TRANSFORMERS_OFFLINE"),
+    ({"TRANSFORMERS_OFFLINE": " yes "}, "TRANSFORMERS_OFFLINE"),
+    ({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "0"}, "HF_HUB_OFFLINE"),
+    ({"HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "1"}, None),  # HF_HUB_OFFLINE, set, decides: online
+])  # fmt: skip
+def test_serve_sbatch_reads_offline_as_the_hub_does_and_names_the_variable(tmp_path, folders, offline, decides):
+    """TRANSFORMERS_OFFLINE=1 alone turns huggingface_hub (and judge/checkpoints.py) offline too, but the job read
+    HF_HUB_OFFLINE only: vLLM's traceback after the queue instead of the one line naming the cache."""
+    submit_dir, work_dir = folders
+    env = _env(tmp_path, submit_dir, JUDGE_MODEL="ai-forever/pollux-judge-7b-r", JUDGE_PORT="8123", **offline)
+    proc = _run("serve.sbatch", env, work_dir)
+    if decides is None:
+        assert proc.returncode == 0, proc.stderr
+        return
+    hub = tmp_path / "cache" / "huggingface" / "hub"
+    assert proc.returncode == 2
+    assert proc.stderr == (f"serve.sbatch: JUDGE_MODEL=ai-forever/pollux-judge-7b-r is not in this job's Hugging Face "
+                           f"cache ({hub}) and {decides} is set: download it there first (HF_HUB_CACHE={hub} hf "
+                           "download ai-forever/pollux-judge-7b-r)\n")
 
 
 def test_rank_sbatch_reads_a_checkpoint_judge_and_candidate_in_the_submit_folder(tmp_path, folders):
