@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-from judge.plumbing.json_reading import UTF8_BOM
+from judge.plumbing.json_reading import JSON_REFUSALS, UTF8_BOM
 from judge.records import JudgeRecord, LineIndex, RecordError, gives_no_id, row_place, same_content
 
 __all__ = ["is_blank", "record_lines", "repeated_rows", "main"]
@@ -53,7 +53,7 @@ def repeated_rows(path: Path) -> tuple[list[str], int]:
     for number, raw in record_lines(path):
         try:
             row = json.loads(raw.removeprefix(UTF8_BOM) if number == 0 else raw)
-        except (ValueError, RecursionError):
+        except JSON_REFUSALS:
             continue  # judge-eval names a line it cannot read
         if derive is None:  # the loader derives every id when its first row has no id key
             derive = isinstance(row, dict) and "id" not in row
