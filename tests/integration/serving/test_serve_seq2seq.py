@@ -301,9 +301,11 @@ def test_timeout_then_graceful_shutdown(seq2seq_server, tmp_path):
             response = _post(server, "/v1/judge", {**ITEM, "criteria": ["Креативность"]})
         assert response.status_code == 504 and response.json()["error"]["code"] == "timeout"
 
-    # No /health probe of the engine from this judge-serve while the test runs: a probe sent to the frozen engine
-    # would count as a held request (``requests_held_at`` cannot tell it from the judgment's), and SIGTERM could then
-    # come before the judgment reached judge-serve, which refuses it as draining.
+    # The judgment's three criteria go to the engine at once, one connection each; judge-serve's watcher sends its
+    # first /health probe as soon as it is ready (then none for an hour), and that probe, sent to the frozen engine,
+    # is a held request ``requests_held_at`` cannot tell from a judgment's. At most one probe is in flight per engine
+    # (serve.supervision's probes), so two held requests mean the judgment has reached judge-serve: SIGTERM before
+    # that would find it draining, which refuses it.
     args = ("--generator-url", generator_url, "--shutdown-grace-s", "60", "--attached-probe-interval-s", "3600")
     with start_judge_serve(layout_root, args=args, run_dir=tmp_path / "shutdown") as server:
         outcome: dict = {}
@@ -312,7 +314,7 @@ def test_timeout_then_graceful_shutdown(seq2seq_server, tmp_path):
         with frozen(engine_group):
             thread.start()
             deadline = time.monotonic() + 60
-            while requests_held_at(engine_port, from_pid=server.pid) == 0:
+            while requests_held_at(engine_port, from_pid=server.pid) < 2:
                 assert time.monotonic() < deadline and thread.is_alive(), f"the request never reached the engine: {outcome}"
                 time.sleep(0.02)
             os.kill(server.pid, signal.SIGTERM)
