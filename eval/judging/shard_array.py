@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from judge.plumbing.eval_array_data import record_lines
+from eval.judging.array_data import record_lines
 
 __all__ = ["COUNT_FILE", "ShardArray", "shard_array", "shard_block", "refuse_missing"]
 
@@ -89,7 +89,7 @@ def _index(shard: Path) -> int | None:
 
 
 def _count_lines(path: Path) -> int:
-    """Records as eval.sbatch counts them, by the record loader's rule (``judge.plumbing.eval_array_data``): a line
+    """Records as eval.sbatch counts them, by the record loader's rule (``eval.judging.array_data``): a line
     holding anything but whitespace once decoded (U+00A0 or a carriage return alone is blank)."""
     return sum(1 for _ in record_lines(path))
 

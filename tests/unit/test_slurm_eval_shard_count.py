@@ -341,3 +341,17 @@ def test_a_file_of_unicode_whitespace_alone_stops_the_task_before_any_shard_is_c
     assert proc.stderr == (f"eval.sbatch: JUDGE_EVAL_DATA={tmp_path}/data.jsonl holds no record (empty, or blank lines "
                            "only): nothing to judge\n")
     assert not (tmp_path / "eval").exists()
+
+
+def test_the_data_module_eval_sbatch_runs_imports_the_standard_library_and_pollux_judge_alone(tmp_path):
+    """Every array task starts ``python -m eval.judging.array_data`` three times before it judges: importing it (and
+    so ``eval`` and ``eval.judging``) pulls in no third-party package, whose import would be paid on each start."""
+    code = ("import json, sys\nbefore = set(sys.modules)\nimport eval.judging.array_data\n"
+            "tops = {name.partition('.')[0] for name in set(sys.modules) - before}\n"
+            "print(json.dumps(sorted(tops - set(sys.stdlib_module_names) - {'judge', 'eval'})))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(SCRIPT.parents[1]),
+                                                                   os.environ.get("PYTHONPATH")) if p)}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []

@@ -1,7 +1,7 @@
 """An eval array's data as the record loader reads it, for slurm/eval.sbatch: its rows given twice, its records
 counted, and a task's block of them cut.
 
-eval.sbatch runs it with the interpreter beside ``judge-eval`` (``python -m judge.plumbing.eval_array_data``), so
+eval.sbatch runs it with the interpreter beside ``judge-eval`` (``python -m eval.judging.array_data``), so
 the rules are the loader's own (``JudgeRecord.from_row``, ``judge.records.same_content``, the blank line of
 ``judge.record_sources.jsonl_rows``), not a copy of them:
 
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             if n >= first:
                 out.write(raw if raw.endswith(b"\n") else raw + b"\n")
         return 0
-    print(f"eval_array_data: unknown command {command!r} (repeats, count, cut)", file=sys.stderr)
+    print(f"eval.judging.array_data: unknown command {command!r} (repeats, count, cut)", file=sys.stderr)
     return 2
 
 
