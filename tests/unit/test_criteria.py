@@ -52,25 +52,34 @@ def test_an_unsent_sample_is_refused_as_judge_serve_refuses_its_item(spec, task)
     assert str(unsent.value) == refused.message.replace("items[0]", "samples[3]")
 
 
-@pytest.mark.parametrize("spec, same_words", [
-    ({"name": "x", "rubrics": {"ru": {"0": "плохо", "1": "хорошо"}}}, False),  # by language: the wire takes none
-    ({"name": "x", "rubrics": {"0": 0, "1": "хорошо"}}, False),                # a level's text that is no text
-    ({"name": "x", "rubrics": {"str": 5}}, False),           # a level named as pydantic names the union's branch
-    ({"name": "x", "rubrics": 5}, True),                     # neither text nor a mapping: both kinds are named
-    ({"name": "x", "rubrics": RUBRIC, "id": "x"}, False),    # a field the wire does not have
-    ({"name": "x"}, False),                                  # no rubric
-    ({"name": "", "rubrics": RUBRIC}, False),
+@pytest.mark.parametrize("spec", [
+    {"name": "x", "rubrics": {"ru": {"0": "плохо", "1": "хорошо"}}},  # a mapping by language: the wire takes none
+    {"name": "x", "rubrics": {"0": 0, "1": "хорошо"}},                # a level's text that is no text
+    {"name": "x", "rubrics": {"str": 5}},                # a level named as pydantic names the union's string branch
+    {"name": "x", "rubrics": {"str": "плохо", "1": None}},  # the level "str" fine, another's text no text
+    {"name": "x", "rubrics": {"dict[str,str]": [1]}},    # a level named as the mapping branch
+    {"name": "x", "rubrics": {"level one": 1}},          # a level whose name is quoted in a path
+    {"name": "x", "rubrics": 5},                         # neither text nor a mapping: both kinds are named
+    {"name": "x", "rubrics": ["0: плохо", "1: хорошо"]},
+    {"name": "x", "rubrics": None},
+    {"name": "x", "rubrics": RUBRIC, "id": "x"},         # a field the wire does not have
+    {"name": "x", "rubrics": 5, "a_field_named_at_length": 1},  # an unknown field said before a shorter bad one
+    {"name": "x"},                                       # no rubric
+    {"rubrics": RUBRIC},                                 # no name
+    {"rubrics": {"0": 0}},                               # no name, and a level's text that is no text
+    {"name": 5, "rubrics": RUBRIC},
+    {"name": "", "rubrics": RUBRIC},
 ])  # fmt: skip
-def test_an_unsent_custom_criterion_the_wire_refuses_is_refused_at_the_same_field(spec, same_words):
+def test_an_unsent_custom_criterion_the_wire_refuses_is_refused_as_judge_serve_refuses_it(spec):
     """A ``{name, rubrics}`` object judge-serve's request type refuses (the wire's ``CustomCriterion``) is refused for
-    an unsent sample at the field judge-serve's ``param`` names (pydantic's wording of what is wrong), rubrics of
-    neither kind in judge-serve's words (``judge.wire.rubrics_kind_error``)."""
+    an unsent sample with judge-serve's field (its ``param``) and words: both choose among pydantic's errors and word
+    the one chosen by the contract's one ranking (``judge.wire.error_rank``, ``judge.wire.error_words``)."""
     refused = _serve_refusal(spec, {})
-    with pytest.raises(ValueError, match=r"^samples\[3\]\.criteria\[0\]\.") as unsent:
+    with pytest.raises(ValueError) as unsent:
         _unsent(spec, {})
-    assert str(unsent.value).split(":")[0] == refused.param.replace("items[0]", "samples[3]")
-    if same_words:
-        assert str(unsent.value) == refused.message.replace("items[0]", "samples[3]")
+    param = refused.param.replace("items[0]", "samples[3]")
+    assert param.startswith("samples[3].criteria[0].") and str(unsent.value).startswith(f"{param}: ")
+    assert str(unsent.value) == refused.message.replace("items[0]", "samples[3]")
 
 
 def test_an_unsent_sample_names_its_criteria_as_judge_serve_resolves_them():
