@@ -629,7 +629,7 @@ def _resolved_criteria(criteria: tuple[Any, ...], task: tuple[str | None, ...] |
     from pydantic import ValidationError
 
     from judge.criteria import CriterionError, resolve_criterion
-    from judge.wire import CustomCriterion, rubrics_kind_error
+    from judge.wire import MAX_RANKED_ERRORS, CustomCriterion, error_rank, error_words, param_of
 
     # The criteria as judge-serve would read them, after the JSON encoding: a Python rubric mapping's integer
     # levels arrive as strings, a tuple as a list.
@@ -644,23 +644,13 @@ def _resolved_criteria(criteria: tuple[Any, ...], task: tuple[str | None, ...] |
         try:
             parsed.append(CustomCriterion.model_validate(spec))
         except ValidationError as err:
-            # As judge-serve names the field: a rubric mapping fails the string branch of its union too, and "must
-            # be a string" said of the whole mapping hides the level whose text is wrong, so an error inside the
-            # mapping comes first, then the shortest path. The branch name pydantic puts in a path right after
-            # "rubrics" is no field; a level the client named "str" further on is one.
-            def path(e: dict) -> list[str]:
-                parts = [str(part) for part in e["loc"]]
-                if parts[:1] == ["rubrics"] and parts[1:2] in (["str"], ["dict[str,str]"]):
-                    del parts[1]
-                return parts
+            # judge-serve's field and words: the contract's ranking and wording of the wire type's errors, the
+            # criterion's own fields named below its place
+            def path(e: dict, spec: dict = spec) -> str:
+                return param_of(tuple(e["loc"]), spec, e["type"] == "missing", e["input"])
 
-            first = min(err.errors(include_url=False),
-                        key=lambda e: (e["type"] == "string_type" and isinstance(e.get("input"), dict), len(path(e))))
-            field = ".".join([f"{where}[{j}]", *path(first)])
-            if len(first["loc"]) == 2 and path(first) == ["rubrics"] and first["type"] in ("string_type", "dict_type"):
-                # rubrics of neither kind: judge-serve's words, which name both kinds
-                raise ValueError(f"{field}: {rubrics_kind_error(first['input'])}") from None
-            raise ValueError(f"{field}: {first['msg']}") from None
+            first = min(err.errors(include_url=False)[:MAX_RANKED_ERRORS], key=lambda e: error_rank(e, path(e)))
+            raise ValueError(f"{where}[{j}].{path(first)}: {error_words(first)}") from None
     resolved = []
     for j, spec in enumerate(parsed):
         try:

@@ -15,9 +15,15 @@ The contract between ``serve`` and ``eval``, as vLLM's ``entrypoints/openai/prot
 fields and, for the response types, values of the wrong type are errors naming the field); ``JudgeResult.from_json`` and ``eval.judging.predictions.PredictionRow``'s
 ``from_json`` both read through it.
 
-Why one module of ~580 lines: it is the whole wire contract, both directions, as vLLM's ``protocol.py`` is; a client
-author reads one file to learn every field and bound the server checks, and the request and response types share
-the one strict reader.
+A request the types refuse is told one way, whoever refuses it: ``param_of`` names the field of a pydantic error (the
+union branch names pydantic puts in its location dropped), ``error_rank`` chooses the error reported among those of
+one validation, ``error_words`` says it. judge-serve's 400 (``serve.schema.parse_judge_request``, which adds its own
+rules for the request's unions before these) and the reward clients' refusal of a custom criterion they do not send
+(``judge.reward_clients``) both use them, so a client reads the same field and words from either.
+
+Why one module of ~700 lines: it is the whole wire contract, both directions, as vLLM's ``protocol.py`` is; a client
+author reads one file to learn every field and bound the server checks and how a refusal names what it refuses, and
+the request and response types share the one strict reader.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import json
 import math
 import re
 import sys
@@ -42,7 +49,8 @@ from judge.scales import MAX_LEVELS
 __all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RESULT_FIELDS", "checked_json_fields",
            "CustomCriterion", "JudgeItem", "JudgeRequest", "PairItem", "PairwiseRequest", "JudgeResponseItem",
            "JudgeResponseUsage", "JudgeResponse", "PAIRWISE_CRITERION", "ModelLimits", "MAX_LIST_ENTRIES",
-           "HUB_SNAPSHOT", "root_identity", "context_words", "read_context_words", "rubrics_kind_error"]
+           "HUB_SNAPSHOT", "root_identity", "context_words", "read_context_words", "rubrics_kind_error", "param_of",
+           "path_key", "MAX_RANKED_ERRORS", "error_rank", "error_words"]
 
 
 def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun: str = "field",
@@ -327,6 +335,119 @@ def rubrics_kind_error(value: Any) -> str:
     kinds, since either union branch's own words ("must be a string") hide the other, and the value as ``got_words``
     names it. judge-serve's refusal and the reward client's, for a sample it does not send, share these words."""
     return f"must be a string (rubric text) or an object (each level's text), got {got_words(value)}"
+
+
+# ------------------------------------------------------------------------------ the request types' errors, worded
+# judge-serve's 400 for a body (``serve.schema.parse_judge_request``) and the reward clients' refusal of a criterion
+# they do not send (``judge.reward_clients``) choose among pydantic's errors and word the one chosen alike: a client
+# is told the same field and words whichever refused it.
+
+#: No error input given to ``param_of`` (None is a value a body may hold).
+_NO_VALUE = object()
+
+
+def param_of(loc: tuple[Any, ...], data: Any, missing: bool = False, value: Any = _NO_VALUE) -> str:
+    """A pydantic error location as a dotted field path: ``("items", 0, "answer")`` -> ``items[0].answer``.
+
+    The location mixes the body's keys with the union branch names pydantic inserts (``str``, ``CustomCriterion``,
+    ``list[union[str,CustomCriterion]]``). Walking ``data`` (the validated input) tells them apart: a part is a key
+    when the object at that point has it (or, with ``missing``, when it is the last part: the absent field), an
+    index when the object is a list, and a branch name otherwise. Guessing from the name alone would take a client's
+    own field called ``str``, ``int`` or ``my-field`` for a branch name and report its parent instead. A client's key
+    may also be named like a branch (``{"str": ...}`` in a rubric mapping): with ``value`` (the error's input, the
+    object it is about; for a missing field, the object that lacks it), the reading that reaches it is taken, keys
+    preferred where several do.
+    """
+    first = None
+    for parts, end in _readings(loc, 0, data, missing):  # lazily: the first reading is nearly always the one
+        if value is _NO_VALUE or end is value or (type(end) is type(value) and end == value):
+            return _joined(parts)
+        first = parts if first is None else first
+    return _joined(first)
+
+
+def _readings(loc: tuple[Any, ...], n: int, node: Any, missing: bool) -> typing.Iterator[tuple[list[str], Any]]:
+    """Each reading of ``loc[n:]`` from ``node``: the path's parts, and the value it reaches (for a missing field,
+    the object that lacks it); a key the object has is read as a key first, then as a branch name."""
+    if n == len(loc):
+        yield [], node
+        return
+    part = loc[n]
+    if isinstance(part, int) and isinstance(node, list):
+        for rest, end in _readings(loc, n + 1, node[part] if part < len(node) else None, missing):
+            yield [f"[{part}]", *rest], end
+        return
+    last_missing = missing and n == len(loc) - 1
+    if isinstance(node, Mapping) and (part in node or last_missing):
+        if last_missing:
+            yield [path_key(str(part))], node
+            return
+        for rest, end in _readings(loc, n + 1, node[part], missing):
+            yield [path_key(str(part)), *rest], end
+    yield from _readings(loc, n + 1, node, missing)  # a union branch name: the value stays where it is
+
+
+def _joined(parts: list[str]) -> str:
+    return "".join(part if part.startswith("[") or not i else "." + part for i, part in enumerate(parts)) or "body"
+
+
+_PLAIN_KEY = re.compile(r"[^\s.\[\]\"\\]+")
+
+
+def path_key(key: str) -> str:
+    """A key as a path segment: as is, or JSON-quoted when it is empty or holds a path character (``a.b`` ->
+    ``"a.b"``), a lone surrogate (which UTF-8 cannot carry, in a JSON answer or a log) escaped."""
+    text = key if _PLAIN_KEY.fullmatch(key) else json.dumps(key, ensure_ascii=False)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+#: pydantic errors ranked to choose the one reported. The bounds before validation (judge-serve's value checks, the
+#: wire types' list bounds) keep a body's errors few; this keeps the ranking (a ``param_of`` walk each) bounded
+#: whatever reaches it. A body broken in one place has a handful (one per union branch).
+MAX_RANKED_ERRORS = 64
+
+
+def error_rank(error: Mapping[str, Any], path: str, meant: bool = True) -> tuple[bool, bool, bool, int]:
+    """The key (least first) that chooses, among pydantic's errors of one validation, the one reported; ``path`` is
+    the error's field (``param_of``).
+
+    A missing or unknown field comes first: it says what the object is, where a bad value among its fields says one
+    of them. A value that fails every branch of a union reports once per branch, so an error inside the branch the
+    value was ``meant`` as says more (the caller knows its unions: for a criterion object alone, every error is
+    inside it). Likewise an object given where a string or an object is taken (a rubric mapping) is meant as the
+    object: an error inside it says more than the string branch's "must be a string, got an object". Then the
+    shortest path: the field, before what is inside it.
+    """
+    string_for_object = error["type"] == "string_type" and isinstance(error.get("input"), Mapping)
+    return error["type"] not in ("missing", "extra_forbidden"), not meant, string_for_object, len(path)
+
+
+#: pydantic's type errors, by their ``type``, as the JSON kind the field must be: its own message names Python's
+#: classes ("Input should be a valid dictionary or instance of JudgeItem").
+_KIND_ERRORS = {"list_type": "a list", "dict_type": "an object", "model_type": "an object",
+                "model_attributes_type": "an object", "string_type": "a string", "int_type": "an integer",
+                "int_from_float": "an integer", "float_type": "a number", "bool_type": "true or false"}  # fmt: skip
+
+#: Where a criterion's ``rubrics`` fails both branches of its union (``CustomCriterion``): the end of each branch's
+#: error location. A client's key inside a rubric mapping comes after its branch name, never right after ``rubrics``.
+_RUBRIC_BRANCHES = {("rubrics", "str"), ("rubrics", "dict[str,str]")}
+
+
+def error_words(error: Mapping[str, Any]) -> str:
+    """What a pydantic error of the request types says, after its field's name (``param_of``): in JSON's words
+    ("must be a string, got an integer 5"), never Python's classes; rubrics of neither kind as
+    ``rubrics_kind_error`` says them."""
+    kind = error["type"]
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "extra_forbidden":
+        return "unknown field"
+    if kind in ("string_type", "dict_type") and tuple(error["loc"][-2:]) in _RUBRIC_BRANCHES:
+        # either branch's own words ("must be a string") hid the other: a rubric mapping is as good as its text
+        return rubrics_kind_error(error["input"])
+    if kind in _KIND_ERRORS:
+        return f"must be {_KIND_ERRORS[kind]}, got {got_words(error['input'])}"
+    return error["msg"]
 
 
 class JudgeItem(_Strict):

@@ -24,7 +24,7 @@ Every failure is a ``RequestError`` carrying an HTTP status and ``param``, the d
 (not JSON, not UTF-8, nested past the decoder's depth) names ``body``. ``tests/unit/test_serve_request_fuzz.py`` holds
 this as a property over bodies generated from the schema.
 
-Why one module of ~650 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
+Why one module of ~560 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
 that refuse them naming their field before pydantic runs, and the request's validation they guard are one contract;
 apart, a placeholder could leave the decoder with nothing beside it that refuses it.
 """
@@ -38,7 +38,7 @@ import re
 import sys
 import time
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
@@ -49,9 +49,10 @@ from judge.criteria import CriterionError, ResolvedCriterion, resolve_criterion,
 from judge.criteria_auto import TaskChoice
 from judge.plumbing.json_reading import got_words, value_words
 from judge.scales import MAX_LEVELS
-# The request types are the contract's (judge.wire); re-exported here, where the server validates with them.
-from judge.wire import (MAX_LIST_ENTRIES, CustomCriterion, JudgeItem, JudgeRequest, PairItem, PairwiseRequest,
-                        rubrics_kind_error)
+# The request types are the contract's (judge.wire), and so are the path, rank and words of their errors, which the
+# reward clients share; re-exported here, where the server validates with them.
+from judge.wire import (MAX_LIST_ENTRIES, MAX_RANKED_ERRORS, CustomCriterion, JudgeItem, JudgeRequest, PairItem,
+                        PairwiseRequest, error_rank, error_words, param_of, path_key)
 
 T = TypeVar("T", JudgeRequest, PairwiseRequest)
 
@@ -124,120 +125,31 @@ class RequestError(Exception):
         self.message, self.param, self.status, self.code = message, param, status, code
 
 
-#: No error input given to ``param_of`` (None is a value a body may hold).
-_NO_VALUE = object()
-
-
-def param_of(loc: tuple[Any, ...], data: Any, missing: bool = False, value: Any = _NO_VALUE) -> str:
-    """A pydantic error location as a dotted field path: ``("items", 0, "answer")`` -> ``items[0].answer``.
-
-    The location mixes the body's keys with the union branch names pydantic inserts (``str``, ``CustomCriterion``,
-    ``list[union[str,CustomCriterion]]``). Walking ``data`` (the validated input) tells them apart: a part is a key
-    when the object at that point has it (or, with ``missing``, when it is the last part: the absent field), an
-    index when the object is a list, and a branch name otherwise. Guessing from the name alone took a client's own
-    field called ``str``, ``int`` or ``my-field`` for a branch name and reported its parent instead. A client's key
-    may also be named like a branch (``{"str": ...}`` in a rubric mapping): with ``value`` (the error's input, the
-    object it is about; for a missing field, the object that lacks it), the reading that reaches it is taken, keys
-    preferred where several do.
-    """
-    first = None
-    for parts, end in _readings(loc, 0, data, missing):  # lazily: the first reading is nearly always the one
-        if value is _NO_VALUE or end is value or (type(end) is type(value) and end == value):
-            return _joined(parts)
-        first = parts if first is None else first
-    return _joined(first)
-
-
-def _readings(loc: tuple[Any, ...], n: int, node: Any, missing: bool) -> Iterator[tuple[list[str], Any]]:
-    """Each reading of ``loc[n:]`` from ``node``: the path's parts, and the value it reaches (for a missing field,
-    the object that lacks it); a key the object has is read as a key first, then as a branch name."""
-    if n == len(loc):
-        yield [], node
-        return
-    part = loc[n]
-    if isinstance(part, int) and isinstance(node, list):
-        for rest, end in _readings(loc, n + 1, node[part] if part < len(node) else None, missing):
-            yield [f"[{part}]", *rest], end
-        return
-    last_missing = missing and n == len(loc) - 1
-    if isinstance(node, Mapping) and (part in node or last_missing):
-        if last_missing:
-            yield [_key_text(str(part))], node
-            return
-        for rest, end in _readings(loc, n + 1, node[part], missing):
-            yield [_key_text(str(part)), *rest], end
-    yield from _readings(loc, n + 1, node, missing)  # a union branch name: the value stays where it is
-
-
-def _joined(parts: list[str]) -> str:
-    return "".join(part if part.startswith("[") or not i else "." + part for i, part in enumerate(parts)) or "body"
-
-
 def _printable(text: str) -> str:
     """``text`` safe to put in a JSON response: lone surrogates (which UTF-8 cannot carry) escaped."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-_PLAIN_KEY = re.compile(r"[^\s.\[\]\"\\]+")
-
-
-def _key_text(key: str) -> str:
-    """A key as a path segment: as is, or JSON-quoted when it is empty or holds a path character (``a.b`` -> ``"a.b"``)."""
-    return _printable(key if _PLAIN_KEY.fullmatch(key) else json.dumps(key, ensure_ascii=False))
-
-
-#: pydantic errors ranked to choose the one reported. The bounds before validation (``check_values``'s, the wire
-#: types' list bounds) keep a body's errors few; this keeps the ranking (a ``param_of`` walk each) bounded whatever
-#: reaches it. A body broken in one place has a handful (one per union branch).
-MAX_RANKED_ERRORS = 64
-
-
-#: pydantic's type errors, by their ``type``, as the JSON kind the field must be: its own message names Python's
-#: classes ("Input should be a valid dictionary or instance of JudgeItem").
-_KIND_ERRORS = {"list_type": "a list", "dict_type": "an object", "model_type": "an object",
-                "model_attributes_type": "an object", "string_type": "a string", "int_type": "an integer",
-                "int_from_float": "an integer", "float_type": "a number", "bool_type": "true or false"}  # fmt: skip
-
-
-#: Where a criterion's ``rubrics`` fails both branches of its union (``judge.wire.CustomCriterion``): the end of each
-#: branch's error location. A client's key inside a rubric mapping comes after its branch name, never right after
-#: ``rubrics``.
-_RUBRIC_BRANCHES = {("rubrics", "str"), ("rubrics", "dict[str,str]")}
-
-
 def _first_error(err: ValidationError, data: Any) -> RequestError:
     errors = err.errors(include_url=False)[:MAX_RANKED_ERRORS]
-    # A value that fails every branch of a union reports once per branch. An object given for a criterion is
-    # meant as a custom criterion, so errors inside that branch say most; then the shortest path (the field).
-    # A list of criteria that fails also fails the "auto" branch; the list's own error says more. Likewise an object
-    # given where a string or an object is taken (a rubric mapping) is meant as the object: an error inside it says
-    # more than the string branch's "must be a string, got an object".
+
+    # The contract's ranking (``judge.wire.error_rank``), which the reward clients share, after judge-serve's own:
+    # a literal's error (the "auto" of criteria, an unknown "oversize") comes last, since the value was meant as the
+    # union's other branch; an object given for a criterion is meant as a custom criterion, so errors inside that
+    # branch say most (a list of criteria that fails also fails the "auto" branch; the list's own error says more).
     def rank(e: dict) -> tuple[bool, bool, bool, bool, int]:
         inside_object = "CustomCriterion" in e["loc"] and e["type"] not in ("model_type", "model_attributes_type")
-        literal = e["type"] == "literal_error"
-        string_for_object = e["type"] == "string_type" and isinstance(e.get("input"), Mapping)
-        path = param_of(tuple(e["loc"]), data, e["type"] == "missing", e.get("input", _NO_VALUE))
-        return (literal, e["type"] not in ("missing", "extra_forbidden"), not inside_object, string_for_object,
-                len(path))
+        path = param_of(tuple(e["loc"]), data, e["type"] == "missing", e["input"])
+        return (e["type"] == "literal_error", *error_rank(e, path, meant=inside_object))
 
     first = min(errors, key=rank)
-    kind = first["type"]
-    param = param_of(tuple(first["loc"]), data, kind == "missing", first.get("input", _NO_VALUE))
+    param = param_of(tuple(first["loc"]), data, first["type"] == "missing", first["input"])
     param = clip_message(param)  # an unknown field's name is the client's, of any length
-    if kind == "missing":
-        message = f"{param}: required field is missing"
-    elif kind == "extra_forbidden":
-        message = f"{param}: unknown field"
-    elif kind == "list_type" and param.endswith(".criteria") and isinstance(first["input"], str):
+    if first["type"] == "list_type" and param.endswith(".criteria") and isinstance(first["input"], str):
         # the union's other branch is the string "auto": "must be a list, got a string" hid it ("AUTO", "Auto")
         message = f'{param}: must be a list of criteria or "auto" (lower case), got {got_words(first["input"])}'
-    elif kind in ("string_type", "dict_type") and tuple(first["loc"][-2:]) in _RUBRIC_BRANCHES:
-        # either branch's own words ("must be a string") hid the other: a rubric mapping is as good as its text
-        message = f"{param}: {rubrics_kind_error(first['input'])}"
-    elif kind in _KIND_ERRORS:
-        message = f"{param}: must be {_KIND_ERRORS[kind]}, got {got_words(first['input'])}"
     else:
-        message = f"{param}: {first['msg']}"
+        message = f"{param}: {error_words(first)}"
     return RequestError(clip_message(message), param=param)
 
 
@@ -386,7 +298,7 @@ def _path_text(link: tuple | None) -> str:
         if isinstance(segment, int):
             path += f"[{segment}]"
         else:
-            path = f"{path}.{_key_text(segment)}" if path else _key_text(segment)
+            path = f"{path}.{path_key(segment)}" if path else path_key(segment)
     return path
 
 
