@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ExactArgumentParser(prog="judge-eval", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--log-level", default="info",
-                        help="Logging level (debug, info, warning); HTTP request lines are shown at debug only.")
+                        help="Logging level: debug, info (default) or warning; HTTP request lines are shown at debug only.")
     sub = parser.add_subparsers(dest="command", required=True,
                                 metavar="{run,score,compare,rank,convert,merge,experts,mera}")
 
@@ -85,19 +85,21 @@ def build_parser() -> argparse.ArgumentParser:
     score_p.add_argument("--out", default=None, help="Output folder (default: the predictions' folder).")
     score_p.add_argument("--target", choices=("auto", "mode", "mean"), default="auto",
                          help="Reference score: mode of the experts, or mean (regression judges); auto picks by the "
-                              "predictions' score_source.")
+                              "predictions' score_source (default: %(default)s).")
     score_p.add_argument("--n-boot", type=int, default=1000, help="Bootstrap resamples per interval: 0 (none), "
-                         ">= 10, at most 100,000.")
-    score_p.add_argument("--seed", type=int, default=0, help="Seed of the VC draws and bootstraps, >= 0.")
+                         ">= 10, at most 100,000 (default: %(default)s).")
+    score_p.add_argument("--seed", type=int, default=0,
+                         help="Seed of the VC draws and bootstraps, >= 0 (default: %(default)s).")
     score_p.add_argument("--vc-repeats", type=int, default=100, help="Random expert replacements for the judge's VC: "
-                         "1 to 10,000.")
+                         "1 to 10,000 (default: %(default)s).")
     score_p.add_argument("--name", default="", help="The judge's label in the report (default: from predictions).")
     score_p.add_argument("--png", action="store_true",
                          help="Also draw the PNG plots (plots/*.png; report.html has them as SVG). On with "
                               "--wandb-project, which uploads them.")
     score_p.add_argument("--spearman-target", choices=("auto", "mode", "mean"), default="auto",
                          help="Reference of Spearman (and Pearson, Kendall), chosen apart from MAE's --target: auto "
-                              "= the same as MAE's (the paper names no aggregate for its correlations).")
+                              "= the same as MAE's (the paper names no aggregate for its correlations; default: "
+                              "%(default)s).")
     score_p.add_argument("--bootstrap-unit", choices=("item", "instruction"), default="item",
                          help="What the intervals resample: items (default), or whole instructions, every answer and "
                               "criterion of an instruction together (wider: they err together). The paper gives no "
@@ -119,23 +121,28 @@ def build_parser() -> argparse.ArgumentParser:
                               "5000; -1: all).")
     # The validity section's alternative annotator test (eval/validity/alt_test.py; defaults are its authors').
     score_p.add_argument("--alt-test-epsilon", type=float, default=0.2,
-                         help="Alt-test cost-benefit margin ε (the authors: 0.2 expert, 0.15 skilled, 0.1 crowd).")
+                         help="Alt-test cost-benefit margin ε (the authors: 0.2 expert, 0.15 skilled, 0.1 crowd; "
+                              "default: %(default)s).")
     score_p.add_argument("--alt-test-q", type=float, default=0.05,
-                         help="Alt-test false discovery rate of the Benjamini-Yekutieli correction, in (0, 1).")
+                         help="Alt-test false discovery rate of the Benjamini-Yekutieli correction, in (0, 1) "
+                              "(default: %(default)s).")
     score_p.add_argument("--alt-test-failures", choices=("loss", "drop"), default="loss",
                          help="An item the judge failed to score: a loss for the judge (default) or left out (the "
                               "reference implementation's rule).")
     score_p.add_argument("--alt-test-scoring", choices=("neg_rmse", "accuracy"), default="neg_rmse",
-                         help="Alignment with the other experts: minus the RMSE (numeric rubrics) or accuracy.")
+                         help="Alignment with the other experts: minus the RMSE (numeric rubrics) or accuracy "
+                              "(default: %(default)s).")
     score_p.add_argument("--alt-test-min-items", type=int, default=30,
-                         help="An expert is tested only with at least this many items (>= 1; others: untested).")
+                         help="An expert is tested only with at least this many items (>= 1; others: untested; "
+                              "default: %(default)s).")
     score_p.add_argument("--alt-test-min-experts", type=int, default=2,
-                         help="An item takes part only with at least this many named experts (>= 2).")
+                         help="An item takes part only with at least this many named experts (>= 2; default: %(default)s).")
     score_p.add_argument("--alt-test-min-tested", type=int, default=2,
                          help="A pass/fail verdict only with at least this many tested experts (>= 1; 1: the "
-                              "reference notebook's rule, which this toolkit's 2 departs from).")
+                              "reference notebook's rule, which this toolkit's 2 departs from; default: %(default)s).")
     score_p.add_argument("--ceiling-failures", choices=("worst", "drop"), default="worst",  # eval/validity/ceiling.py
-                         help="A failed verdict in the experts' ceiling: its largest error on the scale, or left out.")
+                         help="A failed verdict in the experts' ceiling: its largest error on the scale, or left out "
+                              "(default: %(default)s).")
 
     cmp_p = sub.add_parser("compare", help="Scored runs side by side with paired-bootstrap significance.",
                            description="Compare scored runs (folders written by `score`) with the first one, two "
@@ -146,13 +153,15 @@ def build_parser() -> argparse.ArgumentParser:
                        "p-values or calls but the failed verdicts' McNemar call, which draws none) or >= 10, at most "
                        "100,000; a better/worse call of scored runs needs more than 2/alpha (41 at the default "
                        "--alpha), in a table of m cells more than 2m/alpha (Holm; 1,001 for 25 criteria); of two "
-                       "rank runs, >= 2/alpha (40); a board of K draws >= 2m/alpha (1,120 for 8).")
-    cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed, >= 0.")
+                       "rank runs, >= 2/alpha (40); a board of K draws >= 2m/alpha (1,120 for 8) (default: "
+                       "%(default)s).")
+    cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed, >= 0 (default: %(default)s).")
     cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls, in (0, 1); paired "
                        "intervals at 1 - alpha (a leaderboard pair's at 1 - alpha/m, m = K(K-1)/2); a rank call also "
                        "needs a sign-flip p below alpha (for two rank runs Holm-adjusted over the tested cells; a board's pairs "
                        "alpha/m): at 0.05, >= 6 instructions for one test, more for m tests (2/2^n below "
-                       "alpha/m: Holm's first step over two rank runs' m tested cells; 7 for a board of 3, 11 of 8).")
+                       "alpha/m: Holm's first step over two rank runs' m tested cells; 7 for a board of 3, 11 of 8) "
+                       "(default: %(default)s).")
     cmp_p.add_argument("--bootstrap-unit", choices=("item", "instruction"), default=None,
                        help="What a paired resample draws: items or whole instructions (as score's); default: "
                             "instructions where any run was scored by them. Rank runs: always instructions.")
@@ -208,9 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
     exp_p.add_argument("--split", default=None, help="Split of a multi-split source (default: the only one, or test).")
     exp_p.add_argument("--critical-in-means", choices=("include", "exclude"), default="include",
                        help="The two Critical criteria (0 best) in the mean scores' pooled figures (Tables 10, 1, 9): "
-                            "the paper does not say; POLLUX's src/metrics.py leaves 0/1 criteria out.")
+                            "the paper does not say; POLLUX's src/metrics.py leaves 0/1 criteria out (default: "
+                            "%(default)s).")
     exp_p.add_argument("--mean-over", choices=("items", "annotations"), default="items", help="A mean-score cell: "
-                       "each item's score once, or weighed by its non-abstaining experts; the paper does not say.")
+                       "each item's score once, or weighed by its non-abstaining experts; the paper does not say "
+                       "(default: %(default)s).")
 
     sub.add_parser("mera", help="MERA tasks (ruHumanEval, ruTiE): `judge-eval mera --help`.", add_help=False)
     for name, codes in EXIT_CODES.items():  # each subcommand's --help ends with the exit codes it uses

@@ -602,15 +602,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "unreadable --data or --out, held-out or released-benchmark rows in the data, rows of `judge-train data "
         "traces`, a malformed row, or no row left (the report printed first; the message on stderr names what).",
     )
-    parser.add_argument("--data", default="sample", help="Records: JSONL, Parquet, datasets folder/name, or 'sample'.")
-    parser.add_argument("--recipe", choices=["seq2seq", "regression"], default="seq2seq", help="Target format.")
+    parser.add_argument("--data", default="sample",
+                        help="Records: JSONL, Parquet, datasets folder/name, or 'sample' (default: %(default)s).")
+    parser.add_argument("--recipe", choices=["seq2seq", "regression"], default="seq2seq",
+                        help="Target format (default: %(default)s).")
     parser.add_argument("--zero-shot", "--zero_shot", dest="zero_shot", choices=["refuse", "drop", "allow"],
                         default="refuse", help="What to do with Zero-Shot rows (default: refuse).")  # fmt: skip
     parser.add_argument("--split-file", "--split_file", dest="split_file", default="",
                         help="Zero-Shot split YAML whose task types and criteria --zero-shot refuses or drops "
                         "(default: the packaged judge/data/zero_shot.yaml).")  # fmt: skip
     parser.add_argument("--min-russian-share", "--min_russian_share", dest="min_russian_share", type=float,
-                        default=0.5, help="Minimum Cyrillic share of a rationale's letters.")  # fmt: skip
+                        default=0.5,
+                        help="Minimum Cyrillic share of a rationale's letters (default: %(default)s).")  # fmt: skip
     parser.add_argument("--score-target", "--score_target", dest="score_target", choices=["mean", "expert"],
                         default="mean", help="Regression label (default: mean over experts).")  # fmt: skip
     parser.add_argument("--allow-benchmark-rows", "--allow_benchmark_rows", dest="allow_benchmark_rows",

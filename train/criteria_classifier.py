@@ -132,8 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--folds", type=int, default=None,
                         help="out-of-fold folds for calibration and the threshold (default 5; 1: none, temperature 1 "
                              "and the default threshold; at most the number of instructions)")
-    parser.add_argument("--max-char-features", type=int, default=16000, help="character n-gram vocabulary cap")
-    parser.add_argument("--max-word-features", type=int, default=4000, help="word n-gram vocabulary cap")
+    parser.add_argument("--max-char-features", type=int, default=16000,
+                        help="character n-gram vocabulary cap (default: %(default)s)")
+    parser.add_argument("--max-word-features", type=int, default=4000,
+                        help="word n-gram vocabulary cap (default: %(default)s)")
     args = parser.parse_args(argv)
     # Checked before the fit: sklearn refuses a vocabulary cap below 1 with a traceback, and a threshold outside
     # [0, 1] (or NaN, which no probability falls below) was refused only by the classifier's own check after the

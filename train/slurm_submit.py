@@ -432,7 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cpus-per-task", type=int, help="CPUs per node task (default: the template's 16).")
     parser.add_argument("--signal-before-s", type=int, default=600,
                         help="Seconds before the time limit at which SIGUSR1 asks the trainer to checkpoint and "
-                        "requeue (below the --time limit).")
+                        "requeue (below the --time limit; default: %(default)s).")
     parser.add_argument("--output-dir", help="Run folder on shared storage (default: the config's output_dir).")
     parser.add_argument("--cache-dir", help="JUDGE_CACHE_DIR: HF, torch-extension and Triton caches.")
     parser.add_argument("--wandb-dir", help="JUDGE_WANDB_DIR (default: the run folder).")
