@@ -23,7 +23,7 @@ their items.parquet under the baseline's (``_on_one_vc_draw``). Each test's fail
 both runs predicted and called by McNemar's exact test (``_paired_failures``): a delta over the items both scored
 says nothing of the items one judge failed on.
 
-Why one module of ~1,335 lines: the pairing and compare.md read the same rules, which reference each side of a
+Why one module of ~1,364 lines: the pairing and compare.md read the same rules, which reference each side of a
 metric is against (``_reference``, ``spearman_target``), when a delta may be called and how runs are named apart;
 apart, compare.md would restate what the comparison computed.
 """
@@ -57,8 +57,12 @@ from judge.records import RowIndex, row_place
 
 __all__ = ["MIN_N_BOOT", "MIN_PAIRED", "NOT_SHOWN_EQUAL", "N_BOOT_BOUND", "PAIRED_WITHOUT_RESAMPLES", "ScoredRun",
            "compare", "comparison_headline", "decision", "fmt_p_bound", "headline", "holm_applied", "holm_upper_bounds", "load_run", "render_markdown",
-           "spearman_target"]
+           "spearman_target", "MD_RUN_NAME_CHARS"]
 
+#: The most characters of a run's name compare.md writes in its headings and tables (``shown_name``'s cut: the start
+#: and end kept): a name is a column header over figures a few characters wide, and a run named by its folder's path
+#: would make every table as wide as the path. The names cut are listed whole once, under the first table.
+MD_RUN_NAME_CHARS = 80
 #: What an "n.s." cell does not say, in compare.md's note and compare.html's alike.
 NOT_SHOWN_EQUAL = "n.s. says no difference was shown, not that the runs are equal"
 #: Fewer paired units than this: "n.s." whatever the p-value (module docstring). Not a copy of the ceiling's
@@ -1215,11 +1219,29 @@ def console_name(name: str) -> str:
     return shown_name(visible(name, sys.maxsize))
 
 
+def md_run_name(name: str) -> str:
+    """A run's name as compare.md writes it in a heading or a table: on one line, cut to ``MD_RUN_NAME_CHARS``
+    characters (``shown_name``) before it is made inert Markdown (``md_text``), so that the cut counts the characters
+    a reader sees, not their escapes."""
+    from eval.reports.names import one_line, shown_name
+
+    return md_text(shown_name(one_line(name), MD_RUN_NAME_CHARS))
+
+
 def _named_for_markdown(result: Comparison) -> Comparison:
-    """``result`` with its run names as inert Markdown (``md_text``): a judge's name comes from its ``--name`` or
-    its folder, and a ``|``, ``*``, ``#``, ``<`` or line break in it would otherwise split a table, start emphasis, a
-    heading or a tag (``named_as``)."""
-    return named_as(result, md_text)
+    """``result`` with its run names as inert Markdown, cut (``md_run_name``): a judge's name comes from its
+    ``--name`` or its folder, and a ``|``, ``*``, ``#``, ``<`` or line break in it would otherwise split a table,
+    start emphasis, a heading or a tag (``named_as``)."""
+    return named_as(result, md_run_name)
+
+
+def _names_in_full(shown: list[str], names: list[str]) -> list[str]:
+    """compare.md's list of the run names its headings and tables cut: each as shown, then whole (inert Markdown on
+    one line; compare.json keeps it as it is). Nothing where no name was cut."""
+    cut = [(label, md_text(name)) for label, name in zip(shown, names) if md_run_name(name) != md_text(name)]
+    if not cut:
+        return []
+    return ["Run names cut above, each in full:", "", *(f"- {label}: {whole}" for label, whole in cut), ""]
 
 
 def with_run_names(result: Comparison, by_name: Mapping[str, str], other: Callable[[str], str]) -> Comparison:
@@ -1240,6 +1262,7 @@ def render_markdown(result: Comparison) -> str:
     from eval.validity.render import compare_rows as validity_rows
     from eval.validity.render import paired_rows
 
+    names = list(result.runs)
     result = _named_for_markdown(result)
     out = [f"# Judge comparison (baseline: {result.baseline})", ""]
     out += [f"**{decision(result, k)}**" for k in range(len(result.comparisons))] + [""]
@@ -1272,6 +1295,7 @@ def render_markdown(result: Comparison) -> str:
         rows.append(row("out of scale / n",
                         lambda c, k: f"{'—' if c.n_out_of_scale is None else c.n_out_of_scale} / {c.n}"))
     out += [markdown_table(header, rows), ""]
+    out += _names_in_full(result.runs, names)
     notes = runs_notes(result)
     if notes:
         out += ["What each run's report says beside its numbers:", ""]

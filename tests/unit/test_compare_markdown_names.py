@@ -133,3 +133,44 @@ def test_the_paired_overall_rows_are_named_in_the_words_of_the_other_tables(tmp_
     assert rows == ["MAE", "Spearman", "VC judge"]
     page = render_compare_page(result, None)
     assert all(f"{word} baseline</th>" in page for word in rows)
+
+
+def test_compare_markdown_cuts_long_run_names_and_lists_them_in_full(tmp_path):
+    """A run named by a path of 200 characters (a --name or folder) was written whole in every column header and
+    heading of compare.md; each is now cut as the reports cut names (its start and end kept, "…" between), and the
+    whole name is listed once under the first table, inert Markdown, its ``|`` escaped and its line break a space."""
+    from eval.reports.report import md_text
+    from eval.scoring.compare import MD_RUN_NAME_CHARS, compare, render_markdown
+
+    experts = [[0, 0, 1], [1, 1, 2]] * 3
+    long_a = "/scratch/" + "a" * 180 + "/run-one"
+    long_b = "/scratch/" + "b" * 170 + "/run | two\nnext"
+    assert len(long_a) > 190 and len(long_b) > 190
+    a = _named_run(tmp_path / "A", long_a, [1.0, 2.0] * 3, experts, None)
+    b = _named_run(tmp_path / "B", long_b, [0.0, 1.0] * 3, experts, None)
+    result = compare([a, b], n_boot=50)
+    assert result.runs == [long_a, long_b]  # compare.json keeps them whole
+    text = render_markdown(result)
+    table_lines = [line for line in text.splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in _cells(next(line for line in table_lines if "Metric" in line))]
+    shown_a, shown_b = header[2:]
+    assert len(shown_a) <= MD_RUN_NAME_CHARS and shown_a.startswith("/scratch/aaa") and shown_a.endswith("/run-one")
+    assert "…" in shown_a and "…" in shown_b and shown_b.endswith("two next")
+    assert len(shown_b.replace("&#124;", "|")) <= MD_RUN_NAME_CHARS
+    assert f"# Judge comparison (baseline: {shown_a})" in text and f"## {shown_b} vs {shown_a}" in text
+    assert all(len(cell.strip()) < 120 for line in table_lines for cell in _cells(line))  # no name uncut in a table
+    assert text.count(md_text(long_a)) == 1 and text.count(md_text(long_b)) == 1  # each whole, once
+    full_list = text.split("Run names cut above, each in full:\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert full_list == [f"- {shown_a}: {md_text(long_a)}", f"- {shown_b}: {md_text(long_b)}"]
+    assert "run &#124; two next" in full_list[1]
+
+
+def test_compare_markdown_lists_no_names_when_none_was_cut(tmp_path):
+    """Short names are written as they are, with no list of full names after the table."""
+    from eval.scoring.compare import compare, render_markdown
+
+    experts = [[0, 0, 1], [1, 1, 2]]
+    a = _named_run(tmp_path / "A", "judge-a", [1.0, 2.0], experts, None)
+    b = _named_run(tmp_path / "B", "judge-b", [0.0, 1.0], experts, None)
+    text = render_markdown(compare([a, b], n_boot=50))
+    assert "# Judge comparison (baseline: judge-a)" in text and "in full" not in text
