@@ -599,6 +599,14 @@ class Seq2SeqConfig(TrainConfig):
                 redundant = key == "padding_free" and self.packing  # bfd packing trains padding-free anyway
                 if key in SEQ2SEQ_REFUSED_ARGUMENTS and value not in (None, False, defaults[key]) and not redundant:
                     raise ConfigError(f"trainer_args.{key}: {SEQ2SEQ_REFUSED_ARGUMENTS[key]}; remove it")
+            # trl packs the validation rows on eval_packing alone, but its collator is padding-free only beside
+            # packing (SFTTrainer.__init__): a packed block would reach the model with an all-ones attention mask and
+            # no position_ids, each row attending to the rows packed before it
+            if self.trainer_args.get("eval_packing") is True and not self.packing:
+                raise ConfigError("trainer_args.eval_packing: true beside packing: false packs the validation rows "
+                                  "into blocks trl attends to whole (its collator is padding-free only beside "
+                                  "packing): a row would attend to the rows packed before it and the validation loss "
+                                  "would not be the rows' own; set packing: true, or remove eval_packing")
         if self.verdict_format not in ("tagged", "integer"):
             raise ConfigError(f"verdict_format must be 'tagged' or 'integer', got {self.verdict_format!r}")
         if self.missing_reasoning not in ("refuse", "drop"):

@@ -429,6 +429,20 @@ def test_trl_s_defaults_for_the_refused_keys_and_padding_free_beside_packing_are
     assert load_config(tiny, {"packing": True, "trainer_args": {"padding_free": True}}).packing
 
 
+def test_eval_packing_without_packing_is_refused_naming_both_keys():
+    """trl packs the validation rows when eval_packing is true whatever packing says, but its collator is
+    padding-free only beside packing: without it each packed block goes to the model with an all-ones attention mask
+    and no position_ids, so a row attends to the rows packed before it and the validation loss is not the rows' own.
+    Refused at load naming both keys; beside packing (or false, or trl's null) it is taken as given."""
+    tiny = str(REPO / "configs/train/tiny/seq2seq.yaml")
+    with pytest.raises(ConfigError, match=r"^trainer_args\.eval_packing: true beside packing: false .*packing: true"):
+        load_config(tiny, {"trainer_args": {"eval_packing": "true"}})
+    assert load_config(tiny, {"packing": True, "trainer_args": {"eval_packing": True}}).trainer_args == {
+        "eval_packing": True}
+    assert load_config(tiny, {"trainer_args": {"eval_packing": "false"}}).trainer_args == {"eval_packing": False}
+    assert load_config(tiny, {"packing": True, "trainer_args": {"eval_packing": False}}).packing
+
+
 # --------------------------------------------------------------------------- trainer_args: any TrainingArguments key
 
 def _yaml(tmp_path, text):
