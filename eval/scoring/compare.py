@@ -658,7 +658,8 @@ def _left_out_by_section(run: ScoredRun) -> np.ndarray:
 def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray, n_boot: int,
                      seed: int, clusters: np.ndarray | None = None, alpha: float = 0.05
                      ) -> dict[str, PairedValidity]:
-    """Per split, rho and the ceiling gap of the run against the baseline, paired (``eval.validity.paired``), with
+    """Per split, rho, the ceiling gap and the leniency of the run against the baseline, paired
+    (``eval.validity.paired``), with
     the baseline's alt-test settings and reference; empty when the baseline was scored without a validity section.
 
     The items are those both runs predicted: an item either run has no prediction for (status ``missing``, a run not
@@ -692,7 +693,7 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
                           f"({LEFT_OUT_WHY}): "
                           + ", ".join(f"{shown[name]} ({counted(len(rows), 'item')})" for name, rows in named.items())}
             out[split] = PairedValidity.from_json({"n_items": 0, "n_boot": min(n_boot, PAIRED_BOOT), "rho": why,
-                                                   "ceiling_gap": why})
+                                                   "ceiling_gap": why, "leniency": why})
             continue
         low, high = _scale_ends(ta, ia, block)
         # the alt-test's levels against the ends rounded out to whole levels by the section's own rule (an inferred
@@ -712,7 +713,9 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
                                      # a regression head's value past a scale end read as that end, as each run's
                                      # own section reads it
                                      measured_a=measured(ta.score_source[ia]) & _ends_kept(ta, ia),
-                                     measured_b=measured(tb.score_source[ib]) & _ends_kept(tb, ib)))
+                                     measured_b=measured(tb.score_source[ib]) & _ends_kept(tb, ib),
+                                     # the leniency's orientation: the baseline's criteria (the same items)
+                                     best_low=None if ta.best_low is None else ta.best_low[ia]))
     return out
 
 

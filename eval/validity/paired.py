@@ -1,6 +1,6 @@
-"""Two judges' validity on the same items, paired: the difference of their average advantage probabilities (rho) and
-of their ceiling gaps, with one bootstrap over items shared by both (``judge-eval compare``), or over whole
-instructions under ``compare --bootstrap-unit instruction`` (``cluster_resample_weights``; fewer than two
+"""Two judges' validity on the same items, paired: the difference of their average advantage probabilities (rho), of
+their ceiling gaps and of their leniencies, with one bootstrap over items shared by both (``judge-eval compare``), or
+over whole instructions under ``compare --bootstrap-unit instruction`` (``cluster_resample_weights``; fewer than two
 instructions: no interval).
 
 A resample draws items (or instructions) with replacement (``eval.scoring.bootstrap.resample_weights``) and weighs
@@ -29,6 +29,18 @@ items (under ``drop``, its rho on the items both judges scored); the ceiling gap
 section's ceiling does. Items without a prediction in either run are the
 caller's to leave out (``judge-eval compare`` does): a NaN here is a failure.
 
+The leniency of a judge is its section's (``eval.validity.bias.leniency``): the mean signed error against the experts'
+mean, oriented so that + is lenient (a Critical criterion's sign flipped, ``best_low``). The two are over the same
+items, those with an experts' mean that both judges scored on the item's scale (``eval.validity.section``'s
+``off_scale_levels`` against the ends the alt-test reads its levels against): an item either judge failed on, or
+scored off its scale, is left out of both means, as each section leaves its own out, and counted
+(``n_left_out_failed``; of the rest, ``n_left_out_off_scale``). A resample's difference is the ratio of the weighted
+sums of the per-item differences and of the items, from the same weights as rho and the gap. A direction (``less
+lenient`` / ``more lenient``) is called only where the interval excludes 0 over at least ``MIN_VERDICT_UNITS`` units
+and from at least ``paired_resamples_to_call`` usable resamples, the floors compare's calls read; else ``n.s.``.
+Less lenient is not better by itself: a harsh baseline's "less lenient" run is harsher still (leniency is best near
+0, the baseline and run figures say where each lies).
+
 Each figure carries ``n_units``, the units its interval resamples (items the figure covers, or their instructions
 under ``--bootstrap-unit instruction``), and ``too_few_units`` where they are under
 ``eval.scoring.bootstrap.MIN_VERDICT_UNITS``: over five items a percentile bootstrap takes a handful of values and
@@ -43,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from eval.scoring.bootstrap import MIN_VERDICT_UNITS
+from eval.scoring.resample_rules import paired_resamples_to_call
 from eval.validity.agreement import MIN_USABLE_SHARE, usable_interval
 from eval.validity.alt_test import AltTestSettings, prepare, summarise
 from eval.validity.ceiling import leave_one_out_reference, scale_ends
@@ -110,14 +123,44 @@ def _units(items: np.ndarray, clusters: np.ndarray | None) -> dict[str, Any]:
     return {"n_units": n_units, "too_few_units": n_units < MIN_VERDICT_UNITS}
 
 
+def _leniency_parts(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarray, best_low: np.ndarray | None,
+                    off_a: np.ndarray, off_b: np.ndarray) -> dict[str, Any]:
+    """Per item the two judges' oriented errors (0 outside ``kept``), ``kept`` (the items with an experts' mean both
+    scored on its scale) and the counts of the items with an experts' mean left out of both (module docstring)."""
+    from eval.scoring.metrics import expert_mean
+
+    mean = expert_mean(experts)
+    rated = np.isfinite(mean)
+    failed = rated & ~(np.isfinite(judge_a) & np.isfinite(judge_b))
+    off = rated & ~failed & (off_a | off_b)
+    kept = rated & ~failed & ~off
+    sign = np.where(np.asarray(best_low, dtype=bool), -1.0, 1.0) if best_low is not None else np.ones(len(mean))
+    with np.errstate(invalid="ignore"):
+        error_a, error_b = (np.where(kept, (j - mean) * sign, 0.0) for j in (judge_a, judge_b))
+    return {"kept": kept, "error_a": error_a, "error_b": error_b, "n_left_out_failed": int(failed.sum()),
+            "n_left_out_off_scale": int(off.sum())}
+
+
+def _leniency_direction(ci: list, units: dict[str, Any], usable: int | None, level: float) -> str:
+    """``less lenient`` / ``more lenient`` where the interval excludes 0 over enough units and resamples, else
+    ``n.s.`` (module docstring)."""
+    low, high = ci
+    if (low is None or units["too_few_units"] or usable is None
+            or usable < paired_resamples_to_call(1.0 - level)):
+        return "n.s."
+    return "less lenient" if high < 0 else "more lenient" if low > 0 else "n.s."
+
+
 def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | None,
                     target: str, settings: AltTestSettings, n_boot: int = PAIRED_BOOT,
                     rng: np.random.Generator | None = None, level: float = 0.95,
                     scale_low: np.ndarray | None = None, scale_high: np.ndarray | None = None,
                     clusters: np.ndarray | None = None, ceiling_failures: str = "worst",
                     measured_a: np.ndarray | None = None, measured_b: np.ndarray | None = None,
-                    rating_low: np.ndarray | None = None, rating_high: np.ndarray | None = None) -> dict[str, Any]:
-    """rho and the ceiling gap of judge B against judge A on the same items, with paired bootstrap intervals.
+                    rating_low: np.ndarray | None = None, rating_high: np.ndarray | None = None,
+                    best_low: np.ndarray | None = None) -> dict[str, Any]:
+    """rho, the ceiling gap and the leniency of judge B against judge A on the same items, with paired bootstrap
+    intervals.
 
     Args:
         judge_a, judge_b: ``(n,)`` the two judges' scores on the same items (NaN: failed).
@@ -141,20 +184,31 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
         rating_low, rating_high: ``(n,)`` the ends ``accuracy`` reads the judges' levels against where they differ
             from ``scale_low`` / ``scale_high``: the section reads them rounded out to whole levels
             (``eval.validity.section.rating_ends``) and its ceiling the ends themselves; None: ``scale_low`` /
-            ``scale_high``.
+            ``scale_high``; they are also the ends a judge's score is off the scale against, for the leniency.
+        best_low: ``(n,)`` True on a Critical criterion's items (best at its lowest level), whose leniency errors
+            flip sign; None: none is.
 
     Returns:
-        ``rho`` and ``ceiling_gap``, each {``baseline``, ``run``, ``delta`` (run - baseline), ``ci``,
+        ``rho``, ``ceiling_gap`` and ``leniency``, each {``baseline``, ``run``, ``delta`` (run - baseline), ``ci``,
         ``n_resamples`` (the usable resamples, where any were drawn), ``n_units`` (the items the figure covers, or
         their clusters), ``too_few_units`` (``n_units`` under ``MIN_VERDICT_UNITS``: an interval too few units to
-        read)} or a ``why``.
+        read)} or a ``why``; ``leniency`` adds ``direction``, ``n`` (its items) and the items left out of both
+        (``n_left_out_failed``, ``n_left_out_off_scale``; module docstring).
     """
     from eval.scoring.bootstrap import cluster_resample_weights, resamplable, resample_weights
+    from eval.validity.section import alt_test_judge, off_scale_levels
 
     rng = rng or np.random.default_rng(0)
     n_boot = min(n_boot, PAIRED_BOOT)
     out: dict[str, Any] = {"n_items": int(len(judge_a)), "n_boot": n_boot}
     both = np.isfinite(judge_a) & np.isfinite(judge_b)
+    rating = (scale_low if rating_low is None else rating_low, scale_high if rating_high is None else rating_high)
+    # before the alt-test's drop blanks the other judge's verdict: the leniency counts each item's own failures
+    lenient = _leniency_parts(judge_a, judge_b, experts, best_low,
+                              *(np.isfinite(off_scale_levels(j, *rating, m))
+                                for j, m in ((judge_a, measured_a), (judge_b, measured_b))))
+    kept = lenient["kept"].astype(float)
+    difference = lenient["error_b"] - lenient["error_a"]
     reference = leave_one_out_reference(experts, target)
     if ceiling_failures == "worst":  # every item, before the alt-test's drop blanks the other judge's verdict
         worst = _worst_error(experts, reference, scale_low, scale_high)
@@ -165,14 +219,12 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
     if settings.failures == "drop":
         # Dropping each judge's own failures would test the two on different items: drop an item either failed on.
         judge_a, judge_b = np.where(both, judge_a, np.nan), np.where(both, judge_b, np.nan)
-    from eval.validity.section import alt_test_judge
-
-    rating = (scale_low if rating_low is None else rating_low, scale_high if rating_high is None else rating_high)
     parts_a = _rho_parts(alt_test_judge(judge_a, *rating, settings.scoring, measured_a), experts, expert_ids, settings)
     parts_b = _rho_parts(alt_test_judge(judge_b, *rating, settings.scoring, measured_b), experts, expert_ids, settings)
     has_gap = count.sum() > 0
     rho_samples: list[np.ndarray] = []
     gap_samples: list[np.ndarray] = []
+    leniency_samples: list[np.ndarray] = []
     if n_boot > 0 and resamplable(len(judge_a), clusters):
         width = max(len(parts_a[0]) if parts_a else 0, len(parts_b[0]) if parts_b else 0, len(judge_a))
         chunk = max(1, CHUNK_ENTRIES // max(width, 1))
@@ -189,6 +241,9 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
                     with np.errstate(invalid="ignore", divide="ignore"):
                         total = weights @ count
                         gap_samples.append((weights @ gap_b - weights @ gap_a) / total)
+                if kept.any():
+                    with np.errstate(invalid="ignore", divide="ignore"):
+                        leniency_samples.append(weights @ difference / (weights @ kept))
             done += size
     if parts_a and parts_b:
         rho_a, rho_b = parts_a[3], parts_b[3]
@@ -208,4 +263,22 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
     else:
         out["ceiling_gap"] = {"why": "no item both judges scored has a leave-one-out reference"
                               if ceiling_failures != "worst" else "no item has a leave-one-out reference"}
+    out["leniency"] = _paired_leniency(lenient, leniency_samples, clusters, level)
     return out
+
+
+def _paired_leniency(parts: dict[str, Any], samples: list[np.ndarray], clusters: np.ndarray | None,
+                     level: float) -> dict[str, Any]:
+    """The ``leniency`` block of ``paired_validity`` from ``_leniency_parts`` and the resamples' differences."""
+    kept = parts["kept"]
+    counts = {"n_left_out_failed": parts["n_left_out_failed"], "n_left_out_off_scale": parts["n_left_out_off_scale"]}
+    if not kept.any():
+        return {"why": "no item with an experts' mean that both judges scored on its scale ("
+                       f"{counts['n_left_out_failed']} failed on by either judge, {counts['n_left_out_off_scale']} "
+                       "scored off its scale by either)"}
+    base, run = float(parts["error_a"][kept].mean()), float(parts["error_b"][kept].mean())
+    ci, usable = usable_interval(samples, level)
+    units = _units(np.flatnonzero(kept), clusters)
+    return {"baseline": base, "run": run, "delta": run - base, "ci": ci,
+            "direction": _leniency_direction(ci, units, usable, level), "n": int(kept.sum()), **counts, **units,
+            **({} if usable is None else {"n_resamples": usable})}

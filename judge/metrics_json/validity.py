@@ -1,7 +1,7 @@
 """The typed ``validity`` section of ``metrics.json``: what ``eval.validity.section`` writes and the reports and
 ``judge-eval compare`` read (``eval.validity.render``, ``eval.scoring.compare``).
 
-Why one module of ~580 lines: it is one file's schema, every record of which reads and writes by the same rules
+Why one module of ~620 lines: it is one file's schema, every record of which reads and writes by the same rules
 (nulls kept, counts checked, the file named in errors); split, a record's rules would live apart from its section's.
 
 The statistics (``alt_test``, ``ceiling``, ``agreement``, ``bias``) return JSON-ready dicts, pinned by their own
@@ -27,8 +27,9 @@ from judge.metrics_json.json_record import JsonRecordError, got_words, read_reco
 from judge.plumbing.json_reading import value_words
 
 __all__ = ["CEILING_FAILURES", "FAILURES", "SCORINGS", "TARGETS", "Agreement", "AgreementClass", "AlphaBoot", "AltTest", "AltTestExpert",
-           "AltTestFamily", "AltTestSettings", "Ceiling", "MIN_EXPERTS_TESTED",
-           "LengthBias", "Leniency", "MarginalHomogeneity", "NamedExpertSlopes", "PairedFigure", "PairedValidity",
+           "AltTestFamily", "AltTestSettings", "Ceiling", "LENIENCY_DIRECTIONS", "MIN_EXPERTS_TESTED",
+           "LengthBias", "Leniency", "MarginalHomogeneity", "NamedExpertSlopes", "PairedFigure", "PairedLeniency",
+           "PairedValidity",
            "PooledExpertSlopes", "SectionSettings", "Slope", "Unavailable", "UntestedExpert", "Validity",
            "ValidityCell", "ValiditySplit"]
 
@@ -560,9 +561,46 @@ class PairedFigure(_SectionRecord):
     too_few_units: bool | None = optional_field()
 
 
+#: What a paired leniency difference calls (``PairedLeniency.direction``).
+LENIENCY_DIRECTIONS = ("less lenient", "more lenient", "n.s.")
+
+
+@dataclass(frozen=True)
+class PairedLeniency(_SectionRecord):
+    """The leniency (oriented mean signed error against the experts' mean, + lenient) of the baseline and of the run
+    over the items both scored on the item's scale, ``delta`` = run - baseline with its paired bootstrap interval
+    (``eval.validity.paired``)."""
+
+    json_where = "compare.json's paired validity"
+
+    baseline: float
+    run: float
+    delta: float
+    ci: Interval
+    direction: str  # one of LENIENCY_DIRECTIONS: called only where the interval excludes 0 over enough units
+    n: int  # the items both means are over
+    # items with an experts' mean left out of both: failed on by either judge; of the rest, off its scale for either
+    n_left_out_failed: int
+    n_left_out_off_scale: int
+    n_units: int
+    too_few_units: bool
+    n_resamples: int | None = optional_field()  # the usable resamples, where any were drawn
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PairedLeniency:
+        def one_of(value: Any) -> str:
+            if value not in LENIENCY_DIRECTIONS:
+                got = shown_value(value) if isinstance(value, str) else got_words(value)
+                raise ValueError(f"{got} is none of {', '.join(LENIENCY_DIRECTIONS)}")
+            return value
+
+        return _read(cls, data, direction=one_of)
+
+
 @dataclass(frozen=True)
 class PairedValidity(_SectionRecord):
-    """rho and the ceiling gap of a run against the baseline on one test (each a ``PairedFigure``, or why not)."""
+    """rho and the ceiling gap of a run against the baseline on one test (each a ``PairedFigure``, or why not), and
+    the leniency difference (a ``PairedLeniency``, or why not; None: a compare.json written before it)."""
 
     json_where = "compare.json's paired validity"
 
@@ -570,10 +608,14 @@ class PairedValidity(_SectionRecord):
     n_boot: int
     rho: PairedFigure | Unavailable
     ceiling_gap: PairedFigure | Unavailable
+    leniency: PairedLeniency | Unavailable | None = optional_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PairedValidity:
         def figure(block: Mapping[str, Any]) -> PairedFigure | Unavailable:
             return Unavailable.from_json(block) if Unavailable.recognises(block) else PairedFigure.from_json(block)
 
-        return _read(cls, data, rho=figure, ceiling_gap=figure)
+        def leniency(block: Mapping[str, Any]) -> PairedLeniency | Unavailable:
+            return Unavailable.from_json(block) if Unavailable.recognises(block) else PairedLeniency.from_json(block)
+
+        return _read(cls, data, rho=figure, ceiling_gap=figure, leniency=leniency)

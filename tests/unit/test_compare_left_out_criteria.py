@@ -53,6 +53,9 @@ def test_paired_validity_leaves_out_a_criterion_too_wide_to_rate():
     assert (paired.rho.baseline, paired.rho.run) == pytest.approx((1.0, 0.5))
     assert (paired.ceiling_gap.baseline, paired.ceiling_gap.run) == pytest.approx(
         tuple(block.overall.ceiling.gap for block in own))
+    # the paired leniency too: over the items both sections kept, each side its own section's
+    assert paired.leniency.n == own[0].overall.leniency.n and (paired.leniency.baseline, paired.leniency.run) == (
+        pytest.approx(tuple(block.overall.leniency.mean_signed_error for block in own)))
 
 
 def test_paired_validity_of_a_table_without_scale_ends_keeps_every_predicted_item():
@@ -123,6 +126,9 @@ def test_paired_validity_of_runs_scored_before_the_rule_keeps_their_wide_items()
     assert (paired.rho.baseline, paired.rho.run) == pytest.approx((0.5, 0.25))
     assert (paired.ceiling_gap.baseline, paired.ceiling_gap.run) == pytest.approx(
         tuple(block.overall.ceiling.gap for block in own))
+    # the paired leniency too: over the items both sections kept, each side its own section's
+    assert paired.leniency.n == own[0].overall.leniency.n and (paired.leniency.baseline, paired.leniency.run) == (
+        pytest.approx(tuple(block.overall.leniency.mean_signed_error for block in own)))
 
 
 def test_paired_validity_of_a_split_left_out_whole_says_why():
@@ -148,4 +154,5 @@ def test_paired_validity_of_a_split_left_out_whole_says_why():
            "experts' scores span more than the 101 levels a rubric holds): wide (20 items)")
     assert paired["standard"].n_items == 0
     assert paired["standard"].rho == paired["standard"].ceiling_gap == Unavailable(why=why)
+    assert paired["standard"].leniency == Unavailable(why=why)
     assert paired["other"].n_items == 20 and not isinstance(paired["other"].rho, Unavailable)

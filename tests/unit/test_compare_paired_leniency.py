@@ -1,0 +1,150 @@
+"""``judge-eval compare``'s paired leniency: the run's oriented mean signed error against the experts' mean minus the
+baseline's, over the items both judges scored on the item's scale, with its interval from the resample weights the
+paired rho and ceiling gap are read from (``eval.validity.paired``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eval.scoring.bootstrap import PERCENTILE_METHOD, resample_weights
+from eval.validity.alt_test import AltTestSettings
+from eval.validity.paired import paired_validity
+from judge.metrics_json.validity import PairedLeniency, PairedValidity, Unavailable
+
+#: Six items of a 0-2 scale, two experts each; item 4 is of a Critical criterion (best at its lowest level).
+EXPERTS = np.array([[1, 1], [0, 1], [2, 2], [1, 2], [0, 0], [1, 1]], dtype=float)
+BEST_LOW = np.array([False, False, False, False, True, False])
+LOW, HIGH = np.zeros(6), np.full(6, 2.0)
+# experts' means 1, 0.5, 2, 1.5, 0, 1
+JUDGE_A = np.array([2, 1, 2, 2, 1, 1], dtype=float)  # errors +1, +0.5, 0, +0.5, +1 (oriented: -1), 0: mean +1/6
+JUDGE_B = np.array([1, 0, 2, 1, 0, 2], dtype=float)  # errors 0, -0.5, 0, -0.5, 0, +1: mean 0
+
+
+def _paired(judge_a, judge_b, experts=EXPERTS, best_low=BEST_LOW, n_boot=200, seed=7, **kwargs):
+    n = len(judge_a)
+    return paired_validity(judge_a, judge_b, experts, None, "mean", AltTestSettings(), n_boot=n_boot,
+                           rng=np.random.default_rng(seed), scale_low=kwargs.pop("low", np.zeros(n)),
+                           scale_high=kwargs.pop("high", np.full(n, 2.0)), best_low=best_low, **kwargs)
+
+
+def test_paired_leniency_by_hand_oriented_by_a_critical_criterion():
+    """A's oriented errors are +1, +0.5, 0, +0.5, -1 (a +1 on the Critical item is harsh), 0: +1/6; B's 0, -0.5, 0,
+    -0.5, 0, +1: 0. The difference is -1/6 (B less lenient; read unoriented, A's +1 on item 4 would make it -1/2).
+    Its interval is the percentile interval of the same 200 resample weights, recomputed here with numpy."""
+    found = _paired(JUDGE_A, JUDGE_B)["leniency"]
+    assert found["baseline"] == pytest.approx(1 / 6) and found["run"] == pytest.approx(0.0)
+    assert found["delta"] == pytest.approx(-1 / 6)
+    assert found["n"] == 6 and found["n_left_out_failed"] == 0 and found["n_left_out_off_scale"] == 0
+
+    # the same draw: one block of 200 resamples of the 6 items from the same generator
+    weights = np.concatenate(list(resample_weights(np.ones(6, dtype=np.int64), 200, np.random.default_rng(7))))
+    sign = np.where(BEST_LOW, -1.0, 1.0)
+    mean = EXPERTS.mean(axis=1)
+    difference = ((JUDGE_B - mean) - (JUDGE_A - mean)) * sign
+    samples = weights @ difference / weights.sum(axis=1)
+    low, high = np.percentile(samples, [2.5, 97.5], method=PERCENTILE_METHOD)
+    assert found["ci"] == pytest.approx([low, high])
+    assert low <= found["delta"] <= high and low < high
+    assert found["n_resamples"] == 200
+    # six items are under compare's minimum of units: an interval, but no direction
+    assert found["n_units"] == 6 and found["too_few_units"] is True and found["direction"] == "n.s."
+
+
+def test_the_paired_leniency_interval_comes_from_the_same_draw_as_the_ceiling_gap():
+    """Adding the leniency draws nothing more: the ceiling gap's interval under one seed is what it is without a
+    Critical criterion's orientation, and the generator is left where one draw of the weights leaves it."""
+    rng = np.random.default_rng(7)
+    paired_validity(JUDGE_A, JUDGE_B, EXPERTS, None, "mean", AltTestSettings(), n_boot=200, rng=rng, scale_low=LOW,
+                    scale_high=HIGH, best_low=BEST_LOW)
+    after = np.random.default_rng(7)
+    list(resample_weights(np.ones(6, dtype=np.int64), 200, after))
+    assert rng.random() == after.random()
+
+
+def test_an_item_one_judge_failed_or_scored_off_its_scale_is_left_out_of_both_and_counted():
+    """B fails on item 0 and answers 5 on item 1's 0-2 scale: both items leave both means (A's errors there, +1 and
+    +0.5, are not in A's mean either) and are counted, the failure and the off-scale answer apart."""
+    judge_b = JUDGE_B.copy()
+    judge_b[0], judge_b[1] = np.nan, 5.0
+    found = _paired(JUDGE_A, judge_b)["leniency"]
+    assert found["n"] == 4 and found["n_left_out_failed"] == 1 and found["n_left_out_off_scale"] == 1
+    assert found["baseline"] == pytest.approx((0 + 0.5 - 1 + 0) / 4)  # items 2..5
+    assert found["run"] == pytest.approx((0 - 0.5 + 0 + 1) / 4)
+    assert found["delta"] == pytest.approx(0.5 / 4 - (-0.5 / 4))
+    assert found["n_units"] == 4
+
+
+def test_a_regression_heads_value_past_an_end_is_no_off_scale_answer():
+    """A measured 2.4 on a 0-2 scale is read as the end (as the section reads it): it stays in, its error as given."""
+    judge_b = JUDGE_B.copy()
+    judge_b[5] = 2.4
+    measured = np.zeros(6, dtype=bool)
+    measured[5] = True
+    found = _paired(JUDGE_A, judge_b, measured_b=measured)["leniency"]
+    assert found["n"] == 6 and found["n_left_out_off_scale"] == 0
+    assert found["run"] == pytest.approx((0 - 0.5 + 0 - 0.5 + 0 + 1.4) / 6)
+
+
+def _many(k: int):
+    """The six items repeated ``k`` times: A one level above the experts on every non-Critical item, B on none."""
+    experts = np.tile(EXPERTS, (k, 1))
+    best_low = np.tile(BEST_LOW, k)
+    mean = experts.mean(axis=1)
+    judge_a = np.clip(np.round(mean + np.where(best_low, 0, 1)), 0, 2)
+    return experts, best_low, judge_a, np.round(mean)
+
+
+def test_a_direction_is_called_only_where_the_interval_excludes_zero_over_enough_units():
+    """Over 36 items A is lenient where B is not: B is less lenient, and A against B more lenient; over six of the
+    same items (under compare's 30 units) neither is called, whatever the interval."""
+    experts, best_low, judge_a, judge_b = _many(6)
+    found = _paired(judge_a, judge_b, experts=experts, best_low=best_low)["leniency"]
+    assert found["too_few_units"] is False and found["ci"][1] < 0 and found["direction"] == "less lenient"
+    back = _paired(judge_b, judge_a, experts=experts, best_low=best_low)["leniency"]
+    assert back["ci"][0] > 0 and back["direction"] == "more lenient"
+    assert _paired(judge_a, judge_a, experts=experts, best_low=best_low)["leniency"]["direction"] == "n.s."
+    few = _paired(judge_a[:6], judge_b[:6], experts=experts[:6], best_low=best_low[:6])["leniency"]
+    assert few["delta"] < 0 and few["too_few_units"] is True and few["direction"] == "n.s."
+
+
+def test_without_resamples_the_paired_leniency_has_no_interval_and_no_direction():
+    experts, best_low, judge_a, judge_b = _many(6)
+    found = _paired(judge_a, judge_b, experts=experts, best_low=best_low, n_boot=0)["leniency"]
+    assert found["delta"] < 0 and found["ci"] == [None, None] and found["direction"] == "n.s."
+
+
+def test_under_instructions_the_units_are_instructions():
+    experts, best_low, judge_a, judge_b = _many(6)
+    clusters = np.repeat(np.arange(12), 3)
+    found = _paired(judge_a, judge_b, experts=experts, best_low=best_low, clusters=clusters)["leniency"]
+    assert found["n_units"] == 12 and found["too_few_units"] is True and found["direction"] == "n.s."
+
+
+def test_no_item_both_scored_on_its_scale_says_why_with_the_counts():
+    judge_b = np.full(6, np.nan)
+    found = _paired(JUDGE_A, judge_b)["leniency"]
+    assert set(found) == {"why"} and "6 failed on by either judge" in found["why"]
+
+
+def test_compare_json_reads_the_paired_leniency_and_older_files_without_it():
+    """The typed record reads the new figure, writes it back as read, and reads a compare.json written before it
+    (no ``leniency``) as None."""
+    written = _paired(JUDGE_A, JUDGE_B)
+    typed = PairedValidity.from_json(written)
+    assert isinstance(typed.leniency, PairedLeniency) and typed.leniency.direction == "n.s."
+    assert typed.to_json()["leniency"] == written["leniency"]
+    older = {key: value for key, value in written.items() if key != "leniency"}
+    assert PairedValidity.from_json(older).leniency is None
+    assert "leniency" not in PairedValidity.from_json(older).to_json()
+    none = PairedValidity.from_json(_paired(JUDGE_A, np.full(6, np.nan)))
+    assert isinstance(none.leniency, Unavailable)
+
+
+def test_a_paired_leniency_direction_none_of_the_three_is_refused_naming_the_field():
+    from judge.metrics_json.json_record import JsonRecordError
+
+    written = _paired(JUDGE_A, JUDGE_B)
+    written["leniency"]["direction"] = "lenient"  # a section's word, not a paired call
+    with pytest.raises(JsonRecordError, match=r"PairedLeniency\.direction.*none of less lenient, more lenient, n\.s\."):
+        PairedValidity.from_json(written)
