@@ -1,6 +1,6 @@
 """The validity section as report text: one lead sentence per split, then the tables (Markdown and HTML).
 
-Why one module of ~870 lines: the lead sentence, the report's tables and compare's rows say the same figures in the
+Why one module of ~900 lines: the lead sentence, the report's tables and compare's rows say the same figures in the
 same words (``counted``, ``signed``, the coverage and resample notes); split, one figure's wording would live twice.
 
 ``report.md`` and ``report.html`` lead with ``lead_lines`` and show ``markdown_lines`` / ``html_blocks`` after the
@@ -31,7 +31,8 @@ from judge.metrics_json.validity import (AgreementClass, AltTest, AltTestFamily,
 from judge.scales import MAX_LEVELS
 from judge.splits import SPLIT_TITLES
 
-__all__ = ["LEFT_OUT_WHY", "READING_GUIDE", "RECOMMENDED_EXPERTS", "TERMS", "T_TEST_ITEMS", "agreement_class_rows",
+__all__ = ["LEFT_OUT_WHY", "PAIRED_LENIENCY", "READING_GUIDE", "RECOMMENDED_EXPERTS", "TERMS", "T_TEST_ITEMS",
+           "agreement_class_rows",
            "alt_test_line", "ceiling_coverage",
            "compare_html", "compare_rows", "counted", "html_blocks", "html_table", "lead_html", "lead_lines",
            "left_out_criteria", "markdown_lines", "paired_rows", "signed", "two_experts_caveat",
@@ -787,26 +788,61 @@ def compare_rows(runs: Mapping[str, Metrics],
     return out
 
 
+#: The paired leniency's row title: the one signed figure of the table, better near 0, says which way is which.
+PAIRED_LENIENCY = "leniency (+ lenient, − harsh)"
+
+
 def _paired(result: Comparison) -> list[list[str]]:
-    """The rows of ``paired_rows``: per run, split and figure, baseline, run and the delta with its interval."""
+    """The rows of ``paired_rows``: per run, split and figure, baseline, run and the delta with its interval; the
+    leniency's (where its compare.json has it) signed, its note leading with its call."""
     rows = []
     # what the paired resamples drew (``Comparison.bootstrap_unit``; None: items, a file written before the setting)
     units = ("instruction", "instructions") if result.bootstrap_unit == "instruction" else ("item", "items")
     for comp in result.comparisons:
         for split, paired in comp.validity.items():
-            for figure, title in ((paired.rho, "ρ (advantage probability)"), (paired.ceiling_gap, "ceiling gap")):
+            figures = [(paired.rho, "ρ (advantage probability)", "no tested expert's item"),
+                       (paired.ceiling_gap, "ceiling gap", "no item with a ceiling pair")]
+            if paired.leniency is not None:  # None: a compare.json written before the paired leniency
+                figures.append((paired.leniency, PAIRED_LENIENCY, "no item both judges scored on its scale"))
+            for figure, title, missed in figures:
                 if isinstance(figure, Unavailable):
                     rows.append([comp.run, SPLIT_TITLES.get(split, split), title, "—", "—", "—", figure.why])
                     continue
-                missed = "no tested expert's item" if figure is paired.rho else "no item with a ceiling pair"
-                note = _resamples_note(figure.n_resamples, paired.n_boot, figure.ci, missed)
+                # the items are said once: by the too-few note where it counts the same items
+                notes = ([] if figure is not paired.leniency else
+                         [_leniency_call(figure, result),
+                          _leniency_items(figure, counted_below=bool(figure.too_few_units) and units[0] == "item")])
+                notes.append(_resamples_note(figure.n_resamples, paired.n_boot, figure.ci, missed))
                 if figure.too_few_units:  # eval.validity.paired: under MIN_VERDICT_UNITS units
-                    few = (f"over {counted(figure.n_units, *units)}, under {MIN_VERDICT_UNITS}: too few to read the "
-                           "interval")
-                    note = f"{note}; {few}" if note else few
-                rows.append([comp.run, SPLIT_TITLES.get(split, split), title, _num(figure.baseline, 3),
-                             _num(figure.run, 3), signed(figure.delta, figure.ci, 3), note])
+                    notes.append(f"over {counted(figure.n_units, *units)}, under {MIN_VERDICT_UNITS}: too few to read "
+                                 "the interval")
+                shown = ((signed(figure.baseline, digits=3), signed(figure.run, digits=3))
+                         if figure is paired.leniency else (_num(figure.baseline, 3), _num(figure.run, 3)))
+                rows.append([comp.run, SPLIT_TITLES.get(split, split), title, *shown,
+                             signed(figure.delta, figure.ci, 3), "; ".join(note for note in notes if note)])
     return rows
+
+
+def _leniency_call(figure, result: Comparison) -> str:
+    """The paired leniency's call; an n.s. that no interval could have avoided (too few units or resamples, the floors
+    ``eval.validity.paired`` calls by) says so, as compare's decision says it of its calls."""
+    if figure.direction != "n.s.":
+        return figure.direction
+    needed = paired_resamples_to_call(1.0 - (0.95 if result.ci_level is None else result.ci_level))
+    short = figure.n_resamples is not None and figure.n_resamples < needed
+    if short:
+        return f"n.s. (too few to call: {figure.n_resamples} resamples, under the {needed} a call needs)"
+    return "n.s. (too few to call)" if figure.too_few_units else "n.s."
+
+
+def _leniency_items(figure, counted_below: bool = False) -> str:
+    """The items a paired leniency is over (unless ``counted_below``: the note after says them) and those it left out
+    of both judges' (``eval.validity.paired``)."""
+    left = [f"{counted(n, 'item')} {why}" for n, why in ((figure.n_left_out_failed, "failed on by either judge"),
+                                                          (figure.n_left_out_off_scale, "off its scale for either"))
+            if n]
+    said = f" ({', '.join(left)}: left out of both)" if left else ""
+    return said.strip(" ()") if counted_below else f"over {counted(figure.n, 'item')}{said}"
 
 
 def _resamples_note(used: int | None, drawn: int, ci: Any, missed: str) -> str:
@@ -838,9 +874,15 @@ def _paired_lead(result: Comparison) -> str:
         dropped = (f" The baseline's alt-test drops failures (--alt-test-failures drop), so ρ here is over the items "
                    f"both judges scored: {result.baseline}'s ρ can differ from its own under \"Validity side by "
                    f"side\", which is over every item it scored.")
+    leniency = ""
+    if any(paired.leniency is not None for comp in result.comparisons for paired in comp.validity.values()):
+        leniency = ("; leniency, the judge's mean signed error against the experts' mean, + lenient: best near 0, "
+                    "over the items both judges scored on the item's scale, its delta called less or more lenient "
+                    f"where the interval excludes 0 over {MIN_VERDICT_UNITS} units or more and from "
+                    f"{paired_resamples_to_call(1.0 - level / 100)} resamples or more, else n.s.")
     return (f"On the items both judges share; delta = run − baseline with {over} "
             f"(ρ: higher is better; the ceiling gap, judge minus expert error against the rest of the panel: lower "
-            f"is better) against {result.baseline}.{dropped}")
+            f"is better{leniency}) against {result.baseline}.{dropped}")
 
 
 #: What compare.md and compare.html say where the paired validity is absent because the baseline has no section.

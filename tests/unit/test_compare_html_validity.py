@@ -21,7 +21,7 @@ def compared(tmp_path_factory):
     records, data = judge.load_records(judge.sample_data_path()), judge.sample_data_path()
     runs = {"exact": _run(root, "exact", records, 0, data), "lenient": _run(root, "lenient", records, 1, data)}
     assert main(["compare", str(root / "exact"), str(root / "lenient"), "--out", str(root / "cmp"),
-                 "--n-boot", "20"]) == 0
+                 "--n-boot", "50"]) == 0
     return {"root": root, "runs": runs, "markdown": (root / "cmp" / "compare.md").read_text(encoding="utf-8"),
             "page": (root / "cmp" / "compare.html").read_text(encoding="utf-8")}
 
@@ -109,3 +109,76 @@ def test_the_side_by_side_validity_figures_have_the_paired_tables_decimals(compa
         for cell in row[1:5]:
             value = cell.split(" [")[0]
             assert value == "—" or len(value.split(".")[1]) == 3, row
+
+
+def test_compare_md_pairs_the_leniency_with_its_call_and_the_items_it_left_out(compared):
+    """Per split a leniency row beside ρ and the ceiling gap: both runs' oriented mean signed errors over the items
+    both scored on their scales (signed), the delta with its interval, and a note that leads with the call and says
+    the items it is over and, in the tests that hold it, the failed one left out of both (each run fails on one item,
+    the same one). The lenient run scores one level above the first expert on every third item: more lenient, called
+    from 50 resamples over hundreds of items. compare.html's table is the same
+    (``test_compare_page_shows_the_paired_validity_as_compare_md_does``)."""
+    import json
+
+    from eval.validity.render import PAIRED_LENIENCY
+
+    paired = markdown_table_after(compared["markdown"], "## Validity, paired")
+    stored = json.loads((compared["root"] / "cmp" / "compare.json").read_text(encoding="utf-8"))
+    validity = stored["comparisons"][0]["validity"]
+    rows = {row[1]: row for row in paired[1:] if row[2] == PAIRED_LENIENCY}
+    assert set(rows) == {SPLIT_TITLES[split] for split in validity}
+    for split, block in validity.items():
+        figure, row = block["leniency"], rows[SPLIT_TITLES[split]]
+        assert row[3] == (f"{figure['baseline']:+.3f}" if round(figure["baseline"], 3) else "0.000")
+        assert row[4] == f"{figure['run']:+.3f}"
+        assert row[5].startswith(f"{figure['delta']:+.3f} [")
+        assert row[6].startswith(f"{figure['direction']}; over {figure['n']} items")
+        failed = "(1 item failed on by either judge: left out of both)"
+        assert figure["n_left_out_failed"] in (0, 1) and (failed in row[6]) == (figure["n_left_out_failed"] == 1)
+        assert figure["direction"] == "more lenient" and figure["ci"][0] > 0 and figure["n_resamples"] == 50
+        # both runs fail on the same item and neither answers off the scale: each paired leniency is the run's own
+        for name, side in (("exact", "baseline"), ("lenient", "run")):
+            own = compared["runs"][name]["validity"]["splits"][split]["overall"]["leniency"]
+            assert figure[side] == pytest.approx(own["mean_signed_error"]) and figure["n"] == own["n"]
+    assert validity["all"]["leniency"]["n_left_out_failed"] == 1  # the item both runs failed on
+    lines = compared["markdown"].splitlines()
+    assert "leniency, the judge's mean signed error" in lines[lines.index("## Validity, paired") + 2]
+
+
+def _stored_comparison(compared, leniency):
+    """compare.json as written, each split's paired leniency replaced by ``leniency(block)`` (None: dropped, as a
+    compare.json written before the paired leniency has none)."""
+    import json
+
+    from eval.scoring.comparison import Comparison
+
+    stored = json.loads((compared["root"] / "cmp" / "compare.json").read_text(encoding="utf-8"))
+    for block in stored["comparisons"][0]["validity"].values():
+        replaced = leniency(block.pop("leniency"))
+        if replaced is not None:
+            block["leniency"] = replaced
+    return Comparison.from_json(stored)
+
+
+def test_a_paired_leniency_not_called_for_too_few_resamples_says_so(compared):
+    """An interval clear of 0 read off 20 resamples is no call: "n.s." with why, as compare's decision says of a
+    call too few resamples make."""
+    from eval.reports.report import markdown_table
+    from eval.validity.render import PAIRED_LENIENCY, paired_rows
+
+    result = _stored_comparison(compared, lambda figure: {**figure, "direction": "n.s.", "n_resamples": 20})
+    table = markdown_table_after("\n".join(paired_rows(result, markdown_table)), "## Validity, paired")
+    row = next(row for row in table if row[1:3] == [SPLIT_TITLES["all"], PAIRED_LENIENCY])
+    assert row[6].startswith("n.s. (too few to call: 20 resamples, under the 41 a call needs); over 340 items")
+
+
+def test_a_compare_json_written_before_the_paired_leniency_renders_without_it(compared):
+    from eval.reports.report import markdown_table
+    from eval.validity.render import PAIRED_LENIENCY, paired_rows
+
+    result = _stored_comparison(compared, lambda figure: None)
+    assert all(paired.leniency is None for paired in result.comparisons[0].validity.values())
+    lines = paired_rows(result, markdown_table)
+    table = markdown_table_after("\n".join(lines), "## Validity, paired")
+    assert len(table) > 1 and not any(row[2] == PAIRED_LENIENCY for row in table)
+    assert "leniency" not in lines[2]

@@ -174,14 +174,17 @@ def test_a_paired_figure_over_too_few_units_says_so_in_compare_and_survives_its_
     def note(n: int, unit: str | None = "item", clusters=None) -> list[str]:
         paired = PairedValidity.from_json(_paired(n, clusters))
         comparison = SimpleNamespace(run="b", validity={"all": paired})
-        return [row[-1] for row in paired_table(SimpleNamespace(comparisons=[comparison], bootstrap_unit=unit))]
+        return [row[-1] for row in paired_table(SimpleNamespace(comparisons=[comparison], bootstrap_unit=unit,
+                                                                ci_level=None))]
 
     assert PairedValidity.from_json(_paired(5)).ceiling_gap.too_few_units is True
     for unit in ("item", None):
-        notes = note(5, unit)
-        assert len(notes) == 2 and all("over 5 items, under 30: too few to read the interval" in n for n in notes)
+        notes = note(5, unit)  # rho, the ceiling gap and the leniency
+        assert len(notes) == 3 and all("over 5 items, under 30: too few to read the interval" in n for n in notes)
+        assert notes[2] == "n.s. (too few to call); over 5 items, under 30: too few to read the interval"
     notes = note(60, "instruction", np.repeat(np.arange(6), 10))
-    assert len(notes) == 2 and all("over 6 instructions, under 30: too few to read the interval" in n for n in notes)
+    assert len(notes) == 3 and all("over 6 instructions, under 30: too few to read the interval" in n for n in notes)
+    assert notes[2].startswith("n.s. (too few to call); over 60 items; over 6 instructions")
     assert not any("too few" in n for n in note(30))
 
 
