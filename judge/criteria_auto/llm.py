@@ -48,6 +48,7 @@ import json
 import math
 from collections.abc import Sequence
 
+from judge.checkpoints import NEUTRAL_SAMPLING
 from judge.criteria_auto.policy import (
     DEFAULT_THRESHOLD,
     LABEL_SEPARATOR,
@@ -143,7 +144,8 @@ class LLMClassifier:
         threshold). Not the endpoint's address: the same model served at another one chooses alike, and a run
         resumed against it keeps its choices (and the verdicts made on them)."""
         return json.dumps({"method": self.name, "model": self.model, "guided_param": self.guided_param,
-                           "max_tokens": self.max_tokens, "threshold": self.threshold}, sort_keys=True)  # fmt: skip
+                           "max_tokens": self.max_tokens, "threshold": self.threshold,
+                           "sampling": dict(NEUTRAL_SAMPLING)}, sort_keys=True)  # fmt: skip
 
     def options(self, path: Sequence[str]) -> list[tuple[str, str]]:
         """(English, Russian) names of the nodes directly below ``path`` (the task types for an empty path)."""
@@ -164,6 +166,9 @@ class LLMClassifier:
                 {"role": "user", "content": render_level_prompt(instruction, level, path, options)},
             ],
             "temperature": 0.0,
+            # Stated, or vLLM fills each from the model's generation_config.json: a repetition penalty or top-k
+            # there would move the greedy choice, and the logprobs, taken before those processors, would not say so.
+            **NEUTRAL_SAMPLING,
             "max_tokens": self.max_tokens,
             "logprobs": True,
         }

@@ -9,6 +9,7 @@ import pytest
 import judge
 from eval.cli import main
 from eval.judging.predictions import read_predictions
+from judge.checkpoints import NEUTRAL_SAMPLING
 from judge.criteria_auto import load_labelled, training_path
 from tests.unit.test_eval_cli import ScriptedServer, _run_args
 
@@ -280,7 +281,8 @@ def test_rows_whose_leaf_was_taken_untested_are_counted_apart_and_warned_of(tmp_
         "model": "clf",
         "messages": [{"role": "system", "content": SYSTEM_PROMPT},
                      {"role": "user", "content": render_level_prompt("Дай совет, как выспаться", 0, [], types)}],
-        "temperature": 0.0, "max_tokens": 32, "logprobs": True, "structured_outputs": {"choice": tax.task_types},
+        "temperature": 0.0, **NEUTRAL_SAMPLING, "max_tokens": 32, "logprobs": True,
+        "structured_outputs": {"choice": tax.task_types},
     }  # fmt: skip
     levels = json.loads((out / "run.json").read_text(encoding="utf-8"))["task_choice_levels"]
     assert levels == {"leaf": 0, "leaf_untested": 2, "task_type": 0, "fallback": 0, "failed": 0, "given": 0}

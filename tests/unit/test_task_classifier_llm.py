@@ -6,11 +6,13 @@ The tests of this subject that start heavy components are in tests/integration/s
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
 from judge import load_taxonomy
+from judge.checkpoints import NEUTRAL_SAMPLING
 from judge.criteria_auto import build_classifier, expand_criteria, fallback_criteria, leaf_of
 from judge.criteria_auto.llm import SYSTEM_PROMPT, LLMClassifier, render_level_prompt
 from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint, chat_completion
@@ -53,6 +55,9 @@ def test_llm_walks_the_taxonomy_with_guided_choice_payloads():
             {"role": "user", "content": render_level_prompt("Напиши функцию на Python", 0, [], types)},
         ],
         "temperature": 0.0,
+        # stated neutral, or vLLM takes a penalty or top-k from the model's generation_config.json: a choice the
+        # logprobs (taken before those processors) do not describe
+        **NEUTRAL_SAMPLING,
         "max_tokens": 32,
         "logprobs": True,
         "structured_outputs": {"choice": TAX.task_types},
@@ -63,6 +68,13 @@ def test_llm_walks_the_taxonomy_with_guided_choice_payloads():
     assert choice.label == "Code creation / Python" and choice.fallback is False
     assert choice.probability == pytest.approx(math.exp(-0.35))  # exp(-0.1-0.2) * exp(-0.05)
     assert choice.criteria == leaf_of("Code creation / Python").criteria
+
+
+def test_a_recorded_choice_names_the_neutral_sampling_it_was_made_under():
+    """The sampling fields a request states move a choice, so the identity a resumed expansion checks names them: a
+    choice recorded without them (vLLM then applied the model's own generation_config.json) is made again."""
+    identity = json.loads(LLMClassifier("http://127.0.0.1:9", "m").identity)
+    assert identity["sampling"] == dict(NEUTRAL_SAMPLING)
 
 
 def test_llm_three_levels_and_older_guided_choice_parameter():
