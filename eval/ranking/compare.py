@@ -49,7 +49,7 @@ failed answers (their ``rank.json`` says which) and should use one judge: runs w
 so it refuses only where both runs recorded it and name one judge checkpoint whose fingerprint changed (retrained in
 place, ``weights_differences``); any other difference of it is a note in the comparison (``judge_notes``).
 
-Why one module of ~840 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
+Why one module of ~870 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
 the pairing of items and gates (``paired_items``, the leaderboard's too), the paired bootstrap and its
 Holm-corrected calls, the Markdown of the result) over the loaded runs' shapes, whose loader, refusals and reasons
 for no call the leaderboard (``eval.ranking.leaderboard``) reuses as they are, by their public names.
@@ -815,9 +815,18 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
     from eval.ranking.report import calls_line, exclusion_lines, holm_applied, resamples_phrase, sign_flip_p_text
     from eval.scoring.resample_rules import resamples_to_call
     # Model and judge names, criteria and meta names come from the runs and their data: inert Markdown, so that a
-    # "|", "*", "#" or "<" in one opens no column, emphasis, heading or tag.
+    # "|", "*", "#" or "<" in one opens no column, emphasis, heading or tag; cut, so that a model named by its
+    # checkpoint's path does not make the heading a paragraph (listed whole under the table, as compare.md of scored
+    # runs lists its runs), and a criterion or meta name as compare.html cuts it.
+    from eval.reports.names import shown_names
     from eval.reports.report import markdown_table, md_text
+    from eval.scoring.compare import md_run_name, names_in_full
 
+    row_name, column_name = shown_names(result["rows"]), shown_names(result["columns"])
+    named = [(f"{md_run_name(result['b']['model'])} (B)", result["b"]["model"]),
+             (f"{md_run_name(result['a']['model'])} (A)", result["a"]["model"]),
+             (f"judge {md_run_name(result['judge'])}", result["judge"])]
+    cut = [(label, name) for label, name in named if md_run_name(name) != md_text(name)]
     rows = []
     for r in result["rows"]:
         parts = []
@@ -836,7 +845,7 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
             dropped = [cell.get("n_dropped_a") or 0, cell.get("n_dropped_b") or 0]
             lost = f" (dropped A {dropped[0]}, B {dropped[1]})" if any(dropped) else ""
             parts.append(f"{fmt(cell['delta'])} [{fmt(low)}, {fmt(high)}]{call}{lost}")
-        rows.append([md_text(r), *parts])
+        rows.append([md_text(row_name[str(r)]), *parts])
     fewest = fewest_for_call(result["alpha"])
     # A result written before Holm has no p_holm: its calls read the raw p, and its prose must say so.
     p_read = ("its sign-flip p and that p adjusted by Holm over the tested cells, the call when the Holm p < "
@@ -851,10 +860,12 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
                 f"test's smallest p there, 2/2^{fewest - 1}, is not below it){holm_floor}, nor any on fewer than "
                 f"{fewest} the runs score differently (scored alike throughout: p 1), nor any with fewer than "
                 f"{resamples_to_call(result['alpha'])} resamples.")
-    return "\n".join([f"# {md_text(result['b']['model'])} (B) vs {md_text(result['a']['model'])} (A): POLLUX matrix, "
-                      "B − A", "", f"{result['n_instructions']} instructions with an item scored by both; judge "
-                      f"{md_text(result['judge'])}; {resamples_phrase(result)}; alpha {result['alpha']}.",
+    return "\n".join([f"# {named[0][0]} vs {named[1][0]}: POLLUX matrix, B − A", "",
+                      f"{result['n_instructions']} instructions with an item scored by both; {named[2][0]}; "
+                      f"{resamples_phrase(result)}; alpha {result['alpha']}.",
                       *map(md_text, exclusion_lines(result)),
                       *map(md_text, judge_note_lines(result.get("judge_notes") or {})),
                       *filter(None, [calls_line(result)]), untested, "",
-                      markdown_table(["criteria_name", *map(md_text, result["columns"])], rows)])
+                      markdown_table(["criteria_name", *(md_text(column_name[str(c)]) for c in result["columns"])],
+                                     rows),
+                      *([""] + names_in_full(cut, "Names")[:-1] if cut else [])])

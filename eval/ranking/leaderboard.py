@@ -314,13 +314,18 @@ def _excluded_line(model: dict[str, Any]) -> str:
     return f"{excluded['n']} of {model['n_instructions']}" + (f" ({'; '.join(reasons)})" if reasons else "")
 
 
-def _lines(result: dict[str, Any], esc: Any) -> tuple[list[str], list[list[str]], list[list[str]]]:
+def _lines(result: dict[str, Any], esc: Any, chars: int) -> tuple[list[str], list[list[str]], list[list[str]]]:
     """The summary sentences, the leaderboard's rows and the pairs' rows; ``esc`` makes what the runs name (models,
-    folders, the judge) inert for the page being written (Markdown or HTML)."""
+    folders, the judge) inert for the page being written (Markdown or HTML), each cut to ``chars`` characters first
+    (``shown_names``: a model named by its checkpoint's path is written in every row that names its candidate), its
+    folder, at the end, kept."""
     from eval.ranking.compare import judge_note_lines
     from eval.ranking.report import sign_flip_p_text, why_not_called
+    from eval.reports.names import one_line, shown_name, shown_names
 
-    names = {m["run"]: esc(f"{m['model']} ({m['run']})") for m in result["models"]}
+    shown = shown_names(_labels(result).values(), chars)
+    raw = {run: shown[label] for run, label in _labels(result).items()}
+    names = {run: esc(label) for run, label in raw.items()}
     asked = result.get("n_boot_asked", result["n_boot"])  # a result before resamples were raised: as asked
     raised = (f" (--n-boot {asked} raised to the {result['n_boot']} a call at alpha / {result['n_pairs']} needs)"
               if result["n_boot"] and asked != result["n_boot"] else "")
@@ -333,9 +338,10 @@ def _lines(result: dict[str, Any], esc: Any) -> tuple[list[str], list[list[str]]
         swaps = f"exact, all {test['n_swaps']} swaps" if test["exact"] else f"{test['n_swaps']} drawn swaps"
         intervals += (f"; a pair is called when its paired sign-flip test's p is below alpha / {result['n_pairs']} "
                       f"({swaps}) and its interval excludes 0 on the same side")
+    judge = esc(shown_name(one_line(result["judge"]), chars))
     summary = [f"{len(result['models'])} candidates on {result['n_instructions']} instructions with an item every run "
                f"scored ({result['n_items']} items; {result['n_rated_instructions']} with a non-binary score, the win "
-               f"rates' instructions); judge {esc(result['judge'])}; normalisation {result['normalize']}; {intervals}.",
+               f"rates' instructions); judge {judge}; normalisation {result['normalize']}; {intervals}.",
                "Rank: 1 + the candidates called above. 'Not distinguishable from' names the candidates a pair was "
                "tested against and not called: not told apart by these instructions. 'Not tested against' names "
                "those a pair could not be tested against (its 'why no call' says why): a shared rank then says "
@@ -343,7 +349,6 @@ def _lines(result: dict[str, Any], esc: Any) -> tuple[list[str], list[list[str]]
                "Left out per run (instructions): " + "; ".join(f"{names[m['run']]} {_excluded_line(m)}"
                                                                for m in result["models"]) + "."]
     summary += [names[m["run"]] + ": " + esc(note) for m in result["models"] if (note := _win_rate_note(m))]
-    raw = {m["run"]: f"{m['model']} ({m['run']})" for m in result["models"]}
     for pair in result.get("judge_pairs", ()):  # a result before every pair was checked: none
         both = f"{raw[pair['a']]} and {raw[pair['b']]}: "
         if pair["differences"]:
@@ -369,6 +374,26 @@ def _lines(result: dict[str, Any], esc: Any) -> tuple[list[str], list[list[str]]
     return summary, board, pairs
 
 
+def _labels(result: dict[str, Any]) -> dict[str, str]:
+    """Each candidate's run folder and its label, whole: its model, then its folder in brackets."""
+    return {m["run"]: f"{m['model']} ({m['run']})" for m in result["models"]}
+
+
+def _names_cut(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """compare.md's cut names (``_lines`` at ``MD_RUN_NAME_CHARS``), each as shown and whole: the candidates', then
+    the judge's."""
+    from eval.reports.names import one_line, shown_name, shown_names
+    from eval.reports.report import md_text
+    from eval.scoring.compare import MD_RUN_NAME_CHARS, md_run_name
+
+    labels = list(_labels(result).values())
+    shown = shown_names(labels, MD_RUN_NAME_CHARS)
+    cut = [(md_text(shown[label]), label) for label in labels if shown[label] != one_line(label)]
+    judge = result["judge"]
+    return cut + ([(f"judge {md_run_name(judge)}", judge)] if shown_name(one_line(judge), MD_RUN_NAME_CHARS)
+                  != one_line(judge) else [])
+
+
 BOARD_HEADER = ["rank", "candidate (run)", "mean", "interval", "win rate", "interval", "not distinguishable from",
                 "not tested against"]
 PAIRS_HEADER = ["A", "B", "B − A", "interval", "sign-flip p", "B's win rate over A", "call", "why no call"]
@@ -377,19 +402,21 @@ PAIRS_HEADER = ["A", "B", "B − A", "interval", "sign-flip p", "B's win rate ov
 def render_leaderboard_markdown(result: dict[str, Any]) -> str:
     """compare.md of a leaderboard: the summary, the board, then every pair."""
     from eval.reports.report import markdown_table, md_text
+    from eval.scoring.compare import MD_RUN_NAME_CHARS, names_in_full
 
-    summary, board, pairs = _lines(result, md_text)
+    summary, board, pairs = _lines(result, md_text, MD_RUN_NAME_CHARS)
     return "\n".join(["# Leaderboard: POLLUX matrix corner, paired over instructions", "",
-                      *(line + "\n" for line in summary), markdown_table(BOARD_HEADER, board), "", "## Pairs", "",
-                      markdown_table(PAIRS_HEADER, pairs)])
+                      *(line + "\n" for line in summary), markdown_table(BOARD_HEADER, board), "",
+                      *names_in_full(_names_cut(result), "Names"), "## Pairs", "", markdown_table(PAIRS_HEADER, pairs)])
 
 
 def render_leaderboard_page(result: dict[str, Any]) -> str:
     """compare.html of a leaderboard: the same tables as compare.md."""
     from eval.ranking.report import html_page
     from eval.reports.html_text import escape
+    from eval.reports.names import NAME_CHARS
 
-    summary, board, pairs = _lines(result, escape)
+    summary, board, pairs = _lines(result, escape, NAME_CHARS)
 
     def table(header: list[str], rows: list[list[str]]) -> str:
         head = "".join(f"<th>{escape(h)}</th>" for h in header)

@@ -23,7 +23,7 @@ their items.parquet under the baseline's (``_on_one_vc_draw``). Each test's fail
 both runs predicted and called by McNemar's exact test (``_paired_failures``): a delta over the items both scored
 says nothing of the items one judge failed on.
 
-Why one module of ~1,364 lines: the pairing and compare.md read the same rules, which reference each side of a
+Why one module of ~1,369 lines: the pairing and compare.md read the same rules, which reference each side of a
 metric is against (``_reference``, ``spearman_target``), when a delta may be called and how runs are named apart;
 apart, compare.md would restate what the comparison computed.
 """
@@ -57,7 +57,7 @@ from judge.records import RowIndex, row_place
 
 __all__ = ["MIN_N_BOOT", "MIN_PAIRED", "NOT_SHOWN_EQUAL", "N_BOOT_BOUND", "PAIRED_WITHOUT_RESAMPLES", "ScoredRun",
            "compare", "comparison_headline", "decision", "fmt_p_bound", "headline", "holm_applied", "holm_upper_bounds", "load_run", "render_markdown",
-           "spearman_target", "MD_RUN_NAME_CHARS"]
+           "spearman_target", "MD_RUN_NAME_CHARS", "md_run_name", "names_in_full"]
 
 #: The most characters of a run's name compare.md writes in its headings and tables (``shown_name``'s cut: the start
 #: and end kept): a name is a column header over figures a few characters wide, and a run named by its folder's path
@@ -1238,13 +1238,18 @@ def _named_for_markdown(result: Comparison) -> Comparison:
     return named_as(result, md_run_name)
 
 
-def _names_in_full(shown: list[str], names: list[str]) -> list[str]:
-    """compare.md's list of the run names its headings and tables cut: each as shown, then whole (inert Markdown on
-    one line; compare.json keeps it as it is). Nothing where no name was cut."""
-    cut = [(label, md_text(name)) for label, name in zip(shown, names) if md_run_name(name) != md_text(name)]
+def names_in_full(cut: list[tuple[str, str]], what: str = "Run names") -> list[str]:
+    """A compare.md's list of the names its headings and tables cut, under "``what`` cut above, each in full:": each
+    (label, name) of ``cut`` as its label shows it, then the name whole (inert Markdown on one line; compare.json
+    keeps it as it is). Nothing where ``cut`` is empty. The ranking's compare.md lists its cut names by it too."""
     if not cut:
         return []
-    return ["Run names cut above, each in full:", "", *(f"- {label}: {whole}" for label, whole in cut), ""]
+    return [f"{what} cut above, each in full:", "", *(f"- {label}: {md_text(name)}" for label, name in cut), ""]
+
+
+def _names_in_full(shown: list[str], names: list[str]) -> list[str]:
+    """compare.md's list of the run names its headings and tables cut (``names_in_full``)."""
+    return names_in_full([(label, name) for label, name in zip(shown, names) if md_run_name(name) != md_text(name)])
 
 
 def with_run_names(result: Comparison, by_name: Mapping[str, str], other: Callable[[str], str]) -> Comparison:
