@@ -443,6 +443,9 @@ def leaderboard_command(args: Any) -> int:
         print(markdown)
         return 0
     written = write_ranking_compare(args.out, result, markdown, render_leaderboard_page(result))
-    print("\n".join([*(f"{m['rank']}. {m['model']} ({m['run']}): {_num(m['mean'])} {_interval(m['ci'])}"
-                       for m in result["models"]), *written]))
+    # A model's name as judge-eval compare prints a run's: an escape sequence or line break in it shown, not acted on.
+    from eval.scoring.compare import console_name
+
+    print("\n".join([*(f"{m['rank']}. {console_name(m['model'] + ' (' + m['run'] + ')')}: {_num(m['mean'])} "
+                       f"{_interval(m['ci'])}" for m in result["models"]), *written]))
     return 0

@@ -105,3 +105,24 @@ def test_leaderboard_page_cuts_candidate_names_as_the_other_pages(tmp_path):
     for label in long:
         assert escape(label) not in page and escape(shown_name(" ".join(label.splitlines()))) in page
     assert escape(JUDGE) in page  # 216 characters: under the pages' bound, whole
+
+
+def test_leaderboard_console_lines_write_a_name_as_compare_prints_a_run(tmp_path, capsys):
+    """judge-eval compare of three rank runs printed each candidate's model whole, an escape sequence and a line
+    break in it acting on the terminal: each is written as ``judge-eval compare`` of scored runs prints a run's name
+    (``eval.scoring.compare.console_name``: escapes made visible, cut at ``NAME_CHARS``)."""
+    import json
+
+    from eval.cli import main
+    from eval.scoring.compare import console_name
+
+    runs = [_run(tmp_path / "a", "A", {p: 2.0 for p in range(1, 8)}),
+            _run(tmp_path / "b", "B\x1b[2J\nfake line", {p: 1.0 for p in range(1, 8)}),
+            _run(tmp_path / "c", LONG_A, {p: 0.0 for p in range(1, 8)})]
+    out = tmp_path / "board"
+    assert main(["compare", *map(str, runs), "--out", str(out), "--n-boot", "120"]) == 0
+    printed = capsys.readouterr().out
+    assert "\x1b" not in printed and "\nfake line" not in printed and LONG_A not in printed
+    models = json.loads((out / "compare.json").read_text(encoding="utf-8"))["models"]
+    for m in models:
+        assert f"{m['rank']}. {console_name(m['model'] + ' (' + m['run'] + ')')}: " in printed
