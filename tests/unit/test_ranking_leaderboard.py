@@ -306,7 +306,7 @@ def test_alpha_help_gives_the_leaderboard_level_and_fewest_instructions(capsys, 
     assert ("paired intervals at 1 - alpha (a leaderboard pair's at 1 - alpha/m, m = K(K-1)/2); a rank call also "
             "needs a sign-flip p below alpha (for two rank runs Holm-adjusted over the tested cells; a board's pairs "
             "alpha/m): at 0.05, >= 6 instructions for one test, more for m tests (2/2^n below alpha/m: Holm's "
-            "first step over two rank runs' m tested cells; 7 for a board of 3, 11 of 8).") in text
+            "first step over two rank runs' m tested cells; 7 for a board of 3, 11 of 8) (default: 0.05).") in text
 
 
 def test_an_alpha_no_board_can_reach_is_refused_before_any_run_is_read(tmp_path: Path, capsys, monkeypatch) -> None:
