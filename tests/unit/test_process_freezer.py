@@ -1,0 +1,89 @@
+"""The cgroup freezer hold of tests/support/process_freezer.py keeps a process at its point through the SIGCONT that
+undoes a SIGSTOP, with the SIGTERM sent meanwhile pending until the thaw: what the Slurm preemption tests need, as
+slurmd continues a job's tasks before it signals them. Against a child Python process that exits 0 from its SIGTERM
+handler; each check reads the kernel's state right after the signal (SIGCONT's waking of a stopped task and a frozen
+task's pending signal are there when ``kill`` returns; only a SIGSTOP is waited for, as the target stops itself)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.process_freezer import available_freezers, freeze_processes, freezer_unavailable_reason
+from tests.support.slurm_cluster import signal_pending, stopped_processes
+
+_CHILD = """
+import signal, sys, time
+signal.signal(signal.SIGTERM, lambda *_: (print("SIGTERM handled", flush=True), sys.exit(0)))
+print("ready", flush=True)
+while True:
+    time.sleep(0.01)
+"""
+
+
+@pytest.fixture
+def child():
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "ready\n"  # its handler is installed
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _cgroup_of(pid: int) -> str:
+    return Path(f"/proc/{pid}/cgroup").read_text()
+
+
+def test_a_sigstop_hold_is_undone_by_sigcont(child):
+    """Why the freezer: a SIGSTOP'd process runs again at the SIGCONT slurmd sends before its SIGTERM."""
+    child.send_signal(signal.SIGSTOP)
+    deadline = time.monotonic() + 30  # the target stops itself, on its way back from the kernel
+    while not stopped_processes([child.pid]):
+        assert time.monotonic() < deadline, "SIGSTOP did not stop the child"
+        time.sleep(0.01)
+    child.send_signal(signal.SIGCONT)
+    assert stopped_processes([child.pid]) == []
+
+
+@pytest.mark.skipif(freezer_unavailable_reason() is not None, reason=f"{freezer_unavailable_reason()}")
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_a_frozen_process_stays_frozen_through_sigcont_and_takes_sigterm_once_thawed(child, version):
+    freezer = dict(available_freezers()).get(version)
+    if freezer is None:
+        pytest.skip(f"no writable cgroup {version} freezer here")
+    hold = freeze_processes([child.pid], (version, freezer))
+    try:
+        assert hold.pids == [child.pid] and hold.frozen()
+        child.send_signal(signal.SIGCONT)
+        child.send_signal(signal.SIGSTOP)
+        child.send_signal(signal.SIGCONT)
+        assert hold.frozen()
+        child.send_signal(signal.SIGTERM)
+        assert signal_pending([child.pid], signal.SIGTERM) == [child.pid]
+        assert child.poll() is None
+    finally:
+        hold.thaw()
+    assert child.wait(timeout=30) == 0
+    assert child.stdout.read() == "SIGTERM handled\n"
+    assert not hold.cgroup.exists() and not hold.frozen()
+    hold.thaw()  # a second thaw does nothing
+
+
+@pytest.mark.skipif(freezer_unavailable_reason() is not None, reason=f"{freezer_unavailable_reason()}")
+def test_thaw_puts_a_process_back_in_its_cgroup(child):
+    before = _cgroup_of(child.pid)
+    hold = freeze_processes([child.pid])
+    try:
+        assert _cgroup_of(child.pid) != before
+    finally:
+        hold.thaw()
+    assert _cgroup_of(child.pid) == before
+    assert child.poll() is None  # thawed, still running
