@@ -8,8 +8,8 @@ requeues itself and resumes. Both must end at the same step with the same loss.
 
 Then two more start together: one in the preemptible partition, preempted by a job of the default partition
 (SIGTERM within GraceTime; the trainer saves and requeues itself), and a 2-node DeepSpeed ZeRO-3 run hit by
-`scontrol requeue` (SIGTERM; Slurm requeues it), held mid-training (SIGSTOP) until the preemption is decided so the
-requeue cannot miss it. Both resume from their checkpoints to the reference's final step and loss. The jobs import this checkout (``slurm_job_env`` sets PYTHONPATH).
+`scontrol requeue` (SIGTERM; Slurm requeues it), held mid-training (cgroup freezer) until the preemption is decided so
+the requeue cannot miss it. Both resume from their checkpoints to the reference's final step and loss. The jobs import this checkout (``slurm_job_env`` sets PYTHONPATH).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fixtures_models import free_port
+from tests.support.process_freezer import FrozenProcesses, freeze_processes, freezer_unavailable_reason
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 from tests.support.slurm_cluster import (
     FINAL_STATES,
@@ -33,7 +34,6 @@ from tests.support.slurm_cluster import (
     job_processes,
     signal_pending,
     signal_processes,
-    stopped_processes,
 )
 
 # Real Slurm daemons and jobs that train or serve: part of `make test`, not of the quick `-m "not slow"` loop.
@@ -46,10 +46,9 @@ JOB_TIMEOUT_S = 420.0
 #: The preemption pair: two runs of two starts each, one with DeepSpeed.
 PREEMPTION_TIMEOUT_S = 720.0
 #: The longest a frozen run waits for a signal Slurm sends it (scancel --signal, a preemption, scontrol requeue) to be
-#: pending, or for slurmd to continue it: a CI run under load saw no SIGTERM in 60 s after a preemption showed, and the
-#: run, thawed then, finished its steps before the signal came. Waiting longer costs nothing when the signal is prompt,
-#: and a frozen run cannot be killed meanwhile: slurmd continues a job's tasks before it signals them, and its
-#: KillWait's SIGKILL only follows the SIGTERM.
+#: pending: a CI run under load saw no SIGTERM in 60 s after a preemption showed. Waiting longer costs nothing when the
+#: signal is prompt, and Slurm ends no held run meanwhile: KillWait's SIGKILL only follows the SIGTERM, and a
+#: preemption's comes after GraceTime (PREEMPT_GRACE_S, longer than this wait).
 SIGNAL_WAIT_S = 300
 
 
@@ -139,13 +138,29 @@ class _Every:
         return True
 
 
-def _freeze_after_steps(out: Path, job_id: int, steps: int, timeout_s: float) -> list[int]:
-    """Wait for a job to log ``steps`` optimizer steps, then freeze it (SIGSTOP: torchrun agents and ranks)."""
+def _freeze_after_steps(out: Path, job_id: int, steps: int, timeout_s: float) -> FrozenProcesses:
+    """Wait for a job to log ``steps`` optimizer steps, then freeze it (cgroup freezer: torchrun agents and ranks)."""
     deadline = time.monotonic() + timeout_s
     while _logged_steps(out, job_id) < steps:
         assert time.monotonic() < deadline, f"job {job_id} logged no step in {timeout_s:.0f} s:\n{_log(out, job_id)[-3000:]}"
         time.sleep(LOG_POLL_S)
-    return signal_processes(job_processes(str(out)), signal.SIGSTOP)
+    return freeze_processes(job_processes(str(out)))
+
+
+def _thaw_once_signalled(hold: FrozenProcesses | None, since: float, what: str) -> FrozenProcesses | None:
+    """Thaw a held run once Slurm's SIGTERM is pending in it (or after ``SIGNAL_WAIT_S``) and return None; until then
+    return the hold. The SIGTERM then lands at the step the run was frozen at: the freezer keeps the run frozen
+    through the SIGCONT slurmd sends before it, a separate request that would continue a SIGSTOP'd run, free to take
+    its remaining steps before the SIGTERM comes."""
+    if hold is None:
+        return None
+    pending = signal_pending(hold.pids, signal.SIGTERM)
+    if not pending and time.monotonic() - since <= SIGNAL_WAIT_S:
+        return hold
+    print(f"\n{what}: thawed {time.monotonic() - since:.1f} s later, SIGTERM pending in {len(pending)} of "
+          f"{len(hold.pids)} processes")
+    hold.thaw()
+    return None
 
 
 @pytest.fixture(scope="module")
@@ -260,11 +275,15 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
     GraceTime); once that preemption is decided, ``scontrol requeue`` hits the ZeRO-3 run (SIGTERM). Both resume.
 
     The requeue must come after the preemption (a requeued run frees CPUs the high-priority job could take without
-    preempting anyone), but a 4-step ZeRO-3 run used to finish first on a loaded machine (both full runs here). So
-    the ZeRO-3 run is frozen (SIGSTOP) as soon as it has logged a step, held until the preemption is decided, requeued
-    while still frozen and left frozen until the requeue's SIGTERM reaches it (slurmd continues it first; should the
-    signal be pending in it still frozen, the test thaws it): the signal lands at the step the run was frozen at. The
-    logs are read every ``LOG_POLL_S``: a step takes about half a second."""
+    preempting anyone), and each SIGTERM must reach its run before the run has taken its 4 steps (a step takes about
+    half a second; a scheduling pass 2 s). So each run is frozen as soon as it has logged a step, in a freezer cgroup
+    (``tests.support.process_freezer``): slurmd's SIGCONT, sent before its SIGTERM, cannot continue it as it continues
+    a SIGSTOP'd one. The preempted run stays frozen until Slurm's SIGTERM is pending in it, the ZeRO-3 run until the
+    preemption is decided, then until the SIGTERM of its requeue is pending: each signal lands at the step its run was
+    frozen at. The logs are read every ``LOG_POLL_S``."""
+    reason = freezer_unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"the preempted runs cannot be held at a step: {reason}")
     root, data = training_runs["root"], training_runs["data"]
     # Where DeepSpeed would build an op: the repository cache tests/support/fixtures_train.py uses too.
     env = {**training_runs["env"], "TORCH_EXTENSIONS_DIR": str(REPO / ".cache" / "torch_extensions")}
@@ -276,75 +295,64 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
     zero3 = _submit(slurm_cluster, env, runs["zero3"], data, tiny_causal_dir, root, extra=("--deepspeed", ZERO3))
     # Frozen at its first step before the other run is even submitted: its steps take about half a second, and the
     # second submission seconds, so a run left going would finish first (it did, every run on a loaded machine).
-    # torchrun agents and both ranks are frozen (a stopped rank's peer waits in its collective; ddp_timeout 1800 s).
-    zero3_frozen = _freeze_after_steps(runs["zero3"], zero3, SIGNAL_AFTER_STEPS, PREEMPTION_TIMEOUT_S)
-    jobs = {"preempted": _submit(slurm_cluster, env, runs["preempted"], data, tiny_causal_dir, root,
-                                 partition=slurm_cluster.preemptible_partition), "zero3": zero3}  # fmt: skip
-    high = None
-    preempted_at_step = requeued_at_step = None
-    preempted_frozen: list[int] = []
-    preemption_decided = False
-    decided_at = requeued_at = 0.0
-    records: dict[str, dict[str, str]] = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
-    ask_slurm = _Every(1.0)
-    deadline = time.monotonic() + PREEMPTION_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if ask_slurm():
-            records = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
-        # PreemptTime is set once Slurm decides to preempt, and cleared again by the rerun: remember it was seen.
-        preemption_decided = preemption_decided or high is not None and (
-            records["preempted"].get("PreemptTime", "None") != "None" or records["preempted"].get("Restarts", "0") != "0")
-        if high is None and _logged_steps(runs["preempted"], jobs["preempted"]) >= SIGNAL_AFTER_STEPS:
-            # Both nodes' CPUs are taken (one per node by each run): the high-priority job fits only by
-            # preempting the run of the lower partition (the ZeRO-3 run is in the same tier: not preemptible).
-            records = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
-            assert all(r["JobState"] == "RUNNING" for r in records.values()), {n: r["JobState"] for n, r in records.items()}
-            # Held mid-training (SIGSTOP) until Slurm has decided the preemption, as the ZeRO-3 run is held for
-            # its requeue: a scheduling pass (2 s) used to be long enough for a 4-step run to finish on a fast
-            # machine, and nothing made it shorter.
-            preempted_frozen = signal_processes(job_processes(str(runs["preempted"])), signal.SIGSTOP)
-            high = slurm_cluster.sbatch(
-                ["-N2", "--ntasks-per-node=1", "--cpus-per-task=1", f"--output={root}/high-%j.out",
-                 "--wrap", f"sleep {HIGH_PRIORITY_SLEEP_S}"], cwd=root,
-            )  # fmt: skip
-            preempted_at_step = _logged_steps(runs["preempted"], jobs["preempted"])
-        if preempted_frozen and preemption_decided:
-            # Thawed once Slurm's SIGTERM is pending in the frozen run, so that it lands where the run stood:
-            # PreemptTime shows before slurmd delivers the signal, and a run thawed in between once finished its 4
-            # steps first on a loaded machine (it then resumed from checkpoint-4). Should Slurm continue the run itself
-            # (then nothing stays pending), nothing is left to thaw; should no signal come, the run is thawed after
-            # SIGNAL_WAIT_S.
-            decided_at = decided_at or time.monotonic()
-            pending = signal_pending(preempted_frozen, signal.SIGTERM)
-            still_stopped = stopped_processes(preempted_frozen)
-            if pending or not still_stopped or time.monotonic() - decided_at > SIGNAL_WAIT_S:
-                print(f"\npreempted run thawed {time.monotonic() - decided_at:.1f} s after its preemption showed: "
-                      f"SIGTERM pending in {len(pending)}, still stopped {len(still_stopped)} of "
-                      f"{len(preempted_frozen)} processes")
-                signal_processes(preempted_frozen, signal.SIGCONT)
-                preempted_frozen = []
-        if high is not None and zero3_frozen and preemption_decided:
-            if requeued_at_step is None:
-                # Requeued while frozen, thawed once the SIGTERM reached it: thawed before the requeue, the run
-                # could take its remaining steps before slurmd's signal came.
-                requeued_at_step = _logged_steps(runs["zero3"], jobs["zero3"])
-                slurm_cluster.command(["scontrol", "requeue", str(jobs["zero3"])])
-                requeued_at = time.monotonic()
-            # slurmd continues a job's stopped tasks before it signals them (then nothing stays pending): thawed
-            # by Slurm, the run meets the SIGTERM where it stood.
-            pending, still_stopped = signal_pending(zero3_frozen, signal.SIGTERM), stopped_processes(zero3_frozen)
-            if pending or not still_stopped or time.monotonic() - requeued_at > SIGNAL_WAIT_S:
-                print(f"\nZeRO-3 run thawed {time.monotonic() - requeued_at:.1f} s after its requeue: SIGTERM "
-                      f"pending in {len(pending)}, still stopped {len(still_stopped)} of {len(zero3_frozen)} processes")
-                signal_processes(zero3_frozen, signal.SIGCONT)
-                zero3_frozen = []
-        if all(r["JobState"] in FINAL_STATES for r in records.values()):
-            break
-        time.sleep(LOG_POLL_S)
-    else:
-        signal_processes(zero3_frozen + preempted_frozen, signal.SIGCONT)
-        pytest.fail(f"preemption jobs not done in {PREEMPTION_TIMEOUT_S:.0f} s: {records}\n"
-                    + "\n".join(slurm_cluster.output_tail(job_id) for job_id in jobs.values()))
+    # torchrun agents and both ranks are frozen (a frozen rank's peer waits in its collective; ddp_timeout 1800 s).
+    zero3_frozen: FrozenProcesses | None = _freeze_after_steps(runs["zero3"], zero3, SIGNAL_AFTER_STEPS,
+                                                                PREEMPTION_TIMEOUT_S)
+    preempted_frozen: FrozenProcesses | None = None
+    try:
+        jobs = {"preempted": _submit(slurm_cluster, env, runs["preempted"], data, tiny_causal_dir, root,
+                                     partition=slurm_cluster.preemptible_partition), "zero3": zero3}  # fmt: skip
+        high = None
+        preempted_at_step = requeued_at_step = None
+        preemption_decided = False
+        decided_at = requeued_at = 0.0
+        records: dict[str, dict[str, str]] = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
+        ask_slurm = _Every(1.0)
+        deadline = time.monotonic() + PREEMPTION_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if ask_slurm():
+                records = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
+            # PreemptTime is set once Slurm decides to preempt, and cleared again by the rerun: remember it was seen.
+            preemption_decided = preemption_decided or high is not None and (
+                records["preempted"].get("PreemptTime", "None") != "None"
+                or records["preempted"].get("Restarts", "0") != "0")
+            if high is None and _logged_steps(runs["preempted"], jobs["preempted"]) >= SIGNAL_AFTER_STEPS:
+                # Both nodes' CPUs are taken (one per node by each run): the high-priority job fits only by
+                # preempting the run of the lower partition (the ZeRO-3 run is in the same tier: not preemptible).
+                records = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
+                assert all(r["JobState"] == "RUNNING" for r in records.values()), {
+                    n: r["JobState"] for n, r in records.items()}
+                # Held mid-training until Slurm's SIGTERM is pending in it: a scheduling pass (2 s) is long enough
+                # for a 4-step run to finish, and PreemptTime shows before slurmd delivers the signal.
+                preempted_frozen = freeze_processes(job_processes(str(runs["preempted"])))
+                high = slurm_cluster.sbatch(
+                    ["-N2", "--ntasks-per-node=1", "--cpus-per-task=1", f"--output={root}/high-%j.out",
+                     "--wrap", f"sleep {HIGH_PRIORITY_SLEEP_S}"], cwd=root,
+                )  # fmt: skip
+                preempted_at_step = _logged_steps(runs["preempted"], jobs["preempted"])
+            if preemption_decided:
+                decided_at = decided_at or time.monotonic()
+                preempted_frozen = _thaw_once_signalled(preempted_frozen, decided_at, "preempted run (since its "
+                                                        "preemption showed)")
+            if high is not None and zero3_frozen is not None and preemption_decided:
+                if requeued_at_step is None:
+                    # Requeued while frozen, thawed once the SIGTERM reached it: thawed before the requeue, the run
+                    # could take its remaining steps before slurmd's signal came.
+                    requeued_at_step = _logged_steps(runs["zero3"], jobs["zero3"])
+                    slurm_cluster.command(["scontrol", "requeue", str(jobs["zero3"])])
+                    requeued_at = time.monotonic()
+                zero3_frozen = _thaw_once_signalled(zero3_frozen, requeued_at, "ZeRO-3 run (since its requeue)")
+            if all(r["JobState"] in FINAL_STATES for r in records.values()):
+                break
+            time.sleep(LOG_POLL_S)
+        else:
+            pytest.fail(f"preemption jobs not done in {PREEMPTION_TIMEOUT_S:.0f} s: {records}\n"
+                        + "\n".join(slurm_cluster.output_tail(job_id) for job_id in jobs.values()))
+    finally:
+        # A run left frozen would outlive the test: under cgroup v1 not even Slurm's SIGKILL ends a frozen process.
+        for hold in (zero3_frozen, preempted_frozen):
+            if hold is not None:
+                hold.thaw()
     print(f"\npartition-preempted run + ZeRO-3 run requeued by scontrol took {time.monotonic() - started:.0f} s")
     return {"runs": runs, "jobs": jobs, "records": records, "high": high, "preempted_at_step": preempted_at_step,
             "requeued_at_step": requeued_at_step, "reference": training_runs["runs"]["reference"]}
