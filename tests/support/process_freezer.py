@@ -105,7 +105,7 @@ class FrozenProcesses:
                 except ProcessLookupError:
                     continue
                 self.pids.append(pid)
-            self._set_frozen(True)
+            self._freeze()
             deadline = time.monotonic() + FREEZE_TIMEOUT_S
             while not self.frozen():
                 if time.monotonic() > deadline:
@@ -115,11 +115,11 @@ class FrozenProcesses:
             self.thaw()
             raise
 
-    def _set_frozen(self, frozen: bool) -> None:
+    def _freeze(self) -> None:
         if self.version == "v1":
-            (self.cgroup / "freezer.state").write_text("FROZEN" if frozen else "THAWED")
+            (self.cgroup / "freezer.state").write_text("FROZEN")
         else:
-            (self.cgroup / "cgroup.freeze").write_text("1" if frozen else "0")
+            (self.cgroup / "cgroup.freeze").write_text("1")
 
     def frozen(self) -> bool:
         """Whether every task of the cgroup is frozen (False once thawed)."""
@@ -130,18 +130,26 @@ class FrozenProcesses:
         return "frozen 1" in (self.cgroup / "cgroup.events").read_text().splitlines()
 
     def thaw(self) -> None:
-        """Thaw the processes, put each back in the cgroup it came from and remove the hold's cgroup; a second call
-        does nothing. A process the held ones started meanwhile goes where the first held process came from."""
+        """Thaw the processes by putting each back in the cgroup it came from (the mount's root when that one is
+        gone), and remove the hold's cgroup; a second call does nothing.
+
+        Moved while the cgroup is still frozen: each process thaws as it joins its unfrozen cgroup, and none can
+        start a process in this one meanwhile (a thawed rank soon starts ``scontrol requeue``), so it is empty when
+        removed."""
         if not self.cgroup.exists():
             return
-        self._set_frozen(False)
-        fallback = next(iter(self.origin.values()), self.cgroup.parent)
+        root = self.cgroup.parent
         for line in (self.cgroup / "cgroup.procs").read_text().split():
             pid = int(line)
-            try:
-                (self.origin.get(pid, fallback) / "cgroup.procs").write_text(str(pid))
-            except ProcessLookupError:
-                continue
+            for target in (self.origin.get(pid, root), root):
+                try:
+                    (target / "cgroup.procs").write_text(str(pid))
+                    break
+                except ProcessLookupError:
+                    break
+                except OSError:
+                    if target == root:
+                        raise
         self.cgroup.rmdir()
 
 
@@ -152,7 +160,7 @@ def freeze_processes(pids: Sequence[int], freezer: tuple[str, Path] | None = Non
     Raises:
         FreezerUnavailable: This host mounts no cgroup freezer the test can write to.
     """
-    return FrozenProcesses(pids)
+    return FrozenProcesses(pids, freezer)
 
 
 def freezer_unavailable_reason() -> str | None:
