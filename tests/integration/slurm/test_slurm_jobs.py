@@ -9,7 +9,8 @@ requeues itself and resumes. Both must end at the same step with the same loss.
 Then two more start together: one in the preemptible partition, preempted by a job of the default partition
 (SIGTERM within GraceTime; the trainer saves and requeues itself), and a 2-node DeepSpeed ZeRO-3 run hit by
 `scontrol requeue` (SIGTERM; Slurm requeues it), held mid-training (cgroup freezer) until the preemption is decided so
-the requeue cannot miss it. Both resume from their checkpoints to the reference's final step and loss. The jobs import this checkout (``slurm_job_env`` sets PYTHONPATH).
+the requeue cannot miss it. Both resume from their checkpoints to the reference's final step and loss. The jobs
+import this checkout (``slurm_job_env`` sets PYTHONPATH).
 """
 
 from __future__ import annotations
