@@ -613,8 +613,7 @@ def check_judge_args(config_path: Path, judge_args: Sequence[str]) -> Any:
     Raises:
         SubmitError: naming the argument (with the closest flag, if one is close) or the bad value.
     """
-    import difflib
-
+    from judge.plumbing.config_files import closest_option
     from train.cli import build_run_parser
     from train.config import ConfigError, config_from_args
 
@@ -635,8 +634,8 @@ def check_judge_args(config_path: Path, judge_args: Sequence[str]) -> Any:
         hints = []
         # a stray value after an unknown flag is that flag's: name the flags, or the words when there is none
         for arg in [a for a in unknown if a.startswith("-")] or unknown:
-            close = difflib.get_close_matches(arg.split("=", 1)[0], flags, n=1) if arg.startswith("--") else []
-            hints.append(f"{arg} (did you mean {close[0]}?)" if close else arg)
+            close = closest_option(arg.split("=", 1)[0], flags) if arg.startswith("--") else ""
+            hints.append(f"{arg} (did you mean {close}?)" if close else arg)
         raise SubmitError(f"after --: judge-train run does not take {', '.join(hints)}; `judge-train run --help` "
                           "lists its flags")
     try:

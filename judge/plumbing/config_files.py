@@ -19,7 +19,7 @@ One flag style (``add_config_flags``): ``--output-dir`` for field ``output_dir``
 This module also holds the one reader of the JSON objects stages hand each other (a checkpoint's
 ``config.json``, the export manifest, ``run.json``).
 
-Why one module of ~840 lines: reading a config (the YAML file, bounded before any value is built), checking each
+Why one module of ~890 lines: reading a config (the YAML file, bounded before any value is built), checking each
 value against its field and resolving the layers are one path that every job's settings take, with one error type
 naming the field and its source; its parts are not used apart.
 """
@@ -34,7 +34,7 @@ import re
 import shlex
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ __all__ = [
     "field_types",
     "coerce",
     "suggest_keys",
+    "closest_option",
     "add_config_flags",
     "given_flags",
     "chosen_fields",
@@ -90,6 +91,7 @@ class ExactArgumentParser(argparse.ArgumentParser):
         self._given = self._dashed(list(sys.argv[1:] if args is None else args))
         parsed = super().parse_known_args(self._given, namespace)
         self._namespace = parsed[0]  # which subcommand ran, for error(): parse_args reports leftovers after this
+        self._leftover = list(parsed[1])  # the leftovers as given: argparse's message joins them with spaces
         return parsed
 
     def _dashed(self, args: list[str]) -> list[str]:
@@ -124,7 +126,7 @@ class ExactArgumentParser(argparse.ArgumentParser):
         command = self._command_run()
         required = message.startswith("the following arguments are required: ")
         if required and (unread := self._unrecognized_options()):
-            print(f"{self.prog}: error: {prefix}{self._with_closest(unread, command)}; {message}; "
+            print(f"{command.prog}: error: {prefix}{self._with_closest(unread, command)}; {message}; "
                   f"`{command.prog} --help` lists the options", file=sys.stderr)
             sys.exit(2)
         if not message.startswith(prefix):
@@ -132,7 +134,10 @@ class ExactArgumentParser(argparse.ArgumentParser):
                 super().error(message)
             print(f"{self.prog}: error: {message}; `{self.prog} --help` lists the options", file=sys.stderr)
             sys.exit(2)
-        print(f"{self.prog}: error: {prefix}{self._with_closest(message[len(prefix):].split(' '), command)}; "
+        leftover = getattr(self, "_leftover", [])
+        # each word as given: a value with a space (`--x='["a", "b"]'`) is one word, its hint after the whole of it
+        words = leftover if " ".join(leftover) == message[len(prefix):] else message[len(prefix):].split(" ")
+        print(f"{command.prog}: error: {prefix}{self._with_closest(words, command)}; "
               f"`{command.prog} --help` lists the options", file=sys.stderr)
         sys.exit(2)
 
@@ -159,20 +164,19 @@ class ExactArgumentParser(argparse.ArgumentParser):
 
     def _unrecognized_options(self) -> list[str]:
         """The long options given to this parser (before a bare ``--``) that are none of its own, as given; a word
-        with a space is a value to argparse (``--server-args "--max-num-seqs 8"``), not an option."""
+        with a space before any ``=`` is a value to argparse (``--server-args "--max-num-seqs 8"``), not an option."""
         unread = []
         for word in getattr(self, "_given", []):
             if word == "--":
                 break
-            if word.startswith("--") and " " not in word and word.partition("=")[0] not in self._option_string_actions:
+            flag = word.partition("=")[0]
+            if word.startswith("--") and " " not in flag and flag not in self._option_string_actions:
                 unread.append(word)
         return unread
 
     def _with_closest(self, words: list[str], command: argparse.ArgumentParser | None = None) -> str:
         """``words`` as an error names them, each unrecognized option with the closest option of ``command`` (this
         parser by default), or said to be ``command``'s when given before its subcommand."""
-        import difflib
-
         command = command or self
         options = [s for parser in {self, command} for s in parser._option_string_actions if s.startswith("--")]
         said, passed_on = [], False
@@ -184,8 +188,8 @@ class ExactArgumentParser(argparse.ArgumentParser):
             elif flag in options:  # an option of the subcommand, given before it
                 said.append(f"{word} (an option of `{command.prog}`: give it after its subcommand)")
             else:
-                close = difflib.get_close_matches(flag, options, n=1)
-                said.append(f"{word} (did you mean {close[0]}?)" if close else word)
+                close = closest_option(flag, options)
+                said.append(f"{word} (did you mean {close}?)" if close else word)
         return " ".join(said)
 
     def _command_run(self) -> argparse.ArgumentParser:
@@ -203,6 +207,43 @@ class ExactArgumentParser(argparse.ArgumentParser):
                     sub = action.choices[min(named, key=given.index)]
                     return sub._command_run() if isinstance(sub, ExactArgumentParser) else sub
         return self
+
+
+def closest_option(flag: str, options: Iterable[str]) -> str:
+    """The option a mistyped long ``flag`` most likely meant, "" when none is close; ``options`` as a parser spells
+    them, a hidden ``--some_flag`` alias counted once, as its dashed ``--some-flag``.
+
+    The first of three rules that names any option decides, the closest of several by ``difflib``'s similarity:
+
+    1. initials: the flag is the first letters of the option's words, two or more words of two or more letters
+       each (``--lr`` for ``--learning-rate``, ``--wd`` for ``--weight-decay``; ``--lora-r`` is no long form);
+    2. word prefixes: each dash-separated word of the flag begins the option's word in its place, later words
+       left off (``--out`` for ``--output-dir``, ``--lr-sched`` for ``--lr-scheduler-type``);
+    3. spelling: ``difflib.get_close_matches`` (its default cutoff 0.6), for a typo (``--sever-args``).
+
+    A short form is read before a typo: by spelling alone ``--lr`` is nearest ``--lora``, an option of
+    another meaning.
+    """
+    import difflib
+
+    names = sorted({o.replace("_", "-") for o in options if o.startswith("--") and len(o) > 2})
+    typed = flag.replace("_", "-")[2:]
+    words = [w for w in typed.split("-") if w]
+
+    def initials(name: str) -> bool:
+        parts = name[2:].split("-")
+        return "-" not in typed and len(parts) >= 2 and all(len(p) >= 2 for p in parts) and \
+            "".join(p[0] for p in parts) == typed
+
+    def word_prefixes(name: str) -> bool:
+        parts = name[2:].split("-")
+        return bool(words) and len(parts) >= len(words) and all(p.startswith(w) for p, w in zip(parts, words))
+
+    for rule in (initials, word_prefixes):
+        if found := [name for name in names if name != flag and rule(name)]:
+            return max(found, key=lambda name: (difflib.SequenceMatcher(None, flag, name).ratio(), -len(name)))
+    close = difflib.get_close_matches(flag.replace("_", "-"), names, n=1)
+    return close[0] if close else ""
 
 
 def special_file_kind(path: str | Path) -> str:

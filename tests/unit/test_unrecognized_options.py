@@ -33,17 +33,26 @@ def _parser(with_commands: bool = False) -> ExactArgumentParser:
                           "`tool --help` lists the options"),
     (["--prot=3"], "tool: error: unrecognized arguments: --prot=3 (did you mean --port?); `tool --help` lists the "
                    "options"),
-    # argparse reports a subcommand's leftovers from the top parser: the suggestion comes from the subcommand's options
-    (["run", "--jugde", "x"], "tool: error: unrecognized arguments: --jugde (did you mean --judge?) x; "
+    # argparse reports a subcommand's leftovers from the top parser: the suggestion and the line's prog come from
+    # the subcommand
+    (["run", "--jugde", "x"], "tool run: error: unrecognized arguments: --jugde (did you mean --judge?) x; "
                               "`tool run --help` lists the options"),
     (["--zzzzzz"], "tool: error: unrecognized arguments: --zzzzzz; `tool --help` lists the options"),
     # the subcommand is the one argparse read, not a word equal to its name given as an option's value
-    (["--data", "eval", "run", "--jugde", "x"], "tool: error: unrecognized arguments: --jugde (did you mean --judge?) "
-                                                "x; `tool run --help` lists the options"),
+    (["--data", "eval", "run", "--jugde", "x"], "tool run: error: unrecognized arguments: --jugde (did you mean "
+                                                "--judge?) x; `tool run --help` lists the options"),
     # an option of the subcommand given before it is said so, not "did you mean" itself
-    (["--judge=x", "run"], "tool: error: unrecognized arguments: --judge=x (an option of `tool run`: give it after "
-                           "its subcommand); `tool run --help` lists the options"),
-], ids=["space", "equals", "subcommand", "nothing-close", "value-named-like-a-command", "before-its-subcommand"])
+    (["--judge=x", "run"], "tool run: error: unrecognized arguments: --judge=x (an option of `tool run`: give it "
+                           "after its subcommand); `tool run --help` lists the options"),
+    # a value joined by "=" holding spaces is one argument: the hint follows the whole of it, not its first word
+    # (`--sever-args=["--config", (did you mean --server-args?) "x.yaml"]`)
+    (["run", '--jugde=["a", "b c"]'], 'tool run: error: unrecognized arguments: --jugde=["a", "b c"] (did you mean '
+                                      '--judge?); `tool run --help` lists the options'),
+    # a value given as the next argument stays as given, after the flag's hint
+    (["run", "--jugde", '["a", "b c"]'], 'tool run: error: unrecognized arguments: --jugde (did you mean --judge?) '
+                                         '["a", "b c"]; `tool run --help` lists the options'),
+], ids=["space", "equals", "subcommand", "nothing-close", "value-named-like-a-command", "before-its-subcommand",
+        "equals-value-with-spaces", "next-argument-value-with-spaces"])
 def test_an_unrecognized_option_is_one_line_with_the_closest_option(capsys, argv, said):
     with pytest.raises(SystemExit) as exited:
         _parser(with_commands="run" in argv).parse_args(argv)
@@ -168,3 +177,60 @@ def test_judge_eval_without_run_names_run(capsys):
         "judge-eval: error: no command before --judge: `judge-eval run --judge ...` (--judge is an option of "
         "`judge-eval run`, `judge-eval rank`); the commands: run, score, compare, rank, convert, merge, experts, "
         "mera; `judge-eval --help` lists them\n")
+
+
+def test_judge_eval_run_names_itself_and_keeps_a_json_value_whole(capsys):
+    from eval.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--judge", "runs/x/export", "--out", "runs/eval/x",
+              '--sever-args=["--config", "configs/serve/tiny-cpu.yaml"]'])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        'judge-eval run: error: unrecognized arguments: --sever-args=["--config", "configs/serve/tiny-cpu.yaml"] '
+        '(did you mean --server-args?); `judge-eval run --help` lists the options\n')
+
+
+def test_a_required_option_missing_beside_an_equals_value_with_spaces_names_that_flag(capsys):
+    with pytest.raises(SystemExit) as exited:
+        _required_parser().parse_args(['--dat=a b'])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == ("tool: error: unrecognized arguments: --dat=a b (did you mean --data?); the "
+                                       "following arguments are required: --predictions; `tool --help` lists the "
+                                       "options\n")
+
+
+_TRAINING = ["--learning-rate", "--learning_rate", "--lora", "--lora-r", "--lora_r", "--lr-scheduler-type",
+             "--weight-decay", "--output-dir", "--output_dir", "--optim", "--server-args", "--max-length",
+             "--max-steps", "--num-train-epochs", "--num_train_epochs"]
+
+
+@pytest.mark.parametrize("flag, meant", [
+    # initials of words of two letters or more, before spelling: by spelling alone --lr is nearest --lora
+    ("--lr", "--learning-rate"),
+    ("--wd", "--weight-decay"),
+    # each word begins the option's word in its place, later words left off
+    ("--out", "--output-dir"),
+    ("--lr-sched", "--lr-scheduler-type"),
+    ("--max-len", "--max-length"),
+    # spelling, for a typo; a hidden --some_flag alias is named as its dashed flag
+    ("--sever-args", "--server-args"),
+    ("--epochs", "--num-train-epochs"),
+    ("--lerning_rate", "--learning-rate"),
+    ("--zzzzzz", ""),
+])
+def test_closest_option_reads_a_short_form_before_a_typo(flag, meant):
+    from judge.plumbing.config_files import closest_option
+
+    assert closest_option(flag, _TRAINING) == meant
+
+
+def test_judge_train_lr_suggests_learning_rate(capsys):
+    """`judge-train --lr 1e-3` suggested --lora, an option of another meaning."""
+    from train.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--lr", "1e-3"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == ("judge-train run: error: unrecognized arguments: --lr (did you mean "
+                                       "--learning-rate?) 1e-3; `judge-train run --help` lists the options\n")
