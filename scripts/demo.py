@@ -393,7 +393,9 @@ def stage_eval(out: Path, args, servers) -> int:
         if code:
             return code
         runs.append(str(run_dir))
-    return _run(["judge-eval", "compare", *runs, "--out", str(out / "eval" / "compare"), "--n-boot", "200"])
+    # compare's default --n-boot: Holm's adjustment calls a cell of a table of m callable cells only from more than
+    # 2 m / alpha resamples (the sample's table by model holds 5), and compare warns of a --n-boot below that
+    return _run(["judge-eval", "compare", *runs, "--out", str(out / "eval" / "compare")])
 
 
 # ---------------------------------------------------------------------------------------------------- mera
