@@ -1,6 +1,6 @@
 """``make demo``: the main job end to end on the bundled sample data and tiny judges built locally.
 
-Why one module of ~540 lines: it is the script a newcomer reads beside its output, top to bottom; its five stages
+Why one module of ~560 lines: it is the script a newcomer reads beside its output, top to bottom; its five stages
 share the judge-serve processes (``_Servers``) and the one-line ``DemoError`` convention, and split they would be a
 package to find one's way through for what ``make demo`` runs as one file.
 
@@ -196,6 +196,7 @@ def run_stages(args: argparse.Namespace) -> int:
     with _Servers(out, args.serve_timeout_s) as servers:
         for stage in chosen:
             print(f"\n======== {stage.name} ========", flush=True)
+            servers.stage = stage.name
             stage_started = time.monotonic()
             try:
                 code = stage.run(out, args, servers)
@@ -466,6 +467,11 @@ class _Servers:
         self.out, self.timeout_s = out, timeout_s
         self.running: dict[str, tuple[ManagedProcess, str]] = {}
         self.starting: dict[str, tuple[ManagedProcess, int, float]] = {}
+        # The stage running now (run_stages sets it) and the one each judge-serve was launched in: a wait counted
+        # from a launch in an earlier stage is said to be, or it reads as longer than the stage that printed it.
+        self.stage = ""
+        self.launched_in: dict[str, str] = {}
+        self.clock: Callable[[], float] = time.monotonic
 
     def __enter__(self) -> _Servers:
         return self
@@ -478,6 +484,7 @@ class _Servers:
         """Launch the judge-serve for ``recipe``'s trained judge without waiting for it; ``url`` waits."""
         if recipe not in self.running and recipe not in self.starting:
             self.starting[recipe] = self._launch(recipe)
+            self.launched_in[recipe] = self.stage
 
     def url(self, recipe: str) -> str:
         """The ``/v1`` base URL of the judge-serve for ``recipe``'s trained judge, once it is ready (started if
@@ -485,13 +492,21 @@ class _Servers:
         if recipe not in self.running:
             self.start(recipe)
             server, port, started = self.starting.pop(recipe)
+            asked = self.clock()
             try:
                 server.wait_ready(f"http://127.0.0.1:{port}/ready", self.timeout_s, interval_s=1.0)
             except ProcessStartError as error:
                 # The error's first line says how it ended.
                 raise self._did_not_start(recipe, server, str(error).splitlines()[0]) from None
-            print(f"[serve] judge-serve ({recipe} judge) ready on port {port} after {time.monotonic() - started:.0f} s",
-                  flush=True)
+            ready = self.clock()
+            launched_in = self.launched_in.pop(recipe, self.stage)
+            if launched_in == self.stage:
+                when = f" after {ready - started:.0f} s"
+            else:
+                waited = f"{ready - asked:.0f} s of them" if round(ready - asked) else "none of them"
+                when = (f", {ready - started:.0f} s after its launch during the {launched_in} stage (the {self.stage} "
+                        f"stage waited {waited})")
+            print(f"[serve] judge-serve ({recipe} judge) ready on port {port}{when}", flush=True)
             self.running[recipe] = (server, f"http://127.0.0.1:{port}/v1")
         return self.running[recipe][1]
 
@@ -533,7 +548,7 @@ class _Servers:
                                name="judge-serve",
                                env={**os.environ, "VLLM_CACHE_ROOT": str(log_dir / "vllm-cache"),
                                     "JUDGE_DEMO_KEY": DEMO_API_KEY})
-        return server, port, time.monotonic()
+        return server, port, self.clock()
 
     def stop(self, recipe: str) -> None:
         entry = self.running.pop(recipe, None) or self.starting.pop(recipe, None)

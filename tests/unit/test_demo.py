@@ -250,3 +250,33 @@ def test_the_demo_compare_draws_enough_resamples_for_its_largest_holm_family(tmp
         for field in ("model_id", "task_type", "criteria_name") for split in (None, *{split_of(r) for r in records}))
     assert largest >= 2  # the sample holds a family Holm adjusts: the check below is not one of a single cell
     assert args.n_boot >= resamples_for_family(largest, args.alpha)
+
+
+class _ReadyServer:
+    """A judge-serve that is ready as soon as it is asked."""
+
+    def wait_ready(self, url, timeout_s, interval_s):
+        pass
+
+
+@pytest.mark.parametrize("launched_in, asked, said", [
+    # launched ahead, by the train stage: the count is from that launch, and the part this stage waited is said
+    ("train", 1109.0, "[serve] judge-serve (seq2seq judge) ready on port 4242, 149 s after its launch during the "
+                      "train stage (the serve stage waited 40 s of them)\n"),
+    ("train", 1148.8, "[serve] judge-serve (seq2seq judge) ready on port 4242, 149 s after its launch during the "
+                      "train stage (the serve stage waited none of them)\n"),
+    ("serve", 1000.0, "[serve] judge-serve (seq2seq judge) ready on port 4242 after 149 s\n"),
+], ids=["launched-in-an-earlier-stage", "ready-when-asked", "launched-in-this-stage"])
+def test_a_judge_serve_launched_ahead_says_its_wait_counts_from_that_launch(tmp_path, capsys, monkeypatch,
+                                                                             launched_in, asked, said):
+    """`[serve] ... ready ... after 149 s` above `[serve] done in 77 s` read as a contradiction: the 149 s counted
+    from the launch during the train stage."""
+    times = iter([1000.0, asked, 1149.0])  # launched, the serve stage asks for its URL, ready
+    servers = demo._Servers(tmp_path, timeout_s=10)
+    servers.clock = lambda: next(times)
+    monkeypatch.setattr(servers, "_launch", lambda recipe: (_ReadyServer(), 4242, servers.clock()))
+    servers.stage = launched_in
+    servers.start("seq2seq")
+    servers.stage = "serve"
+    assert servers.url("seq2seq") == "http://127.0.0.1:4242/v1"
+    assert capsys.readouterr().out == said
