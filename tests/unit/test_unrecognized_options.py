@@ -234,3 +234,14 @@ def test_judge_train_lr_suggests_learning_rate(capsys):
     assert exited.value.code == 2
     assert capsys.readouterr().err == ("judge-train run: error: unrecognized arguments: --lr (did you mean "
                                        "--learning-rate?) 1e-3; `judge-train run --help` lists the options\n")
+
+
+def test_judge_train_submit_reads_the_same_short_form_after_its_dashdash():
+    """`judge-train submit ... -- --lr 3e-4` is checked before a script is written, with the same rule as the line
+    above."""
+    from train.slurm_submit import SubmitError, check_judge_args
+
+    with pytest.raises(SubmitError) as err:
+        check_judge_args(ROOT / "configs/train/tiny/seq2seq.yaml", ["--lr", "3e-4"])
+    assert str(err.value) == ("after --: judge-train run does not take --lr (did you mean --learning-rate?); "
+                              "`judge-train run --help` lists its flags")
