@@ -54,7 +54,7 @@ cancelled (``serve.connections.unless_disconnected``). Client connections: ``hea
 ``max_connections`` (``serve.cli``). On SIGTERM/SIGINT uvicorn stops accepting connections, lets in-flight requests
 finish (``shutdown_grace_s``), then the engines are stopped.
 
-Why one module of ~625 lines: every route is a closure over ``create_app``'s config, state and its one proxy to the
+Why one module of ~640 lines: every route is a closure over ``create_app``'s config, state and its one proxy to the
 engines; what stands alone is already apart (the guards ``serve.connections``, the error shape ``serve.errors``, the
 token bound ``serve.proxy_bounds``, the engines ``serve.supervision``, the rewards ``serve.rewards``).
 """
@@ -84,8 +84,8 @@ from serve.config import ServeConfig
 from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowListMiddleware,
                                RefuseWhileDrainingMiddleware, RequestIdMiddleware, bearer_matches, own_host_names,
                                unless_disconnected)
-from serve.engine_client import (MAX_ANSWER_BYTES, EngineBusy, EngineFailure, EngineUnavailable, read_up_to,
-                                 unless_dead, until_dead)
+from serve.engine_client import (MAX_ANSWER_BYTES, EngineBusy, EngineFailure, EngineUnavailable, discard_unclaimed,
+                                 read_up_to, unless_dead, until_dead)
 from serve.errors import (engine_error, error_response, judgment_failed, relayed_stream, sanitized,
                           unknown_model_message)
 from serve.judging import check_before_start, unknown_model
@@ -125,6 +125,16 @@ def _refused(err: RequestError) -> JSONResponse:
     """A request refused by validation or by the judge: its status, message and field, OpenAI-shaped."""
     kind = "not_found_error" if err.status == 404 else "invalid_request_error"
     return error_response(err.status, err.message, kind, err.param, err.code)
+
+
+def _close(response: aiohttp.ClientResponse) -> None:
+    response.close()
+
+
+def _close_unclaimed(sending: asyncio.Future[aiohttp.ClientResponse] | None) -> None:
+    """``unless_dead``'s answer that its caller never took: the engine's response in it closed."""
+    if sending is not None:
+        discard_unclaimed(sending, _close)
 
 
 def resolved_verdict_format(config: ServeConfig, layout: CheckpointLayout) -> ServeConfig:
@@ -377,10 +387,12 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         # message of compressed bytes). The session passes the others through byte for byte, headers and all.
         headers["accept-encoding"] = "identity"
         # A generation the client gives up on is cancelled, its connection to the engine closed (vLLM then aborts it).
+        # A response that came in as the route was cancelled is nobody's: closed, or its pooled connection stays
+        # taken while the engine generates on for nobody.
         sending = await unless_disconnected(request, unless_dead(state.http.request(
             request.method, engine.url + path, data=data, headers=headers,
             params=list(request.query_params.multi_items()), skip_auto_headers={"Content-Type"},
-        ), state.dead[role]))  # fmt: skip
+        ), state.dead[role], discard=_close), discard=_close_unclaimed)  # fmt: skip
         if sending is None:
             return unavailable(state, role, state.dead_reason.get(role, f"the {role} engine died"))
         try:

@@ -4,7 +4,7 @@ request id, and the health polls kept out of the access log. A guard that refuse
 error shape (``serve.errors``); the header deadline closes the connection, which has sent no request to answer yet.
 ``unless_disconnected`` ends a route's work when its client leaves.
 
-Why one module of ~520 lines: each guard is small, and they are read together (one request passes every one in
+Why one module of ~530 lines: each guard is small, and they are read together (one request passes every one in
 order, and the protocol's deadlines share its connection's state); one module per guard would scatter that order."""
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import json
 import logging
 import uuid
 from collections.abc import Iterable
-from typing import Any, Awaitable, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
+from serve.engine_client import discard_unclaimed
 from serve.errors import error_body, error_response
 from serve.quiet_logs import SpacedWarning
 
@@ -477,7 +478,7 @@ class RequestIdMiddleware:
         return await self.app(scope, receive, echo)
 
 
-async def unless_disconnected(request: Any, work: Awaitable[T]) -> T:
+async def unless_disconnected(request: Any, work: Awaitable[T], discard: Callable[[T], object] | None = None) -> T:
     """``await work``, unless the client disconnects first: then the work is cancelled, awaited until it has ended,
     and ``starlette.requests.ClientDisconnect`` is raised (judge-serve answers it to nobody, 499 in its access log).
 
@@ -489,6 +490,9 @@ async def unless_disconnected(request: Any, work: Awaitable[T]) -> T:
     Args:
         request: the route's ``starlette.requests.Request``, its body already read.
         work: what to await (a coroutine or a future).
+        discard: given the work's result when it is not returned (the work finished in the loop turn the caller was
+            cancelled in, or finished though cancelled): what holds a resource (an engine's response) is let go.
+            It must not raise.
 
     Returns:
         The work's result (its exception, if it raised one).
@@ -497,17 +501,22 @@ async def unless_disconnected(request: Any, work: Awaitable[T]) -> T:
 
     task = asyncio.ensure_future(work)
     gone = asyncio.ensure_future(_disconnect(request.receive))
+    handed = False
     try:
         done, _ = await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+        handed = task in done
+        if handed:
+            return task.result()
+        task.cancel()
+        await asyncio.wait({task})  # its cancellation runs to the end: nothing of it is sent after this
     finally:
         gone.cancel()
         if not task.done():
             task.cancel()
-    if task in done:
-        return task.result()
-    await asyncio.wait({task})  # its cancellation runs to the end: nothing of it is sent after this
-    # Work that failed as it was cancelled (or just before) has nobody to answer: its error is read here, or
-    # asyncio would log it as "Task exception was never retrieved" whenever the task is collected.
+        if not handed:
+            # Work that failed as it was cancelled (or just before) has nobody to answer: its error is read there,
+            # or asyncio would log it as "Task exception was never retrieved" whenever the task is collected.
+            discard_unclaimed(task, discard)
     failed = None if task.cancelled() else task.exception()
     log.info("the client of %s %s left before its answer: its work was cancelled%s", request.method,
              request.url.path, f" (it failed: {type(failed).__name__})" if failed is not None else "")

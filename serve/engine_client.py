@@ -24,9 +24,9 @@ from judge.plumbing.json_reading import value_words
 
 T = TypeVar("T")
 
-__all__ = ["EngineClient", "EngineHttp", "Hop", "engine_session", "unless_dead", "until_dead", "ENGINE_KEEPALIVE_S",
-           "PROBE_CONNECTIONS", "MAX_ANSWER_BYTES", "EngineBusy", "EngineUnavailable", "EngineFailure", "unreadable_answer",
-           "read_capped", "read_up_to"]
+__all__ = ["EngineClient", "EngineHttp", "Hop", "engine_session", "discard_unclaimed", "unless_dead", "until_dead",
+           "ENGINE_KEEPALIVE_S", "PROBE_CONNECTIONS", "MAX_ANSWER_BYTES", "EngineBusy", "EngineUnavailable",
+           "EngineFailure", "unreadable_answer", "read_capped", "read_up_to"]
 
 
 class EngineUnavailable(Exception):
@@ -161,23 +161,47 @@ async def read_up_to(response: aiohttp.ClientResponse, n: int) -> bytes:
 _IDENTITY = {"Accept-Encoding": "identity"}
 
 
-async def unless_dead(call: Awaitable[T], dead: asyncio.Event) -> asyncio.Future[T] | None:
+async def unless_dead(call: Awaitable[T], dead: asyncio.Event,
+                      discard: Callable[[T], object] | None = None) -> asyncio.Future[T] | None:
     """Await an engine call until it finishes or its engine is known dead (``dead`` set), whichever comes first.
 
     Returns the finished call's future (its result, or its exception, still inside), or None when the engine died
     first; the call is then cancelled, as both are when the caller is (a client gone mid-request, which
     ``serve.connections.unless_disconnected`` turns into that cancellation, leaves no request, and no pooled
     connection, behind). judge-serve's judgments and its proxied routes both use it.
+
+    A call this does not hand back can still end with a result: one that finished in the loop turn its caller was
+    cancelled in, or one that went on to finish though cancelled. That result goes to ``discard`` (the proxy's
+    closes the engine's response, whose pooled connection would otherwise stay taken while the engine generates
+    for nobody); its error, if it failed, is retrieved. ``discard`` must not raise.
     """
     task = asyncio.ensure_future(call)
     death = asyncio.ensure_future(dead.wait())
+    handed = False
     try:
         done, _ = await asyncio.wait({task, death}, return_when=asyncio.FIRST_COMPLETED)
+        handed = task in done
     finally:
         for waiting in (task, death):
             if not waiting.done():
                 waiting.cancel()
-    return task if task in done else None
+        if not handed:
+            discard_unclaimed(task, discard)
+    return task if handed else None
+
+
+def discard_unclaimed(call: asyncio.Future[T], discard: Callable[[T], object] | None) -> None:
+    """Once ``call`` has ended (now, if it has): its result handed to ``discard``, or its error retrieved (asyncio
+    would log it as never retrieved). For a call whose caller will not take what it ends with."""
+
+    def ended(call: asyncio.Future[T]) -> None:
+        if not call.cancelled() and call.exception() is None and discard is not None:
+            discard(call.result())
+
+    if call.done():
+        ended(call)
+    else:
+        call.add_done_callback(ended)
 
 
 async def until_dead(chunks: AsyncIterator[T], dead: asyncio.Event) -> AsyncIterator[T]:

@@ -142,6 +142,67 @@ def test_a_cancelled_caller_cancels_its_engine_call():
     assert asyncio.run(go())
 
 
+def test_a_call_that_finishes_in_the_loop_turn_its_caller_is_cancelled_goes_to_discard():
+    """The call finishes and, in that same loop turn, its caller is cancelled (the call's last step cancels it, so
+    the order is the loop's, not timing's): unless_dead ends cancelled, and what the call returned goes to
+    ``discard``; dropped, the proxy's engine response kept its pooled connection."""
+
+    async def go() -> tuple[list[str], bool]:
+        discarded: list[str] = []
+
+        async def call() -> str:
+            await asyncio.sleep(0)  # the caller waits on the call by now
+            waiting.cancel()  # the client leaves in the turn the engine's answer came
+            return "the engine's response"
+
+        waiting = asyncio.ensure_future(unless_dead(call(), asyncio.Event(), discard=discarded.append))
+        try:
+            await waiting
+        except asyncio.CancelledError:
+            pass
+        return discarded, waiting.cancelled()
+
+    assert asyncio.run(go()) == (["the engine's response"], True)
+
+
+def test_a_response_that_came_as_its_caller_was_cancelled_is_closed_and_its_connection_let_go():
+    """The same order against a real aiohttp session and a stand-in engine on 127.0.0.1 that streams without end:
+    the response the caller never took is closed by the proxy's ``discard``, and the engine sees its connection
+    closed (vLLM then aborts the generation) instead of streaming on for nobody."""
+
+    async def go() -> tuple[bool, bool]:
+        closed = asyncio.Event()
+
+        async def engine(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         b"9\r\ndata: 1\n\n\r\n")
+            await writer.drain()
+            while await reader.read(1024):
+                pass
+            closed.set()
+            writer.close()
+
+        server = await asyncio.start_server(engine, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        responses = []
+        async with server, engine_session(30.0, max_connections=4) as http:
+
+            async def call():
+                response = await http.request("POST", f"http://127.0.0.1:{port}/v1/chat/completions", data=b"{}")
+                responses.append(response)
+                waiting.cancel()  # the client leaves in the turn the engine's headers came
+                return response
+
+            waiting = asyncio.ensure_future(unless_dead(call(), asyncio.Event(), discard=lambda r: r.close()))
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            await asyncio.wait_for(closed.wait(), 10)  # a bound on a failure, not a wait for an order
+            return responses[0].closed, closed.is_set()
+
+    assert asyncio.run(go()) == (True, True)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # until_dead: a relayed stream's reads raced against its engine's death. The engine is a queue-fed async generator
 # (what it has sent and not yet been read is the queue's), each read's start told by an Event: the order of reads,

@@ -1,5 +1,6 @@
 """serve.connections.unless_disconnected: a client that leaves before its answer cancels the work, and an error
-the work raises as it is cancelled is read (named in the log), never left for asyncio to log as never retrieved."""
+the work raises as it is cancelled is read (named in the log), never left for asyncio to log as never retrieved; a
+result the work ends with that nobody is handed (the route cancelled in the turn it finished) goes to ``discard``."""
 
 from __future__ import annotations
 
@@ -43,3 +44,62 @@ def test_work_that_fails_as_it_is_cancelled_is_read_when_its_client_has_left(cap
     assert not [m for m in messages if "never retrieved" in m], messages
     assert any("POST /v1/judge left before its answer" in m and "it failed: _CleanupFailed" in m
                for m in messages), messages
+
+
+def test_work_that_finishes_in_the_loop_turn_its_route_is_cancelled_goes_to_discard():
+    """The work finishes and, in that loop turn, the route awaiting it is cancelled (the work's last step cancels
+    it): its result, which nobody is handed, goes to ``discard`` (the proxy's closes the engine's response)."""
+    from serve.connections import unless_disconnected
+
+    async def go() -> tuple[list[str], bool]:
+        discarded: list[str] = []
+
+        async def work() -> str:
+            await asyncio.sleep(0)  # the route waits on the work by now
+            route.cancel()  # uvicorn's cancel lands in the turn the work finished
+            return "the engine's response"
+
+        async def receive() -> dict:
+            await asyncio.Event().wait()  # the client stays
+            return {"type": "http.disconnect"}
+
+        request = SimpleNamespace(receive=receive, method="POST", url=SimpleNamespace(path="/v1/chat/completions"))
+        route = asyncio.ensure_future(unless_disconnected(request, work(), discard=discarded.append))
+        try:
+            await route
+        except asyncio.CancelledError:
+            pass
+        return discarded, route.cancelled()
+
+    assert asyncio.run(go()) == (["the engine's response"], True)
+
+
+def test_work_that_finishes_though_cancelled_when_its_client_left_goes_to_discard():
+    """The client leaves; the work, cancelled, ends with a result all the same (its answer was in as the cancel
+    came, as ``asyncio.wait_for`` returns on Python 3.11): that result goes to ``discard``, not nowhere."""
+    from starlette.requests import ClientDisconnect
+
+    from serve.connections import unless_disconnected
+
+    async def go() -> list[str]:
+        discarded: list[str] = []
+        started = asyncio.Event()
+
+        async def work() -> str:
+            started.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                return "the engine's response"
+            return "never"
+
+        async def receive() -> dict:
+            await started.wait()
+            return {"type": "http.disconnect"}
+
+        request = SimpleNamespace(receive=receive, method="POST", url=SimpleNamespace(path="/v1/chat/completions"))
+        with pytest.raises(ClientDisconnect):
+            await unless_disconnected(request, work(), discard=discarded.append)
+        return discarded
+
+    assert asyncio.run(go()) == ["the engine's response"]
