@@ -24,7 +24,7 @@ Every failure is a ``RequestError`` carrying an HTTP status and ``param``, the d
 (not JSON, not UTF-8, nested past the decoder's depth) names ``body``. ``tests/unit/test_serve_request_fuzz.py`` holds
 this as a property over bodies generated from the schema.
 
-Why one module of ~560 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
+Why one module of ~570 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
 that refuse them naming their field before pydantic runs, and the request's validation they guard are one contract;
 apart, a placeholder could leave the decoder with nothing beside it that refuses it.
 """
@@ -554,10 +554,13 @@ async def read_off_loop(size: int, read: Callable[[], _Read], decodes: LargeDeco
     if size <= OFF_LOOP_BYTES:
         return read()
     turn = decodes._on_running_loop()
-    if deadline is None:
+    if deadline is not None and time.monotonic() >= deadline:
+        raise asyncio.TimeoutError
+    # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the turn when its caller is cancelled in the
+    # loop turn the turn comes, and the route would go on as if never cancelled. Cancelled after the turn came, the
+    # semaphore's acquire gives it back.
+    async with asyncio.timeout(None if deadline is None else deadline - time.monotonic()):
         await turn.acquire()
-    else:
-        await asyncio.wait_for(turn.acquire(), deadline - time.monotonic())
     try:
         return await asyncio.to_thread(read)
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -61,3 +62,43 @@ def test_the_bound_is_the_server_states_own_setting():
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(ValueError, match="at_once"):
             LargeDecodes(bad)
+
+
+def test_a_read_cancelled_in_the_loop_turn_its_turn_comes_is_cancelled_and_gives_the_turn_back():
+    """The read's turn comes and, in that loop turn, its route is cancelled (uvicorn at the end of
+    ``shutdown_grace_s``): the cancellation goes through, nothing is decoded, and the turn is free again (on
+    Python 3.11, ``asyncio.wait_for`` cancelled in the turn its inner wait ends returns that wait's result)."""
+
+    async def main() -> tuple[bool, list[str], bool]:
+        decodes = LargeDecodes(1)
+        turns = decodes._on_running_loop()
+        await turns.acquire()  # another large body holds the only turn
+        ran: list[str] = []
+        waiting = asyncio.Event()
+
+        async def route() -> None:
+            waiting.set()
+            await read_off_loop(OFF_LOOP_BYTES + 1, lambda: ran.append("decoded"), decodes,
+                                time.monotonic() + 3600)
+            ran.append("the route went on")
+
+        task = asyncio.ensure_future(route())
+        await waiting.wait()
+        await asyncio.sleep(0)  # the route waits for its turn
+        turns.release()  # its turn comes ...
+        task.cancel()  # ... and the route's cancel lands in that loop turn
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        return task.cancelled(), ran, turns.locked()
+
+    assert asyncio.run(main()) == (True, [], False)
+
+
+def test_a_read_whose_deadline_has_passed_is_a_timeout_though_a_turn_is_free():
+    async def main() -> None:
+        with pytest.raises(asyncio.TimeoutError):
+            await read_off_loop(OFF_LOOP_BYTES + 1, lambda: 1, LargeDecodes(1), time.monotonic() - 1)
+
+    asyncio.run(main())
