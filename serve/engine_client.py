@@ -240,16 +240,20 @@ async def until_dead(chunks: AsyncIterator[T], dead: asyncio.Event) -> AsyncIter
 
 
 async def _ended(*tasks: asyncio.Future | None) -> None:
-    """Cancel those of ``tasks`` still running and wait until they have ended, what they end with dropped (a read
-    that finished as it was cancelled: its chunk, or its error, retrieved so asyncio does not log it)."""
-    running = [task for task in tasks if task is not None and not task.done()]
+    """Cancel those of ``tasks`` still running and wait until they have ended, what they end with dropped: every
+    one's error retrieved so asyncio does not log it, a read that had already failed before the cancel came (the
+    engine's connection dropped in the loop turn the client left) as well as one that failed as it was cancelled."""
+    ended = [task for task in tasks if task is not None]
+    running = [task for task in ended if not task.done()]
     for task in running:
         task.cancel()
-    if running:
-        await asyncio.wait(running)
-    for task in running:
-        if not task.cancelled():
-            task.exception()
+    try:
+        if running:
+            await asyncio.wait(running)
+    finally:
+        for task in ended:
+            if task.done() and not task.cancelled():
+                task.exception()
 
 
 #: Seconds an idle pooled connection to an engine is kept for reuse. vLLM's HTTP server closes a connection idle

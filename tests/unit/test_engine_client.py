@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib.util
 import json
 import re
@@ -335,6 +336,42 @@ def test_a_client_gone_mid_stream_cancels_the_pending_read():
         return relayed, engine.cancelled.is_set(), _left_behind()
 
     assert asyncio.run(go()) == ([b"a"], True, set())
+
+
+def test_a_read_that_failed_in_the_loop_turn_its_client_left_has_its_error_retrieved():
+    """The engine's connection drops (the read ends on its error) and, in that loop turn, the relay is cancelled
+    (the client left): the failed read's error is retrieved as the stream ends, so asyncio reports nothing
+    ("Task exception was never retrieved") when the read is collected."""
+
+    async def go() -> list[str]:
+        reported: list[str] = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: reported.append(context["message"]))
+        waiting, broke = asyncio.Event(), asyncio.get_running_loop().create_future()
+
+        async def chunks():
+            yield b"a"
+            waiting.set()
+            await broke
+            raise ConnectionResetError("the engine's connection dropped")
+
+        async def relay() -> None:
+            async for _ in until_dead(chunks(), asyncio.Event()):
+                pass
+
+        async def relayed_and_cancelled() -> bool:
+            relaying = asyncio.ensure_future(relay())
+            await waiting.wait()
+            broke.set_result(None)  # the read's next step raises ...
+            relaying.cancel()  # ... in the loop turn the relay is cancelled
+            with pytest.raises(asyncio.CancelledError):
+                await relaying
+            return relaying.cancelled()
+
+        assert await relayed_and_cancelled()
+        gc.collect()  # the read's task is collected here: asyncio reports an unretrieved error as it is
+        return reported
+
+    assert asyncio.run(go()) == []
 
 
 def test_a_stream_closed_early_leaves_no_wait_for_the_death_behind():
