@@ -54,7 +54,7 @@ cancelled (``serve.connections.unless_disconnected``). Client connections: ``hea
 ``max_connections`` (``serve.cli``). On SIGTERM/SIGINT uvicorn stops accepting connections, lets in-flight requests
 finish (``shutdown_grace_s``), then the engines are stopped.
 
-Why one module of ~640 lines: every route is a closure over ``create_app``'s config, state and its one proxy to the
+Why one module of ~655 lines: every route is a closure over ``create_app``'s config, state and its one proxy to the
 engines; what stands alone is already apart (the guards ``serve.connections``, the error shape ``serve.errors``, the
 token bound ``serve.proxy_bounds``, the engines ``serve.supervision``, the rewards ``serve.rewards``).
 """
@@ -339,10 +339,18 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         """The names judge-serve answers to: the generating engine's and its own ``model_name``."""
         return state.judge.settings.names if state.judge is not None else (config.model_name,)
 
+    def undecoded_in_time() -> JSONResponse:
+        return error_response(504, f"the request's body was not decoded within request_timeout_s="
+                              f"{config.request_timeout_s:g} s (its reading and the wait for a turn to decode it "
+                              "included)", "timeout", code="timeout")
+
     async def proxy(request: Request, role: str, path: str, bounded: bool = False) -> Response:
         state = state_of(request)
         # The body's own checks before the engine's health, as on /v1/judge: a request that can never succeed gets
         # its 400 while the engine restarts, not a 503 whose Retry-After has the client send it again for ever.
+        # The waits for a turn to decode a large body, then to encode it again (serve.schema.read_off_loop), end at
+        # a deadline that runs from the headers, as /v1/judge's does: other large bodies could hold them unbounded.
+        deadline = time.monotonic() + config.request_timeout_s
         data = await request.body()
         asked = None  # the model a generation request names, for the engine's 404 if it has no such model
         if bounded and data:
@@ -353,9 +361,11 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                 return body
 
             try:
-                body = await read_off_loop(len(data), read, state.large_decodes)
+                body = await read_off_loop(len(data), read, state.large_decodes, deadline)
             except RequestError as err:
                 return error_response(err.status, err.message, param=err.param, code=err.code)
+            except asyncio.TimeoutError:
+                return undecoded_in_time()
             asked = body.get("model") if isinstance(body, dict) else None
             if isinstance(asked, str) and len(asked) > _MAX_MODEL_NAME_CHARS and asked not in served_names(state):
                 return error_response(404, unknown_model_message(asked, served_names(state)), "not_found_error",
@@ -371,8 +381,11 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                     and bounded_body.get("model") in served_names(state)):
                 bounded_body = {**bounded_body, "model": engine_name}
             if bounded_body is not body:  # encoded again as it was decoded: off the loop when large
-                data = await read_off_loop(len(data), lambda: json.dumps(bounded_body, ensure_ascii=False).encode(),
-                                          state.large_decodes)
+                try:
+                    data = await read_off_loop(len(data), lambda: json.dumps(bounded_body, ensure_ascii=False).encode(),
+                                              state.large_decodes, deadline)
+                except asyncio.TimeoutError:
+                    return undecoded_in_time()
         # Looked up now, not before the body arrived (up to body_timeout_s): the engine may have died meanwhile, or
         # been restarted on another port under another key; its old port may be anyone's.
         problem = state.engine_problem(role)

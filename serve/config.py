@@ -363,9 +363,9 @@ class ServeConfig:
         "Seconds a /v1/judge or /get_reward request may take end to end, counted from its headers (the time its body "
         "took to arrive and the wait to decode a large one count), before it gets 504. The body's arrival is bounded "
         "by body_timeout_s (408), not by this: a body still arriving at this deadline is read to its end, then "
-        "answered 504. On the proxied routes "
-        "it bounds the wait for a connection to the engine and each wait for more of its answer, not the whole "
-        "answer: a stream runs as long as the engine keeps sending.",
+        "answered 504. On the proxied routes it bounds, from the headers, the wait to decode a large body (and to "
+        "encode it again: a 504 past it), then the wait for a connection to the engine and each wait for more of its "
+        "answer, not the whole answer: a stream runs as long as the engine keeps sending.",
     )
     shutdown_grace_s: float = _f(60.0, "On SIGTERM/SIGINT: seconds in-flight requests get to finish.")
     log_level: str = _f("info", "judge-serve log level (debug, info, warning, error).")

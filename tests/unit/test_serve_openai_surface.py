@@ -10,6 +10,7 @@ then ``POST /tokenize`` with ``{"prompt", "add_special_tokens": false}`` and ``P
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import openai
@@ -648,6 +649,66 @@ def test_judge_requests_deadline_runs_from_its_headers_the_wait_to_decode_its_bo
     assert late.json()["error"] == {
         "message": "the judgment took longer than request_timeout_s=1 s (its body's reading and decoding included)",
         "type": "timeout", "param": None, "code": "timeout"}
+
+
+def test_a_proxied_requests_wait_to_decode_its_large_body_ends_at_its_deadline(tiny_causal_dir, engine, monkeypatch):
+    """request_timeout_s bounds a proxied generation's wait for a turn to decode its large body, as it bounds
+    /v1/judge's: with other large bodies holding every turn, a 504 in /v1/judge's shape at the deadline, and nothing
+    sent to the engine."""
+    chat = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "user": "u" * 100_000}
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY, request_timeout_s=1.0) as http:
+        _ready(http)
+        with decode_turns_held(http):
+            late = http.post("/v1/chat/completions", headers=AUTH, json=chat)
+    assert late.status_code == 504, late.text
+    assert late.json()["error"] == {
+        "message": "the request's body was not decoded within request_timeout_s=1 s (its reading and the wait for a "
+                   "turn to decode it included)", "type": "timeout", "param": None, "code": "timeout"}
+    assert engine.bodies("/v1/chat/completions") == []
+
+
+def test_a_proxied_requests_wait_to_encode_its_rewritten_body_again_ends_at_its_deadline(tiny_causal_dir, engine,
+                                                                                          monkeypatch):
+    """The same deadline bounds the second wait, for a turn to encode again a large body the token bound rewrote:
+    its decode done, another large body takes the turn it gave back (queued before it was given back, so the order
+    is the semaphore's), and the request's 504 comes at the deadline, nothing sent to the engine."""
+    import threading
+
+    import serve.app
+    from serve.schema import LargeDecodes
+
+    queued, let_go, held = threading.Event(), [], []
+    check_values = serve.app.check_values
+
+    def decoded(body):  # in the decode's worker thread, its turn held: another large body queues for that turn
+        if not on_event_loop() and not held:
+            held.append(http.portal.start_task_soon(hold))
+            assert queued.wait(30)
+        return check_values(body)
+
+    async def hold() -> None:
+        turns = http.app.state.serve.large_decodes._on_running_loop()
+        let_go.append(asyncio.Event())
+        queued.set()
+        await turns.acquire()  # queued in this step: the decode's turn comes here as it is given back
+        try:
+            await asyncio.wait_for(let_go[0].wait(), 30)  # the bound only ends a failing test
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            turns.release()
+
+    monkeypatch.setattr(serve.app, "check_values", decoded)
+    unbounded = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "user": "u" * 100_000}
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY, request_timeout_s=1.0) as http:
+        _ready(http)
+        http.app.state.serve.large_decodes = LargeDecodes(1)
+        late = http.post("/v1/chat/completions", headers=AUTH, json=unbounded)
+        http.portal.call(let_go[0].set)
+        held[0].result(30)
+    assert late.status_code == 504, late.text
+    assert late.json()["error"]["code"] == "timeout"
+    assert engine.bodies("/v1/chat/completions") == []
 
 
 class _CutAnswers:
