@@ -103,3 +103,43 @@ def test_work_that_finishes_though_cancelled_when_its_client_left_goes_to_discar
         return discarded
 
     assert asyncio.run(go()) == ["the engine's response"]
+
+
+def test_the_proxys_engine_response_that_came_as_its_route_was_cancelled_is_closed():
+    """The proxy's own pairing: its engine call (``unless_dead``) has ended with the engine's response, and the route
+    is cancelled in the loop turn that ``unless_disconnected``'s work finished: the response in that unclaimed
+    answer is closed, its pooled connection not left taken."""
+    import serve.app
+    from serve.connections import unless_disconnected
+    from serve.engine_client import unless_dead
+
+    class Response:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    async def go() -> tuple[bool, bool]:
+        response = Response()
+
+        async def engine_call() -> Response:
+            return response
+
+        async def sent():
+            answer = await unless_dead(engine_call(), asyncio.Event(), discard=serve.app._close)
+            route.cancel()  # the route's cancel lands in the turn its work finished
+            return answer
+
+        async def receive() -> dict:
+            await asyncio.Event().wait()  # the client stays
+            return {"type": "http.disconnect"}
+
+        request = SimpleNamespace(receive=receive, method="POST", url=SimpleNamespace(path="/v1/chat/completions"))
+        route = asyncio.ensure_future(unless_disconnected(request, sent(), discard=serve.app._close_unclaimed))
+        try:
+            await route
+        except asyncio.CancelledError:
+            pass
+        return route.cancelled(), response.closed
+
+    assert asyncio.run(go()) == (True, True)
