@@ -39,7 +39,8 @@ from eval.input_checks import os_error_text, refuse_empty_data, refuse_missing_p
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.json_reading import counted
 from judge.sample_data import SAMPLE_DATA, data_source  # `--data sample` and an empty --data, as judge-train reads them
-from judge.plumbing.console_logging import CHATTY_LOGGERS, configure_logging  # the one set-up of every console script
+from judge.plumbing.console_logging import CHATTY_LOGGERS, configure_logging, split_log_level  # every script's set-up
+from judge.plumbing.openmp import idle_threads_sleep  # first thing in main, before torch loads
 
 log = logging.getLogger("judge_eval")
 
@@ -450,8 +451,7 @@ def _compare_rankings(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """``judge-eval``; returns the exit code (0 ok, 2 usage or configuration error, 3 some requests failed, 4 the
     server cannot be used: ``CLIENT_EPILOG``; 130 interrupted)."""
-    from judge.plumbing.console_logging import split_log_level
-
+    idle_threads_sleep()  # before anything loads torch (judge.plumbing.openmp); the judge-serve it starts inherits it
     # --log-level before or after the subcommand (judge.plumbing.console_logging.split_log_level)
     level, argv = split_log_level(sys.argv[1:] if argv is None else argv, default="")
     # `mera` owns its own parser: everything after the word goes to it untouched (its --help included).

@@ -28,6 +28,7 @@ from typing import Sequence
 from judge.plumbing.api_keys import resolve_api_key
 from judge.plumbing.config_files import add_config_flags, chosen_fields, given_flags
 from judge.plumbing.console_logging import CHATTY_LOGGERS, configure_logging  # the one set-up of every console script
+from judge.plumbing.openmp import idle_threads_sleep
 from judge.plumbing.config_files import resolve_config as resolve_settings
 from serve.config import ConfigError, ServeConfig
 from serve.engine_version import (EngineVersionError, attached_engine_urls, check_installed_vllm, starts_own_engines,
@@ -330,6 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         attached one runs another vLLM release line), 2 for a bad configuration or checkpoint, an installed vLLM
         outside ``SUPPORTED_VLLM`` or a port in use (``EXIT_CODES``).
     """
+    idle_threads_sleep()  # before vLLM loads torch; the engines inherit it (serve.launch.engine_env)
     try:
         config, args = resolve_config(argv)
         layout = resolve_layout(config.model, config.generator_model or None, config.derived_cache_dir or None)

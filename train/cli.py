@@ -451,6 +451,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The exit status.
     """
+    from judge.plumbing.openmp import idle_threads_sleep
+
+    idle_threads_sleep()  # before anything loads torch (judge.plumbing.openmp); torchrun's ranks run this main too
     from judge.plumbing.console_logging import configure_logging, split_log_level
 
     level, argv = split_log_level(sys.argv[1:] if argv is None else argv)

@@ -21,6 +21,8 @@
 - ``endpoint_unusable``: the failure of an endpoint that cannot be used and its exit code, apart from the HTTP stack;
 - ``slurm_requeue``: the Slurm clients (``scontrol``, ``squeue``) and whether a SIGTERM'd job goes back in the queue;
 - ``wandb_login``: whether this process could log in to W&B without asking for a key, looked up before work.
+- ``openmp``: idle OpenMP threads sleep (``OMP_WAIT_POLICY=PASSIVE`` unless set), first thing in every console
+  script, before torch loads.
 
 Nothing here knows what a judge is; the contract (``judge``) and the stages (``train``, ``serve``, ``eval``) build on
 it.
