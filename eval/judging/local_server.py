@@ -11,7 +11,8 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ from judge.plumbing.config_files import ConfigError
 if TYPE_CHECKING:
     from eval.judging.config import RunConfig
 
-__all__ = ["local_server", "served_name", "start_failure_reason", "starts_judge_serve"]
+__all__ = ["local_server", "served_name", "start_failure_reason", "starts_judge_serve", "StartWait", "WAIT_REPORT_S"]
 
 log = logging.getLogger("judge_eval.local_server")
 
@@ -61,6 +62,47 @@ def start_failure_reason(log: str, exit_code: int | None) -> str:
             advice = f"; on a CPU, give judge-serve its CPU config: --server-args '[\"--config\", \"{hint}\"]'"
             return f"judge-serve cannot start: {found.group(1).rstrip('.')}" + (advice if hint else "")
     return next((line for line in reversed(lines) if _TRACEBACK_END.match(line)), "")
+
+
+#: How often, in seconds, ``judge-eval run`` says it is still waiting for the judge server it started: a CPU start
+#: of judge-serve's engines takes minutes, during which nothing else is said.
+WAIT_REPORT_S = 30.0
+
+
+class StartWait:
+    """What ``judge-eval run`` says while the judge server it started comes up: once that it waits (for how long at
+    most, and the log to read meanwhile), then a line every ``every_s`` with the time waited and the log's last line,
+    and the time it took once the server answers.
+
+    ``poll`` is the ``on_poll`` of ``judge.plumbing.processes.ManagedProcess.wait_ready``; ``clock`` is
+    ``time.monotonic`` unless given.
+    """
+
+    def __init__(self, server, timeout_s: float, log_path: Path, *, every_s: float = WAIT_REPORT_S,
+                 clock: Callable[[], float] | None = None) -> None:
+        self.server, self.timeout_s, self.log_path, self.every_s = server, timeout_s, log_path, every_s
+        self.clock = clock or time.monotonic
+        self.started = self.clock()
+        self.next_report = self.started + every_s
+
+    def begin(self) -> None:
+        log.info("waiting for the judge server to answer (up to %.0f s, server_timeout_s); its log: %s",
+                 self.timeout_s, self.log_path)
+
+    def poll(self) -> None:
+        now = self.clock()
+        if now < self.next_report:
+            return
+        while self.next_report <= now:  # one line however long a poll took
+            self.next_report += self.every_s
+        from judge.plumbing.console_logging import visible
+
+        last = self.server.log_tail(1).strip()
+        log.info("still waiting for the judge server: %.0f s of up to %.0f s%s", now - self.started, self.timeout_s,
+                 f"; its log's last line: {visible(last, 200)}" if last else "")
+
+    def done(self) -> None:
+        log.info("the judge server answered after %.0f s", self.clock() - self.started)
 
 
 def _judge_serve_command() -> list[str] | None:
@@ -140,9 +182,12 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path, name: str = "")
     # with this process if it is killed, and with the server if it dies.
     server = start_process(cmd, log_path=out / "server.log", env=env, append_log=True, grace_s=60, name="the judge server")
     root = f"http://127.0.0.1:{port}"
+    waiting = StartWait(server, config.server_timeout_s, out / "server.log")
+    waiting.begin()
     try:
         try:
-            server.wait_ready(root + ready_path, config.server_timeout_s, interval_s=1.0)
+            server.wait_ready(root + ready_path, config.server_timeout_s, interval_s=1.0, on_poll=waiting.poll)
+            waiting.done()
         except ProcessStartError as err:
             # One line and the log to read (appended to by every launch), not its tail as a traceback's message; with
             # the reason the log gives, which was one line among dozens of a traceback's.

@@ -396,8 +396,10 @@ class ManagedProcess:
         should_stop: Callable[[], bool] = lambda: False,
         ready: Callable[[int], bool] = lambda status: status == 200,
         interval_s: float = _POLL_S,
+        on_poll: Callable[[], None] = lambda: None,
     ) -> None:
-        """Block until ``GET url`` answers a status ``ready`` accepts (default 200), from this command.
+        """Block until ``GET url`` answers a status ``ready`` accepts (default 200), from this command; ``on_poll`` is
+        called after each poll that found it not ready, before the pause (a caller's progress lines).
 
         Where a socket on this machine listens on the URL's port, the answer counts only when a process of this
         command's group holds one (Linux ``/proc``). Another program on that port, there before the command bound it,
@@ -438,6 +440,7 @@ class ManagedProcess:
                     f"{self.name} did not answer {url} within {timeout_s:.0f} s.\n{foreign}{self._failure_summary()}"
                     f"{self._command_and_log()}"
                 )
+            on_poll()
             time.sleep(interval_s)
 
     def holds_listener(self, port: int | None) -> bool | None:

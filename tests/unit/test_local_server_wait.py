@@ -1,0 +1,129 @@
+"""`judge-eval run --judge CHECKPOINT_DIR` says what it waits for while the judge server it started comes up.
+
+A CPU start of judge-serve takes minutes. After its ``starting ...`` line the run says once that it waits (up to
+``server_timeout_s``, naming server.log), then every ``WAIT_REPORT_S`` the time waited with the log's last line, and
+the time it took. The server is a stand-in that
+answers only at its Nth poll, through ``ManagedProcess.wait_ready``'s own loop; a fake clock that each pause moves
+on orders the events (no real pause).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import types
+from dataclasses import dataclass, field
+
+from eval.judging import local_server as local_server_module
+from eval.judging.config import RunConfig
+from judge.plumbing import processes as processes_module
+from judge.plumbing.processes import ManagedProcess
+
+
+@dataclass
+class FakeClock:
+    now: float = 0.0
+    pauses: list = field(default_factory=list)
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        self.now += seconds
+
+
+class StartingServer(ManagedProcess):
+    """A server that runs (never exits) and owns its port; ``stop`` only records that it was called."""
+
+    stopped = False
+
+    def exit_code(self):
+        return None
+
+    def holds_listener(self, port):
+        return True
+
+    def stop(self, grace_s=None):
+        self.stopped = True
+        return 0
+
+
+def _checkpoint(tmp_path):
+    export = tmp_path / "runs" / "tiny-judge" / "export"
+    export.mkdir(parents=True)
+    (export / "config.json").write_text(json.dumps({"architectures": ["Qwen2ForCausalLM"]}))
+    (export.parent / "run.json").write_text("{}")  # a judge-train export: served as its run's name
+    return export
+
+
+def test_a_slow_server_start_is_said_once_then_every_30_s_with_its_logs_last_line(tmp_path, monkeypatch, caplog):
+    out = tmp_path / "run"
+    out.mkdir()
+    log_path = out / "server.log"
+    clock = FakeClock()
+    polls = []
+    ready_at = 75  # the 75th poll answers 200: 74 one-second pauses before it
+
+    def status(url, timeout_s=5.0):
+        polls.append(clock.now)
+        with open(log_path, "a", encoding="utf-8") as log:  # what the server wrote by this poll
+            log.write(f"INFO engine warming up, poll {len(polls)}\n")
+        return 200 if len(polls) == ready_at else 503
+
+    server = StartingServer(proc=None, command=["judge-serve"], log_path=log_path, name="the judge server", grace_s=1)
+
+    def start_process(cmd, **kwargs):
+        assert kwargs["log_path"] == log_path
+        return server
+
+    fake_time = types.SimpleNamespace(monotonic=clock.monotonic, sleep=clock.sleep)
+    monkeypatch.setattr(processes_module, "time", fake_time)
+    monkeypatch.setattr(local_server_module, "time", fake_time, raising=False)
+    monkeypatch.setattr(processes_module, "http_status", status)
+    monkeypatch.setattr(processes_module, "start_process", start_process)
+    monkeypatch.setattr(local_server_module, "_judge_serve_command", lambda: ["judge-serve"])
+    export = _checkpoint(tmp_path)
+    config = RunConfig(judge=str(export), out=str(out), server_timeout_s=900.0)
+
+    caplog.set_level(logging.INFO, logger="judge_eval.local_server")
+    with local_server_module.local_server(export, config, out) as (url, name):
+        assert url.startswith("http://127.0.0.1:") and name == "tiny-judge"
+    assert server.stopped
+    assert len(polls) == ready_at and clock.pauses == [1.0] * (ready_at - 1)
+    said = [r.getMessage() for r in caplog.records if r.name == "judge_eval.local_server"]
+    assert said[0].startswith("starting judge-serve --model ")
+    assert said[1:] == [
+        f"waiting for the judge server to answer (up to 900 s, server_timeout_s); its log: {log_path}",
+        "still waiting for the judge server: 30 s of up to 900 s; its log's last line: INFO engine warming up, poll 31",
+        "still waiting for the judge server: 60 s of up to 900 s; its log's last line: INFO engine warming up, poll 61",
+        "the judge server answered after 74 s",
+    ]
+
+
+def test_one_long_pause_is_one_line_and_an_empty_log_is_not_quoted(tmp_path):
+    clock = FakeClock()
+    lines = []
+    (tmp_path / "server.log").write_text("")  # start_process creates it; nothing written yet
+    server = StartingServer(proc=None, command=["judge-serve"], log_path=tmp_path / "server.log", name="s", grace_s=1)
+    waiting = local_server_module.StartWait(server, 900.0, tmp_path / "server.log", clock=clock.monotonic)
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())
+    logger = logging.getLogger("judge_eval.local_server")
+    logger.addHandler(handler)
+    old_level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        clock.now = 29.0
+        waiting.poll()  # not yet
+        clock.now = 95.0
+        waiting.poll()  # three periods passed during one poll: one line
+        clock.now = 119.0
+        waiting.poll()  # the next is due at 120
+        clock.now = 120.0
+        waiting.poll()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+    assert lines == ["still waiting for the judge server: 95 s of up to 900 s",
+                     "still waiting for the judge server: 120 s of up to 900 s"]
