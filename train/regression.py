@@ -220,6 +220,7 @@ def build_model(config: RegressionConfig, base_model: str, dtype, pad_token_id: 
     # judge-train run refused it before anything was written; a direct caller here
     refuse_unfit_base(base_model, lora_targets=lora.target_modules(config))
     model = Qwen2ForRationaleAndScore.from_pretrained(base_model, dtype=dtype, attn_implementation=config.attn_implementation)
+    _say_score_head(model, base_model)
     model.config.pad_token_id = pad_token_id
     peft_config = lora.lora_config(config, modules_to_save=["score"])
     if peft_config is not None:
@@ -233,6 +234,19 @@ def build_model(config: RegressionConfig, base_model: str, dtype, pad_token_id: 
                             len(upcast), ", ".join(upcast))
         model.print_trainable_parameters()
     return model
+
+
+def _say_score_head(model, base_model: str) -> None:
+    """One line on where the score head of a model just loaded from ``base_model`` came from: a causal base has none,
+    so it starts anew (the recipe's seeded initialiser) and this run trains it; a sequence classifier with tied
+    embeddings (the only kind ``refuse_unfit_base`` lets through) brings its own. transformers' load report leaves it
+    out (``Qwen2ForRationaleAndScore._keys_to_ignore_on_load_missing``); the base's ``architectures`` say which."""
+    archs = [str(a) for a in (model.config.architectures or [])]
+    if any(a.endswith("ForSequenceClassification") for a in archs):
+        logger.info("score head: loaded from %s (%s), and trained further by this run", base_model, ", ".join(archs))
+    else:
+        logger.info("score head: new (%s has none: %s), initialised from the seed; this run trains it (%d -> 1)",
+                    base_model, ", ".join(archs) or "no architectures", model.config.hidden_size)
 
 
 def training_data(config: RegressionConfig, tokenizer) -> TrainingData:

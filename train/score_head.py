@@ -67,6 +67,12 @@ class Qwen2ForRationaleAndScore(Qwen2ForCausalLM):
     # SFTTrainer weighs the seq2seq recipe's (train.joint_loss.JointLossTrainer passes it on).
     accepts_loss_kwargs = True
 
+    # A causal base has no score head: from_pretrained creates it and initialises it like any missing weight. Declared
+    # expected here, transformers' load report does not list it as MISSING with its advice to train on a downstream
+    # task, which this recipe is doing; train.regression.build_model says in one line that the head starts anew.
+    # transformers 5 applies these patterns to the report only, after the missing weights are initialised.
+    _keys_to_ignore_on_load_missing = [r"^score\.weight$"]
+
     def __init__(self, config):
         super().__init__(config)
         # The class name matches no transformers loss, so loss_type would be None and the Trainer would count the
