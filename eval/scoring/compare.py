@@ -671,7 +671,7 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
     are at 1 - ``alpha``, the level compare.json's ``ci_level`` names for every paired interval."""
     from eval.reports.names import shown_names
     from eval.validity.ceiling import measured
-    from eval.validity.paired import PAIRED_BOOT, paired_validity
+    from eval.validity.paired import paired_resamples, paired_validity
     from eval.validity.render import LEFT_OUT_WHY, counted
     from eval.validity.section import rating_ends
 
@@ -692,8 +692,8 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
             why = {"why": "every item of the test is of a criterion left out of the validity figures "
                           f"({LEFT_OUT_WHY}): "
                           + ", ".join(f"{shown[name]} ({counted(len(rows), 'item')})" for name, rows in named.items())}
-            out[split] = PairedValidity.from_json({"n_items": 0, "n_boot": min(n_boot, PAIRED_BOOT), "rho": why,
-                                                   "ceiling_gap": why, "leniency": why})
+            out[split] = PairedValidity.from_json({"n_items": 0, "n_boot": paired_resamples(n_boot, 1.0 - alpha),
+                                                   "rho": why, "ceiling_gap": why, "leniency": why})
             continue
         low, high = _scale_ends(ta, ia, block)
         # the alt-test's levels against the ends rounded out to whole levels by the section's own rule (an inferred

@@ -19,7 +19,8 @@ tested expert's item (for the gap: no pair) is unusable; ``n_resamples`` counts 
 fewer than ``MIN_USABLE_SHARE`` of those drawn there is no interval: one read off the rest would be the spread of
 the resamples that happened to draw those items.
 
-Resamples are capped at ``PAIRED_BOOT`` and drawn in blocks of bounded size (``CHUNK_ENTRIES`` weights). With the
+Resamples are capped at ``PAIRED_BOOT``, a cap raised to the floor a leniency call needs where the level asks for
+more (``paired_resamples``: 201 at the 0.99 level), and drawn in blocks of bounded size (``CHUNK_ENTRIES`` weights). With the
 alt-test's ``failures="drop"`` an item either judge failed on is dropped for both (with ``loss`` a failure is a loss
 for the judge that failed, on the same items). rho compares the same values of each judge as the run's own section
 (``eval.validity.section.alt_test_judge``: under ``accuracy`` the level a score rounds to where that level lies in
@@ -60,10 +61,20 @@ from eval.validity.agreement import MIN_USABLE_SHARE, usable_interval
 from eval.validity.alt_test import AltTestSettings, prepare, summarise
 from eval.validity.ceiling import leave_one_out_reference, scale_ends
 
-__all__ = ["MIN_USABLE_SHARE", "PAIRED_BOOT", "paired_validity"]
+__all__ = ["MIN_USABLE_SHARE", "PAIRED_BOOT", "paired_resamples", "paired_validity"]
 
-#: The most resamples of the paired intervals.
+#: The most resamples of the paired intervals where the level's call floor is under it (``paired_resamples``).
 PAIRED_BOOT = 200
+
+
+def paired_resamples(n_boot: int, level: float) -> int:
+    """The resamples the paired intervals draw: ``n_boot``, capped at ``PAIRED_BOOT``, a cap raised to the leniency
+    call's floor (``paired_resamples_to_call(1 - level)``) where the level asks for more (201 at 0.99), as
+    ``eval.validity.ceiling.ceiling_resamples`` raises the ceiling's: a cap under the floor would leave every
+    leniency of that level n.s. whatever ``--n-boot`` asked. Never more than ``n_boot``."""
+    return min(n_boot, max(PAIRED_BOOT, paired_resamples_to_call(1.0 - level)))
+
+
 #: Weights held at once (resamples x pairs): 4M float64 = 32 MiB.
 CHUNK_ENTRIES = 4_000_000
 
@@ -167,7 +178,7 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
         experts, expert_ids: the items' experts (ids None when unnamed: no rho).
         target: the ceiling's reference, ``mode`` or ``mean``.
         settings: the alt-test's parameters (the baseline's).
-        n_boot: resamples (capped at ``PAIRED_BOOT``; 0: no intervals).
+        n_boot: resamples (capped by ``paired_resamples``; 0: no intervals).
         rng: the bootstrap's generator.
         level: the intervals' coverage.
         scale_low, scale_high: ``(n,)`` each item's scale ends (NaN: unknown), which ``accuracy`` reads a level
@@ -199,7 +210,7 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
     from eval.validity.section import alt_test_judge, off_scale_levels
 
     rng = rng or np.random.default_rng(0)
-    n_boot = min(n_boot, PAIRED_BOOT)
+    n_boot = paired_resamples(n_boot, level)
     out: dict[str, Any] = {"n_items": int(len(judge_a)), "n_boot": n_boot}
     both = np.isfinite(judge_a) & np.isfinite(judge_b)
     rating = (scale_low if rating_low is None else rating_low, scale_high if rating_high is None else rating_high)

@@ -857,7 +857,7 @@ def _resamples_note(used: int | None, drawn: int, ci: Any, missed: str) -> str:
 
 
 def _paired_lead(result: Comparison) -> str:
-    # the resamples actually drawn: the paired validity caps them (eval.validity.paired.PAIRED_BOOT), below the
+    # the resamples actually drawn: the paired validity caps them (eval.validity.paired.paired_resamples), below the
     # --n-boot the rest of compare.md draws, which its own note states
     drawn = sorted({paired.n_boot for comp in result.comparisons for paired in comp.validity.values()})
     unit = "whole instructions" if result.bootstrap_unit == "instruction" else "items"

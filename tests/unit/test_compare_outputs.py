@@ -39,16 +39,34 @@ def sample_runs(tmp_path_factory):
 
 
 def test_the_paired_validity_states_the_resamples_it_drew(sample_runs, tmp_path, monkeypatch):
-    """The paired validity draws at most ``PAIRED_BOOT`` resamples whatever --n-boot: its lead says how many it
-    drew, not the --n-boot compare.md's note states for the rest."""
+    """The paired validity draws at most ``PAIRED_BOOT`` resamples whatever --n-boot, where the level's call floor is
+    under that cap (11 at --alpha 0.2, ``paired_resamples``): its lead says how many it drew, not the --n-boot
+    compare.md's note states for the rest."""
     import eval.validity.paired as paired
 
     monkeypatch.setattr(paired, "PAIRED_BOOT", 12)
     assert main(["compare", str(sample_runs / "exact"), str(sample_runs / "lenient"), "--out", str(tmp_path / "c"),
-                 "--n-boot", "20"]) == 0
+                 "--n-boot", "20", "--alpha", "0.2"]) == 0
     text = (tmp_path / "c" / "compare.md").read_text(encoding="utf-8")
     lead = text.split("## Validity, paired", 1)[1].strip().splitlines()[0]
-    assert "a paired bootstrap interval over items (12 resamples" in lead
+    assert "a paired bootstrap interval over items (12 resamples, fewer than --n-boot's 20" in lead
+    assert "from 11 resamples or more" in lead
+
+
+def test_the_paired_validity_draws_the_resamples_its_leniency_call_needs(sample_runs, tmp_path, monkeypatch):
+    """A cap under the level's call floor rises to it (``paired_resamples``), so the lead never says it drew fewer
+    resamples than the "from N resamples or more" a leniency call needs: with the cap at 12 and --alpha 0.05 (floor
+    41), --n-boot 60 draws 41. The same holds of the real cap of 200 at --alpha 0.01 (floor 201)."""
+    import eval.validity.paired as paired
+
+    monkeypatch.setattr(paired, "PAIRED_BOOT", 12)
+    assert main(["compare", str(sample_runs / "exact"), str(sample_runs / "lenient"), "--out", str(tmp_path / "c"),
+                 "--n-boot", "60"]) == 0
+    text = (tmp_path / "c" / "compare.md").read_text(encoding="utf-8")
+    lead = text.split("## Validity, paired", 1)[1].strip().splitlines()[0]
+    assert "a paired bootstrap interval over items (41 resamples, fewer than --n-boot's 60" in lead
+    assert "from 41 resamples or more" in lead
+    assert "under the 41 a call needs" not in text  # no leniency row is n.s. for want of resamples
 
 
 def test_compare_and_score_write_their_files_whole(sample_runs, tmp_path, monkeypatch):

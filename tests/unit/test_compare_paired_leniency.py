@@ -148,3 +148,30 @@ def test_a_paired_leniency_direction_none_of_the_three_is_refused_naming_the_fie
     written["leniency"]["direction"] = "lenient"  # a section's word, not a paired call
     with pytest.raises(JsonRecordError, match=r"PairedLeniency\.direction.*none of less lenient, more lenient, n\.s\."):
         PairedValidity.from_json(written)
+
+
+def _clearly_different(k: int = 20):
+    """``_many(k)`` (6k items) with B one level under the experts' mean wherever it can go lower: A lenient, B harsh,
+    a difference no resample of 120 items brings near 0."""
+    experts, best_low, judge_a, _ = _many(k)
+    mean = experts.mean(axis=1)
+    return experts, best_low, judge_a, np.clip(np.round(mean) - np.where(best_low, 0, 1), 0, 2)
+
+
+def test_at_the_99_level_the_paired_leniency_draws_the_resamples_a_call_needs():
+    """At 0.99 a call needs 201 resamples (``paired_resamples_to_call(0.01)``), one more than ``PAIRED_BOOT``: the
+    cap rises to that floor, as the ceiling's does, so ``n_boot`` 1000 draws 201 and calls a clear difference."""
+    from eval.scoring.resample_rules import paired_resamples_to_call
+    from eval.validity.paired import PAIRED_BOOT
+
+    assert paired_resamples_to_call(0.01) == 201 > PAIRED_BOOT
+    experts, best_low, judge_a, judge_b = _clearly_different()
+    found = _paired(judge_a, judge_b, experts=experts, best_low=best_low, n_boot=1000, level=0.99)
+    assert found["n_boot"] == 201 and found["leniency"]["n_resamples"] == 201
+    assert found["leniency"]["ci"][1] < 0 and found["leniency"]["direction"] == "less lenient"
+    # at 0.95 the floor (41) is under the cap: 200 drawn
+    assert _paired(judge_a, judge_b, experts=experts, best_low=best_low, n_boot=1000)["n_boot"] == PAIRED_BOOT
+    # never more than asked: 30 at 0.99 draws 30, too few to call
+    short = _paired(judge_a, judge_b, experts=experts, best_low=best_low, n_boot=30, level=0.99)
+    assert short["n_boot"] == 30 and short["leniency"]["direction"] == "n.s."
+
