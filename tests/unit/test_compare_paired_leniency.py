@@ -175,3 +175,13 @@ def test_at_the_99_level_the_paired_leniency_draws_the_resamples_a_call_needs():
     short = _paired(judge_a, judge_b, experts=experts, best_low=best_low, n_boot=30, level=0.99)
     assert short["n_boot"] == 30 and short["leniency"]["direction"] == "n.s."
 
+
+def test_under_the_resample_floor_an_interval_that_excludes_zero_is_not_called():
+    """From 30 resamples (under the 41 a call needs at 0.95) the interval excludes 0 but is no call: its ends are read
+    off the one or two most extreme draws; from 41 the same difference is called."""
+    experts, best_low, judge_a, judge_b = _many(6)
+    few = _paired(judge_a, judge_b, experts=experts, best_low=best_low, n_boot=30)["leniency"]
+    assert few["n_resamples"] == 30 and few["too_few_units"] is False
+    assert few["ci"][1] < 0 and few["direction"] == "n.s."
+    enough = _paired(judge_a, judge_b, experts=experts, best_low=best_low, n_boot=41)["leniency"]
+    assert enough["n_resamples"] == 41 and enough["ci"][1] < 0 and enough["direction"] == "less lenient"
