@@ -160,6 +160,16 @@ def pad_expert_ids(id_lists, width: int) -> np.ndarray | None:
 # ------------------------------------------------------------------------------------------- the item table
 
 
+def _best_low(criteria: np.ndarray) -> np.ndarray:
+    """Per item, True where its criterion is best at its lowest level (the taxonomy's Critical ones): derived from
+    the criteria names alone, so a table read back from items.parquet orients its leniency as the scored one did."""
+    import judge
+
+    taxonomy = judge.load_taxonomy()
+    best_low_of = {name: taxonomy.is_best_at_lowest(name) for name in set(criteria.tolist()) if name}
+    return np.array([best_low_of.get(name, False) for name in criteria.tolist()], dtype=bool)
+
+
 def _labels(columns) -> tuple[np.ndarray, np.ndarray]:
     """Split and task group of each record, resolved once per group of records ``split_of`` cannot tell apart
     (``judge.split_groups``): ``split_of`` resolves names through the taxonomy, which would cost seconds on the 160k
@@ -221,7 +231,6 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     """
     import pyarrow as pa
 
-    import judge
     from eval.judging.predictions import prediction_rows, prediction_table
     from judge.record_columns import as_columns
 
@@ -292,7 +301,6 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
 
     experts = columns.expert_matrix()
     criteria = columns.text("criteria_name")
-    best_low_of = {name: judge.load_taxonomy().is_best_at_lowest(name) for name in set(criteria.tolist()) if name}
     table = ItemTable(
         ids=np.array(record_ids, dtype=object),
         judge=judge_scores,
@@ -312,7 +320,7 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
         expert_ids=columns.expert_id_matrix(),
         scale_low=low,
         scale_high=high,
-        best_low=np.array([best_low_of.get(name, False) for name in criteria.tolist()], dtype=bool),
+        best_low=_best_low(criteria),
         answer_chars=columns.text_lengths("answer"),
         instruction_key=columns.distinct(["instruction"])[0],
     )
@@ -671,6 +679,8 @@ def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
         task_type=strings("task_type"),
         task_group=strings("task_group"),
         criteria_name=strings("criteria_name"),
+        # not a column: derived from the names as the scored table derived it (compare's paired leniency reads it)
+        best_low=_best_low(strings("criteria_name")),
         judge_name=meta.get(b"judge_name", b"").decode("utf-8"),
         # Tables written before these columns existed: every score in scale, no abstentions.
         in_scale=(np.array([np.nan if v is None else float(v) for v in data["in_scale"]], dtype=np.float64)

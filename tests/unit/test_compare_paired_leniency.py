@@ -185,3 +185,59 @@ def test_under_the_resample_floor_an_interval_that_excludes_zero_is_not_called()
     assert few["ci"][1] < 0 and few["direction"] == "n.s."
     enough = _paired(judge_a, judge_b, experts=experts, best_low=best_low, n_boot=41)["leniency"]
     assert enough["n_resamples"] == 41 and enough["ci"][1] < 0 and enough["direction"] == "less lenient"
+
+
+def test_compare_orients_the_paired_leniency_by_the_baselines_critical_criteria(tmp_path):
+    """Two runs scored on the bundled sample, the experts' first score each, apart on the Critical items whose experts
+    all say 0 (best at the lowest level): there the run says 1. On such an item one level above is harsh; compare's
+    paired figure for each run is that run's own section's leniency (the same items: each run fails the same one),
+    and the delta is negative (the run less lenient). Read unoriented (compare's tables read back from items.parquet
+    without the orientation, or ``best_low`` left out), the run's +1s would make it positive."""
+    import json
+
+    import judge
+    from eval.cli import main
+    from eval.scoring.compare import load_run
+
+    records = judge.load_records(judge.sample_data_path())
+    taxonomy = judge.load_taxonomy()
+    critical_zero = {record.id for record in records
+                     if record.criteria_name and taxonomy.is_best_at_lowest(record.criteria_name)
+                     and set(record.expert_scores) == {0.0}}
+    assert len(critical_zero) >= 3
+    for name, bump in (("exact", 0.0), ("critical", 1.0)):
+        rows = []
+        for k, record in enumerate(records):
+            score = None if k == 5 else record.expert_scores[0] + (bump if record.id in critical_zero else 0.0)
+            rows.append({"id": record.id, "judge": "j", "feedback": "", "reason": "", "latency_s": 0.0,
+                         "raw_output": "мусор" if score is None else f"[RESULT] {score:g} [END]", "score": score,
+                         "parse_ok": score is not None, "error": "no_score" if score is None else None,
+                         "score_source": None if score is None else "verdict"})
+        run = tmp_path / name
+        run.mkdir()
+        (run / "predictions.jsonl").write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
+                                               encoding="utf-8")
+        assert main(["score", "--predictions", str(run), "--data", str(judge.sample_data_path()),
+                     "--n-boot", "0"]) == 0
+    # items.parquet keeps the criteria names, not the orientation: read back, the table derives it as scoring did
+    table = load_run(tmp_path / "critical").table
+    critical = {record.id for record in records
+                if record.criteria_name and taxonomy.is_best_at_lowest(record.criteria_name)}
+    assert table.best_low is not None and set(table.ids[table.best_low]) == critical
+    assert main(["compare", str(tmp_path / "exact"), str(tmp_path / "critical"), "--out", str(tmp_path / "cmp"),
+                 "--n-boot", "50"]) == 0
+    paired = json.loads((tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8"))["comparisons"][0]["validity"]
+    own = {name: json.loads((tmp_path / name / "metrics.json").read_text(encoding="utf-8"))["validity"]["splits"]
+           for name in ("exact", "critical")}
+    assert paired.keys() == own["critical"].keys()
+    moved = 0
+    for split, block in paired.items():
+        leniency = block["leniency"]
+        for name, side in (("exact", "baseline"), ("critical", "run")):
+            section = own[name][split]["overall"]["leniency"]
+            assert leniency["n"] == section["n"]
+            assert leniency[side] == pytest.approx(section["mean_signed_error"], abs=1e-12)
+        # the runs differ only by harsher verdicts: no split's delta is positive, and one holding those items is negative
+        assert leniency["delta"] <= 0
+        moved += leniency["delta"] < 0
+    assert moved >= 1
