@@ -135,10 +135,16 @@ class FrozenProcesses:
 
         Moved while the cgroup is still frozen: each process thaws as it joins its unfrozen cgroup, and none can
         start a process in this one meanwhile (a thawed rank soon starts ``scontrol requeue``), so it is empty when
-        removed."""
+        removed.
+
+        Raises:
+            OSError: A process could be moved neither back nor to the root, naming each such pid. Every other one is
+                moved first, and the hold's cgroup is then unfrozen and kept with those in it: left frozen they would
+                hold the test's processes past its end (a cgroup v1 task even through SIGKILL)."""
         if not self.cgroup.exists():
             return
         root = self.cgroup.parent
+        errors: list[tuple[int, OSError]] = []
         for line in (self.cgroup / "cgroup.procs").read_text().split():
             pid = int(line)
             for target in (self.origin.get(pid, root), root):
@@ -147,10 +153,21 @@ class FrozenProcesses:
                     break
                 except ProcessLookupError:
                     break
-                except OSError:
+                except OSError as err:
                     if target == root:
-                        raise
+                        errors.append((pid, err))
+        if errors:
+            self._unfreeze()
+            said = "; ".join(f"pid {pid}: {err}" for pid, err in errors)
+            raise OSError(f"{self.cgroup}: could not move out {said} (the cgroup is thawed and kept with them in it)"
+                          ) from errors[0][1]
         self.cgroup.rmdir()
+
+    def _unfreeze(self) -> None:
+        if self.version == "v1":
+            (self.cgroup / "freezer.state").write_text("THAWED")
+        else:
+            (self.cgroup / "cgroup.freeze").write_text("0")
 
 
 def freeze_processes(pids: Sequence[int], freezer: tuple[str, Path] | None = None) -> FrozenProcesses:

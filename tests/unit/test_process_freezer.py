@@ -87,3 +87,51 @@ def test_thaw_puts_a_process_back_in_its_cgroup(child):
         hold.thaw()
     assert _cgroup_of(child.pid) == before
     assert child.poll() is None  # thawed, still running
+
+
+@pytest.mark.skipif(freezer_unavailable_reason() is not None, reason=f"{freezer_unavailable_reason()}")
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_a_process_that_cannot_be_moved_out_leaves_none_frozen(monkeypatch, version):
+    """Moving one of two held processes out fails (its cgroup and the mount's root both refuse it): thaw still moves
+    the other, unfreezes the hold's cgroup, which keeps the one it could not move, and then raises naming it. Both
+    run: each takes a SIGTERM sent after the thaw (a frozen one would hold it pending)."""
+    freezer = dict(available_freezers()).get(version)
+    if freezer is None:
+        pytest.skip(f"no writable cgroup {version} freezer here")
+    procs = [subprocess.Popen([sys.executable, "-c", _CHILD], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    hold = None
+    try:
+        for proc in procs:
+            assert proc.stdout.readline() == "ready\n"
+        hold = freeze_processes([proc.pid for proc in procs], (version, freezer))
+        assert hold.frozen() and sorted(hold.pids) == sorted(proc.pid for proc in procs)
+        stuck = procs[0].pid
+        write_text = Path.write_text
+
+        def refusing(path, text, *args, **kwargs):
+            if path.name == "cgroup.procs" and text == str(stuck) and path.parent != hold.cgroup:
+                raise PermissionError(13, "Permission denied", str(path))
+            return write_text(path, text, *args, **kwargs)
+
+        monkeypatch.setattr(Path, "write_text", refusing)
+        with pytest.raises(OSError, match=f"{stuck}"):
+            hold.thaw()
+        monkeypatch.undo()
+        assert not hold.frozen() and hold.cgroup.exists()
+        assert f"{stuck}" in (hold.cgroup / "cgroup.procs").read_text().split()
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            assert proc.wait(timeout=10) == 0
+            assert proc.stdout.read() == "SIGTERM handled\n"
+    finally:
+        monkeypatch.undo()
+        if hold is not None and hold.cgroup.exists():  # whatever thaw left: frozen, a v1 task ignores even SIGKILL
+            (hold.cgroup / ("freezer.state" if hold.version == "v1" else "cgroup.freeze")).write_text(
+                "THAWED" if hold.version == "v1" else "0")
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+        if hold is not None and hold.cgroup.exists():
+            hold.cgroup.rmdir()
