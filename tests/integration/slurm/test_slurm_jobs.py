@@ -351,9 +351,13 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
                         + "\n".join(slurm_cluster.output_tail(job_id) for job_id in jobs.values()))
     finally:
         # A run left frozen would outlive the test: under cgroup v1 not even Slurm's SIGKILL ends a frozen process.
-        for hold in (zero3_frozen, preempted_frozen):
-            if hold is not None:
-                hold.thaw()
+        # The second hold is thawed even where the first hold's thaw raises.
+        try:
+            if zero3_frozen is not None:
+                zero3_frozen.thaw()
+        finally:
+            if preempted_frozen is not None:
+                preempted_frozen.thaw()
     print(f"\npartition-preempted run + ZeRO-3 run requeued by scontrol took {time.monotonic() - started:.0f} s")
     return {"runs": runs, "jobs": jobs, "records": records, "high": high, "preempted_at_step": preempted_at_step,
             "requeued_at_step": requeued_at_step, "reference": training_runs["runs"]["reference"]}
@@ -409,7 +413,7 @@ def test_scontrol_requeue_of_a_two_node_zero3_run_resumes_from_its_zero_checkpoi
     its first loss to 1e-4, its drop to the last step within 2 % of the reference's, as
     tests/integration/training/test_train_deepspeed.py holds one step)."""
     out, job_id = preemption_runs["runs"]["zero3"], preemption_runs["jobs"]["zero3"]
-    # The fixture holds the run (SIGSTOP) until it sends the requeue, so the run cannot finish first.
+    # The fixture holds the run in a frozen cgroup until it sends the requeue, so the run cannot finish first.
     assert preemption_runs["requeued_at_step"] is not None, preemption_runs["records"]["zero3"]
     stopped = _check_resumed(out, job_id, preemption_runs["records"]["zero3"], preemption_runs["reference"], rel=1e-4,
                              drop_within=0.02)
