@@ -10,8 +10,8 @@ returns logprobs, and the leaf's probability is the product over levels.
 What that probability is, on vLLM 0.32: the answer's probability **among the options**, not the model's own
 probability of writing the name. The guided choice's grammar mask sets every token the options do not allow to -inf
 in the logits before the sampler sees them (vllm-project/vllm, ``vllm/v1/worker/gpu_model_runner.py``,
-``GPUModelRunner.sample_tokens``: ``apply_grammar_bitmask`` before ``_sample``; the same order in Model Runner V2,
-``vllm/v1/worker/gpu/model_runner.py``), and the sampler computes its logprobs from those logits
+``GPUModelRunner.sample_tokens``: ``apply_grammar_bitmask`` before the sampler runs; the same order in Model Runner
+V2, ``vllm/v1/worker/gpu/model_runner.py``), and the sampler computes its logprobs from those logits
 (``vllm/v1/sample/sampler.py``, ``Sampler.forward``). So under the default ``--logprobs-mode raw_logprobs`` each
 token's logprob is the model's, renormalised over the tokens the options allow at that step (0 where one token is
 allowed), and before vLLM's other logits processors (allowed tokens, bad words, logit bias, penalties, some of which
@@ -166,8 +166,8 @@ class LLMClassifier:
                 {"role": "user", "content": render_level_prompt(instruction, level, path, options)},
             ],
             "temperature": 0.0,
-            # Stated, or vLLM fills each from the model's generation_config.json: a repetition penalty or top-k
-            # there would move the greedy choice, and the logprobs, taken before those processors, would not say so.
+            # Stated, or vLLM fills each from the model's generation_config.json: a penalty there would move the
+            # greedy choice, and the logprobs, taken before those processors, would not say so.
             **NEUTRAL_SAMPLING,
             "max_tokens": self.max_tokens,
             "logprobs": True,
