@@ -52,14 +52,38 @@ def test_paired_leniency_by_hand_oriented_by_a_critical_criterion():
 
 
 def test_the_paired_leniency_interval_comes_from_the_same_draw_as_the_ceiling_gap():
-    """Adding the leniency draws nothing more: the ceiling gap's interval under one seed is what it is without a
-    Critical criterion's orientation, and the generator is left where one draw of the weights leaves it."""
+    """Adding the leniency draws nothing more: both intervals are read off one matrix of resample weights (recomputed
+    here: the gap's per-item error gaps against the leave-one-out mean and the leniency's oriented differences, each
+    weighed by the same rows), the gap's interval is the same with or without a Critical criterion's orientation,
+    and the generator is left where one draw of the weights leaves it. Scores off the whole levels (as a regression
+    head's), so that each resample's figure is its own and another draw would move the intervals' ends."""
+    from eval.validity.ceiling import leave_one_out_reference
+
+    judge_a = JUDGE_A + np.array([-0.13, 0.21, -0.07, -0.29, 0.11, -0.17])
+    judge_b = JUDGE_B + np.array([0.19, 0.23, -0.31, -0.05, 0.03, -0.11])
     rng = np.random.default_rng(7)
-    paired_validity(JUDGE_A, JUDGE_B, EXPERTS, None, "mean", AltTestSettings(), n_boot=200, rng=rng, scale_low=LOW,
-                    scale_high=HIGH, best_low=BEST_LOW)
+    found = paired_validity(judge_a, judge_b, EXPERTS, None, "mean", AltTestSettings(), n_boot=200, rng=rng,
+                            scale_low=LOW, scale_high=HIGH, best_low=BEST_LOW)
     after = np.random.default_rng(7)
-    list(resample_weights(np.ones(6, dtype=np.int64), 200, after))
+    weights = np.concatenate(list(resample_weights(np.ones(6, dtype=np.int64), 200, after)))
     assert rng.random() == after.random()
+
+    reference = leave_one_out_reference(EXPERTS, "mean")  # no judge failed: the worst-error rule changes nothing
+    expert_error = np.abs(EXPERTS - reference)
+    gap_a, gap_b = ((np.abs(j[:, None] - reference) - expert_error).sum(axis=1) for j in (judge_a, judge_b))
+    gap_samples = (weights @ gap_b - weights @ gap_a) / (weights @ np.full(6, 2.0))
+    mean = EXPERTS.mean(axis=1)
+    oriented = ((judge_b - mean) - (judge_a - mean)) * np.where(BEST_LOW, -1.0, 1.0)
+    leniency_samples = weights @ oriented / weights.sum(axis=1)
+    assert found["leniency"]["n"] == 6
+    for figure, samples in (("ceiling_gap", gap_samples), ("leniency", leniency_samples)):
+        assert found[figure]["ci"] == pytest.approx(np.percentile(samples, [2.5, 97.5], method=PERCENTILE_METHOD))
+        assert found[figure]["n_resamples"] == 200
+    assert found["ceiling_gap"]["delta"] == pytest.approx((gap_b.sum() - gap_a.sum()) / 12)
+    unoriented = paired_validity(judge_a, judge_b, EXPERTS, None, "mean", AltTestSettings(), n_boot=200,
+                                 rng=np.random.default_rng(7), scale_low=LOW, scale_high=HIGH)
+    assert unoriented["ceiling_gap"] == found["ceiling_gap"]
+    assert unoriented["leniency"]["ci"] != found["leniency"]["ci"]  # the orientation moves the leniency alone
 
 
 def test_an_item_one_judge_failed_or_scored_off_its_scale_is_left_out_of_both_and_counted():
