@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import logging
 from types import SimpleNamespace
 
@@ -105,41 +106,91 @@ def test_work_that_finishes_though_cancelled_when_its_client_left_goes_to_discar
     assert asyncio.run(go()) == ["the engine's response"]
 
 
-def test_the_proxys_engine_response_that_came_as_its_route_was_cancelled_is_closed():
-    """The proxy's own pairing: its engine call (``unless_dead``) has ended with the engine's response, and the route
-    is cancelled in the loop turn that ``unless_disconnected``'s work finished: the response in that unclaimed
-    answer is closed, its pooled connection not left taken."""
+@pytest.mark.parametrize("cancelled_as", ["the engine call ends", "unless_dead ends"])
+def test_the_proxys_engine_response_that_came_as_its_route_was_cancelled_is_closed(tiny_causal_dir, monkeypatch,
+                                                                                    cancelled_as):
+    """The proxy's own route, before a stand-in engine on 127.0.0.1 that streams without end: the route is cancelled
+    in the loop turn its engine call ends with the engine's response (``unless_dead``'s ``discard`` has it), or in the
+    turn ``unless_dead`` hands that call back (``unless_disconnected``'s ``discard`` has it). Either way the response
+    nobody takes is closed, and the engine sees its connection closed (vLLM then aborts the generation) instead of
+    streaming on for nobody. Every response is kept referenced here, so that no collection of it closes it instead."""
     import serve.app
-    from serve.connections import unless_disconnected
-    from serve.engine_client import unless_dead
+    from serve.launch import Engine
+    from tests.support.served_app import served
 
-    class Response:
-        closed = False
+    real_unless_disconnected, real_unless_dead = serve.app.unless_disconnected, serve.app.unless_dead
+    routes: list[asyncio.Task] = []
+    responses: list = []
 
-        def close(self) -> None:
-            self.closed = True
+    async def recording_unless_disconnected(request, work, discard=None):
+        routes.append(asyncio.current_task())  # the route
+        return await real_unless_disconnected(request, work, discard=discard)
 
-    async def go() -> tuple[bool, bool]:
-        response = Response()
-
-        async def engine_call() -> Response:
+    async def cancelling_unless_dead(call, dead, discard=None):
+        async def engine_call():
+            response = await call
+            responses.append(response)
+            if cancelled_as == "the engine call ends":
+                routes[0].cancel()
             return response
 
-        async def sent():
-            answer = await unless_dead(engine_call(), asyncio.Event(), discard=serve.app._close)
-            route.cancel()  # the route's cancel lands in the turn its work finished
-            return answer
+        sending = await real_unless_dead(engine_call(), dead, discard=discard)
+        if cancelled_as == "unless_dead ends":
+            routes[0].cancel()
+        return sending
 
-        async def receive() -> dict:
-            await asyncio.Event().wait()  # the client stays
-            return {"type": "http.disconnect"}
+    monkeypatch.setattr(serve.app, "unless_disconnected", recording_unless_disconnected)
+    monkeypatch.setattr(serve.app, "unless_dead", cancelling_unless_dead)
+    body = json.dumps({"model": "judge", "prompt": "2+2=", "max_tokens": 4}).encode()
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+        "path": "/v1/completions", "raw_path": b"/v1/completions", "query_string": b"", "root_path": "",
+        "headers": [(b"host", b"localhost"), (b"authorization", b"Bearer k"),
+                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        "client": ("127.0.0.1", 50000), "server": ("localhost", 80),
+    }  # fmt: skip
 
-        request = SimpleNamespace(receive=receive, method="POST", url=SimpleNamespace(path="/v1/chat/completions"))
-        route = asyncio.ensure_future(unless_disconnected(request, sent(), discard=serve.app._close_unclaimed))
-        try:
-            await route
-        except asyncio.CancelledError:
-            pass
-        return route.cancelled(), response.closed
+    with served(tiny_causal_dir, monkeypatch, api_key="k") as (http, _):
+        state = http.app.state.serve
 
-    assert asyncio.run(go()) == (True, True)
+        async def ask() -> tuple[bool, bool, int]:
+            closed = asyncio.Event()
+
+            async def engine(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                head = await reader.readuntil(b"\r\n\r\n")
+                if not head.startswith(b"POST /v1/completions "):  # the watcher's probes: a short answer
+                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+                    writer.close()
+                    return
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked"
+                             b"\r\n\r\n9\r\ndata: 1\n\n\r\n")
+                await writer.drain()
+                while await reader.read(1024):  # the body, then nothing until the connection is closed
+                    pass
+                closed.set()
+                writer.close()
+
+            server = await asyncio.start_server(engine, "127.0.0.1", 0)
+            old, port = state.engines["generator"], server.sockets[0].getsockname()[1]
+            state.engines["generator"] = Engine(spec=old.spec, url=f"http://127.0.0.1:{port}", api_key=old.api_key)
+            given = asyncio.Event()
+
+            async def receive() -> dict:
+                if given.is_set():  # judge-serve watching for a disconnect: the client stays
+                    await asyncio.Event().wait()
+                given.set()
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            async def send(message: dict) -> None:
+                pass
+
+            async with server:
+                route = asyncio.ensure_future(http.app(scope, receive, send))
+                await asyncio.wait({route}, timeout=60)  # the bound only ends a failing test
+                try:
+                    await asyncio.wait_for(closed.wait(), 10)
+                except asyncio.TimeoutError:
+                    pass
+                return routes == [route] and route.cancelled(), closed.is_set(), len(responses)
+
+        assert http.portal.call(ask) == (True, True, 1)
