@@ -54,7 +54,7 @@ cancelled (``serve.connections.unless_disconnected``). Client connections: ``hea
 ``max_connections`` (``serve.cli``). On SIGTERM/SIGINT uvicorn stops accepting connections, lets in-flight requests
 finish (``shutdown_grace_s``), then the engines are stopped.
 
-Why one module of ~655 lines: every route is a closure over ``create_app``'s config, state and its one proxy to the
+Why one module of ~660 lines: every route is a closure over ``create_app``'s config, state and its one proxy to the
 engines; what stands alone is already apart (the guards ``serve.connections``, the error shape ``serve.errors``, the
 token bound ``serve.proxy_bounds``, the engines ``serve.supervision``, the rewards ``serve.rewards``).
 """
@@ -339,10 +339,19 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         """The names judge-serve answers to: the generating engine's and its own ``model_name``."""
         return state.judge.settings.names if state.judge is not None else (config.model_name,)
 
-    def undecoded_in_time() -> JSONResponse:
-        return error_response(504, f"the request's body was not decoded within request_timeout_s="
-                              f"{config.request_timeout_s:g} s (its reading and the wait for a turn to decode it "
-                              "included)", "timeout", code="timeout")
+    def not_ready_in_time(step: str) -> JSONResponse:
+        """The 504 of a proxied request whose body was not made ready for the engine by its deadline: ``step`` is
+        the wait that ran past it, ``"decode"`` or ``"encode again"`` (a body the token bound or the engine's name
+        rewrote), each named in its own words."""
+        within = f"within request_timeout_s={config.request_timeout_s:g} s"
+        message = {
+            "decode": f"the request's body was not decoded {within} (its reading and the wait for a turn to decode "
+                      "it included)",
+            "encode again": f"the request's body, rewritten for the engine (its token limit or model set), was not "
+                            f"encoded again {within} (its reading, its decoding and the wait for a turn to encode "
+                            "it again included)",
+        }[step]  # fmt: skip
+        return error_response(504, message, "timeout", code="timeout")
 
     async def proxy(request: Request, role: str, path: str, bounded: bool = False) -> Response:
         state = state_of(request)
@@ -365,7 +374,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             except RequestError as err:
                 return error_response(err.status, err.message, param=err.param, code=err.code)
             except asyncio.TimeoutError:
-                return undecoded_in_time()
+                return not_ready_in_time("decode")
             asked = body.get("model") if isinstance(body, dict) else None
             if isinstance(asked, str) and len(asked) > _MAX_MODEL_NAME_CHARS and asked not in served_names(state):
                 return error_response(404, unknown_model_message(asked, served_names(state)), "not_found_error",
@@ -385,7 +394,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                     data = await read_off_loop(len(data), lambda: json.dumps(bounded_body, ensure_ascii=False).encode(),
                                               state.large_decodes, deadline)
                 except asyncio.TimeoutError:
-                    return undecoded_in_time()
+                    return not_ready_in_time("encode again")
         # Looked up now, not before the body arrived (up to body_timeout_s): the engine may have died meanwhile, or
         # been restarted on another port under another key; its old port may be anyone's.
         problem = state.engine_problem(role)

@@ -707,7 +707,10 @@ def test_a_proxied_requests_wait_to_encode_its_rewritten_body_again_ends_at_its_
         http.portal.call(let_go[0].set)
         held[0].result(30)
     assert late.status_code == 504, late.text
-    assert late.json()["error"]["code"] == "timeout"
+    assert late.json()["error"] == {
+        "message": "the request's body, rewritten for the engine (its token limit or model set), was not encoded again "
+                   "within request_timeout_s=1 s (its reading, its decoding and the wait for a turn to encode it "
+                   "again included)", "type": "timeout", "param": None, "code": "timeout"}
     assert engine.bodies("/v1/chat/completions") == []
 
 
