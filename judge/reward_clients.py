@@ -624,7 +624,8 @@ def _resolved_criteria(criteria: tuple[Any, ...], task: tuple[str | None, ...] |
 
     Raises:
         ValueError: naming ``where[j]`` (with its field, as judge-serve's ``param`` names it): a criterion
-            judge-serve would refuse.
+            judge-serve would refuse, in judge-serve's words. A field name is said whole, of any length, where
+            judge-serve clips what it echoes (``serve.schema.clip_message``): this error goes to the caller alone.
     """
     from pydantic import ValidationError
 

@@ -21,7 +21,7 @@ one validation, ``error_words`` says it. judge-serve's 400 (``serve.schema.parse
 rules for the request's unions before these) and the reward clients' refusal of a custom criterion they do not send
 (``judge.reward_clients``) both use them, so a client reads the same field and words from either.
 
-Why one module of ~700 lines: it is the whole wire contract, both directions, as vLLM's ``protocol.py`` is; a client
+Why one module of ~715 lines: it is the whole wire contract, both directions, as vLLM's ``protocol.py`` is; a client
 author reads one file to learn every field and bound the server checks and how a refusal names what it refuses, and
 the request and response types share the one strict reader.
 """
@@ -50,7 +50,7 @@ __all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RE
            "CustomCriterion", "JudgeItem", "JudgeRequest", "PairItem", "PairwiseRequest", "JudgeResponseItem",
            "JudgeResponseUsage", "JudgeResponse", "PAIRWISE_CRITERION", "ModelLimits", "MAX_LIST_ENTRIES",
            "HUB_SNAPSHOT", "root_identity", "context_words", "read_context_words", "rubrics_kind_error", "param_of",
-           "path_key", "MAX_RANKED_ERRORS", "error_rank", "error_words"]
+           "path_key", "too_many_fields", "MAX_RANKED_ERRORS", "error_rank", "error_words"]
 
 
 def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun: str = "field",
@@ -433,6 +433,13 @@ _KIND_ERRORS = {"list_type": "a list", "dict_type": "an object", "model_type": "
 _RUBRIC_BRANCHES = {("rubrics", "str"), ("rubrics", "dict[str,str]")}
 
 
+def too_many_fields(count: int, most: int) -> str:
+    """What an object of ``count`` fields, over its bound ``most``, is told after its field's name: judge-serve's
+    own check before validation (``serve.schema.check_values``), its reward labels' and the wire types' bounds
+    (``error_words``) say it in these words."""
+    return f"an object of {count} fields; at most {most}"
+
+
 def error_words(error: Mapping[str, Any]) -> str:
     """What a pydantic error of the request types says, after its field's name (``param_of``): in JSON's words
     ("must be a string, got an integer 5"), never Python's classes; rubrics of neither kind as
@@ -447,6 +454,8 @@ def error_words(error: Mapping[str, Any]) -> str:
         return rubrics_kind_error(error["input"])
     if kind in _KIND_ERRORS:
         return f"must be {_KIND_ERRORS[kind]}, got {got_words(error['input'])}"
+    if kind == "too_long" and isinstance(error["input"], Mapping):  # a rubric mapping of more levels than a scale
+        return too_many_fields(len(error["input"]), error["ctx"]["max_length"])
     return error["msg"]
 
 

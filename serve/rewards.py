@@ -94,7 +94,7 @@ from judge.reward_clients import label_criteria
 from judge.rewards import (END_OF_TURN_MARKERS, FailedVerdictsWatch, Reward, RewardRule, engine_refusals,
                            policy_answer, prompt_opens_reasoning, reward_of)
 from judge.verdicts import VerdictError
-from judge.wire import JudgeResponse, JudgeResult
+from judge.wire import JudgeResponse, JudgeResult, too_many_fields
 from serve.config import ServeConfig
 from serve.connections import bearer_matches, unless_disconnected
 from serve.engine_client import EngineFailure, EngineUnavailable
@@ -419,7 +419,7 @@ def _label(raw: Any, i: int) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise RequestError(f"{where}: expected a JSON object with instruction and criteria", param=where)
     if len(raw) > MAX_OBJECT_KEYS:  # counted first: a label of 400,000 keys is not sorted, nor echoed back
-        raise RequestError(f"{where}: an object of {len(raw)} fields; at most {MAX_OBJECT_KEYS}", param=where)
+        raise RequestError(f"{where}: {too_many_fields(len(raw), MAX_OBJECT_KEYS)}", param=where)
     unknown = sorted(set(raw) - set(LABEL_FIELDS))
     if unknown:
         more = f" and {len(unknown) - _UNKNOWN_SHOWN} more" if len(unknown) > _UNKNOWN_SHOWN else ""

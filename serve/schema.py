@@ -52,7 +52,7 @@ from judge.scales import MAX_LEVELS
 # The request types are the contract's (judge.wire), and so are the path, rank and words of their errors, which the
 # reward clients share; re-exported here, where the server validates with them.
 from judge.wire import (MAX_LIST_ENTRIES, MAX_RANKED_ERRORS, CustomCriterion, JudgeItem, JudgeRequest, PairItem,
-                        PairwiseRequest, error_rank, error_words, param_of, path_key)
+                        PairwiseRequest, error_rank, error_words, param_of, path_key, too_many_fields)
 
 T = TypeVar("T", JudgeRequest, PairwiseRequest)
 
@@ -265,7 +265,7 @@ def check_values(data: Any, *, max_entries: int | None = None, max_keys: int | N
         elif isinstance(node, Mapping):
             if max_keys is not None and len(node) > max_keys:
                 where = _path_text(link) or "body"
-                raise RequestError(f"{where}: an object of {len(node)} fields; at most {max_keys}", param=where,
+                raise RequestError(f"{where}: {too_many_fields(len(node), max_keys)}", param=where,
                                    code="too_many_fields")
             for key, value in node.items():
                 if _SURROGATE.search(key):

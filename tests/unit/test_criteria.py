@@ -11,8 +11,9 @@ import pytest
 from judge.criteria import CriterionError, resolve_criterion, task_path
 from judge.reward_clients import JudgeRewardClient, RewardSample
 from judge.rewards import RewardRule
+from judge.scales import MAX_LEVELS
 from judge.wire import CustomCriterion
-from serve.schema import RequestError, parse_judge_request, resolve_criteria
+from serve.schema import RequestError, clip_message, parse_judge_request, resolve_criteria
 
 PYTHON = {"task_type": "Code modification", "task_subtype": "Python"}
 RUBRIC = "0: плохо\n\n1: хорошо"
@@ -69,17 +70,23 @@ def test_an_unsent_sample_is_refused_as_judge_serve_refuses_its_item(spec, task)
     {"rubrics": {"0": 0}},                               # no name, and a level's text that is no text
     {"name": 5, "rubrics": RUBRIC},
     {"name": "", "rubrics": RUBRIC},
+    {"name": "x", "rubrics": {str(i): "t" for i in range(MAX_LEVELS + 1)}},  # more levels than a scale has
+    {"name": "x", "rubrics": RUBRIC, "k" * 1500: 1},     # an unknown field whose name judge-serve clips
 ])  # fmt: skip
 def test_an_unsent_custom_criterion_the_wire_refuses_is_refused_as_judge_serve_refuses_it(spec):
     """A ``{name, rubrics}`` object judge-serve's request type refuses (the wire's ``CustomCriterion``) is refused for
     an unsent sample with judge-serve's field (its ``param``) and words: both choose among pydantic's errors and word
-    the one chosen by the contract's one ranking (``judge.wire.error_rank``, ``judge.wire.error_words``)."""
+    the one chosen by the contract's one ranking (``judge.wire.error_rank``, ``judge.wire.error_words``). judge-serve
+    clips what it echoes of a client's field name of any length (``serve.schema.clip_message``); the reward client,
+    which echoes nothing, says it whole."""
     refused = _serve_refusal(spec, {})
     with pytest.raises(ValueError) as unsent:
         _unsent(spec, {})
-    param = refused.param.replace("items[0]", "samples[3]")
-    assert param.startswith("samples[3].criteria[0].") and str(unsent.value).startswith(f"{param}: ")
-    assert str(unsent.value) == refused.message.replace("items[0]", "samples[3]")
+    field, words = str(unsent.value).split(": ", 1)
+    assert field.startswith("samples[3].criteria[0].")
+    served = field.replace("samples[3]", "items[0]", 1)
+    assert refused.param == clip_message(served)
+    assert refused.message == clip_message(f"{clip_message(served)}: {words}")
 
 
 def test_an_unsent_sample_names_its_criteria_as_judge_serve_resolves_them():
