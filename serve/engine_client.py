@@ -242,7 +242,9 @@ async def until_dead(chunks: AsyncIterator[T], dead: asyncio.Event) -> AsyncIter
 async def _ended(*tasks: asyncio.Future | None) -> None:
     """Cancel those of ``tasks`` still running and wait until they have ended, what they end with dropped: every
     one's error retrieved so asyncio does not log it, a read that had already failed before the cancel came (the
-    engine's connection dropped in the loop turn the client left) as well as one that failed as it was cancelled."""
+    engine's connection dropped in the loop turn the client left) as well as one that failed as it was cancelled.
+    A wait cancelled again (an anyio cancel scope, Starlette's streaming response's under uvicorn, cancels on every
+    loop turn) ends before a read that takes longer to end: that read's error is retrieved when it ends."""
     ended = [task for task in tasks if task is not None]
     running = [task for task in ended if not task.done()]
     for task in running:
@@ -252,8 +254,7 @@ async def _ended(*tasks: asyncio.Future | None) -> None:
             await asyncio.wait(running)
     finally:
         for task in ended:
-            if task.done() and not task.cancelled():
-                task.exception()
+            discard_unclaimed(task, None)
 
 
 #: Seconds an idle pooled connection to an engine is kept for reuse. vLLM's HTTP server closes a connection idle

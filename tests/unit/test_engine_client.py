@@ -374,6 +374,47 @@ def test_a_read_that_failed_in_the_loop_turn_its_client_left_has_its_error_retri
     assert asyncio.run(go()) == []
 
 
+@pytest.mark.parametrize("extra_steps", [0, 1, 2])
+def test_a_read_still_ending_when_the_relay_is_cancelled_again_has_its_error_retrieved(extra_steps):
+    """The client leaves mid-stream under an anyio task group (Starlette's StreamingResponse under uvicorn, ASGI spec
+    2.3), whose cancel scope cancels the relay again on every loop turn: the read, cancelled, takes ``extra_steps``
+    loop turns to end and then fails (its connection dropped as it was cancelled). The relay ends before the read
+    does, and the read's error is still retrieved once it ends: asyncio reports nothing when it is collected."""
+    import anyio
+
+    async def go() -> list[str]:
+        reported: list[str] = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: reported.append(context["message"]))
+        started = asyncio.Event()
+        reads: list[asyncio.Task] = []
+
+        async def chunks():
+            yield b"a"
+            started.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                reads.append(asyncio.current_task())
+                for _ in range(extra_steps):
+                    await asyncio.sleep(0)  # the read's cancellation takes a step or two
+                raise ConnectionResetError("dropped as it was cancelled") from None
+
+        async def relay() -> None:
+            async for _ in until_dead(chunks(), asyncio.Event()):
+                pass
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(relay)
+            await started.wait()
+            group.cancel_scope.cancel()  # the client left
+        await asyncio.wait(reads)  # the read has ended, its error in it
+        reads.clear()
+        gc.collect()  # the read's task is collected here: asyncio reports an unretrieved error as it is
+        return reported
+
+    assert asyncio.run(go()) == []
+
+
 def test_a_stream_closed_early_leaves_no_wait_for_the_death_behind():
     """A caller that stops reading and closes the stream (``aclose``): the wait for the engine's death is ended with
     it; left pending, it would wait on the engine's event until that engine died."""
