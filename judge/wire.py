@@ -21,7 +21,7 @@ one validation, ``error_words`` says it. judge-serve's 400 (``serve.schema.parse
 rules for the request's unions before these) and the reward clients' refusal of a custom criterion they do not send
 (``judge.reward_clients``) both use them, so a client reads the same field and words from either.
 
-Why one module of ~715 lines: it is the whole wire contract, both directions, as vLLM's ``protocol.py`` is; a client
+Why one module of ~720 lines: it is the whole wire contract, both directions, as vLLM's ``protocol.py`` is; a client
 author reads one file to learn every field and bound the server checks and how a refusal names what it refuses, and
 the request and response types share the one strict reader.
 """
@@ -50,7 +50,7 @@ __all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RE
            "CustomCriterion", "JudgeItem", "JudgeRequest", "PairItem", "PairwiseRequest", "JudgeResponseItem",
            "JudgeResponseUsage", "JudgeResponse", "PAIRWISE_CRITERION", "ModelLimits", "MAX_LIST_ENTRIES",
            "HUB_SNAPSHOT", "root_identity", "context_words", "read_context_words", "rubrics_kind_error", "param_of",
-           "path_key", "too_many_fields", "MAX_RANKED_ERRORS", "error_rank", "error_words"]
+           "path_key", "printable", "too_many_fields", "MAX_RANKED_ERRORS", "error_rank", "error_words"]
 
 
 def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun: str = "field",
@@ -396,8 +396,13 @@ _PLAIN_KEY = re.compile(r"[^\s.\[\]\"\\]+")
 
 def path_key(key: str) -> str:
     """A key as a path segment: as is, or JSON-quoted when it is empty or holds a path character (``a.b`` ->
-    ``"a.b"``), a lone surrogate (which UTF-8 cannot carry, in a JSON answer or a log) escaped."""
-    text = key if _PLAIN_KEY.fullmatch(key) else json.dumps(key, ensure_ascii=False)
+    ``"a.b"``), made ``printable``."""
+    return printable(key if _PLAIN_KEY.fullmatch(key) else json.dumps(key, ensure_ascii=False))
+
+
+def printable(text: str) -> str:
+    """``text`` with its lone surrogates (which UTF-8 cannot carry, in a JSON answer or a log) escaped
+    (``\\ud800``): safe to put in an error message."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 

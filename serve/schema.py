@@ -24,7 +24,7 @@ Every failure is a ``RequestError`` carrying an HTTP status and ``param``, the d
 (not JSON, not UTF-8, nested past the decoder's depth) names ``body``. ``tests/unit/test_serve_request_fuzz.py`` holds
 this as a property over bodies generated from the schema.
 
-Why one module of ~570 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
+Why one module of ~565 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
 that refuse them naming their field before pydantic runs, and the request's validation they guard are one contract;
 apart, a placeholder could leave the decoder with nothing beside it that refuses it.
 """
@@ -52,7 +52,8 @@ from judge.scales import MAX_LEVELS
 # The request types are the contract's (judge.wire), and so are the path, rank and words of their errors, which the
 # reward clients share; re-exported here, where the server validates with them.
 from judge.wire import (MAX_LIST_ENTRIES, MAX_RANKED_ERRORS, CustomCriterion, JudgeItem, JudgeRequest, PairItem,
-                        PairwiseRequest, error_rank, error_words, param_of, path_key, too_many_fields)
+                        PairwiseRequest, error_rank, error_words, param_of, path_key, printable,
+                        too_many_fields)
 
 T = TypeVar("T", JudgeRequest, PairwiseRequest)
 
@@ -123,11 +124,6 @@ class RequestError(Exception):
     def __init__(self, message: str, param: str | None = None, status: int = 400, code: str = "invalid_request"):
         super().__init__(message)
         self.message, self.param, self.status, self.code = message, param, status, code
-
-
-def _printable(text: str) -> str:
-    """``text`` safe to put in a JSON response: lone surrogates (which UTF-8 cannot carry) escaped."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _first_error(err: ValidationError, data: Any) -> RequestError:
@@ -251,7 +247,7 @@ def check_values(data: Any, *, max_entries: int | None = None, max_keys: int | N
             if bad:
                 where = _path_text(link) or "body"
                 raise RequestError(
-                    f"{where}: not valid Unicode text (a lone surrogate {_printable(bad.group())} at character "
+                    f"{where}: not valid Unicode text (a lone surrogate {printable(bad.group())} at character "
                     f"{bad.start()}); send UTF-8 text",
                     param=where,
                 )  # fmt: skip

@@ -146,7 +146,7 @@ def test_a_cancelled_caller_cancels_its_engine_call():
 def test_a_call_that_finishes_in_the_loop_turn_its_caller_is_cancelled_goes_to_discard():
     """The call finishes and, in that same loop turn, its caller is cancelled (the call's last step cancels it, so
     the order is the loop's, not timing's): unless_dead ends cancelled, and what the call returned goes to
-    ``discard``; dropped, the proxy's engine response kept its pooled connection."""
+    ``discard``; dropped, the proxy's engine response would keep its pooled connection."""
 
     async def go() -> tuple[list[str], bool]:
         discarded: list[str] = []
