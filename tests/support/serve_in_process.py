@@ -104,6 +104,18 @@ def served_over_tcp(app: Any, *, timeout_s: float = 120.0, **options: Any
         thread.join(timeout_s)
 
 
+def posted_scope(path: str, body: bytes, api_key: str) -> dict:
+    """The ASGI scope of a JSON ``POST`` to ``path`` of ``body`` with ``api_key``, for a test that calls judge-serve's
+    app itself (``app(scope, receive, send)``) to give its messages in an order of its own."""
+    return {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+        "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+        "headers": [(b"host", b"localhost"), (b"authorization", f"Bearer {api_key}".encode()),
+                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        "client": ("127.0.0.1", 50000), "server": ("localhost", 80),
+    }  # fmt: skip
+
+
 def attached_engine_get(path: str) -> tuple:
     """A scripted engine's GET answers (``tests.support.scripted_endpoint.ScriptedEndpoint``'s ``respond_get``): one
     model, ``attached``, with a 1,024-token context, healthy."""

@@ -116,6 +116,7 @@ def test_the_proxys_engine_response_that_came_as_its_route_was_cancelled_is_clos
     streaming on for nobody. Every response is kept referenced here, so that no collection of it closes it instead."""
     import serve.app
     from serve.launch import Engine
+    from tests.support.serve_in_process import posted_scope
     from tests.support.served_app import served
 
     real_unless_disconnected, real_unless_dead = serve.app.unless_disconnected, serve.app.unless_dead
@@ -142,13 +143,7 @@ def test_the_proxys_engine_response_that_came_as_its_route_was_cancelled_is_clos
     monkeypatch.setattr(serve.app, "unless_disconnected", recording_unless_disconnected)
     monkeypatch.setattr(serve.app, "unless_dead", cancelling_unless_dead)
     body = json.dumps({"model": "judge", "prompt": "2+2=", "max_tokens": 4}).encode()
-    scope = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
-        "path": "/v1/completions", "raw_path": b"/v1/completions", "query_string": b"", "root_path": "",
-        "headers": [(b"host", b"localhost"), (b"authorization", b"Bearer k"),
-                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        "client": ("127.0.0.1", 50000), "server": ("localhost", 80),
-    }  # fmt: skip
+    scope = posted_scope("/v1/completions", body, "k")
 
     with served(tiny_causal_dir, monkeypatch, api_key="k") as (http, _):
         state = http.app.state.serve

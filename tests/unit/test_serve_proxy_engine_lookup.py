@@ -9,7 +9,7 @@ import json
 
 from tests.support.served_app import served
 from tests.support.scripted_endpoint import ScriptedEndpoint
-from tests.support.serve_in_process import attached_engine_get
+from tests.support.serve_in_process import attached_engine_get, posted_scope
 
 
 def _completion(path: str, body: dict) -> tuple:
@@ -26,13 +26,7 @@ def test_a_body_that_arrives_after_a_restart_goes_to_the_restarted_engine_with_i
             ScriptedEndpoint(_completion, respond_get=attached_engine_get) as restarted:
         state = http.app.state.serve
         body = json.dumps({"model": "judge", "prompt": "2+2=", "max_tokens": 4}).encode()
-        scope = {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
-            "path": "/v1/completions", "raw_path": b"/v1/completions", "query_string": b"", "root_path": "",
-            "headers": [(b"host", b"localhost"), (b"authorization", b"Bearer k"),
-                        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-            "client": ("127.0.0.1", 50000), "server": ("localhost", 80),
-        }  # fmt: skip
+        scope = posted_scope("/v1/completions", body, "k")
         sent: list[dict] = []
 
         async def ask() -> None:
