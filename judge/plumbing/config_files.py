@@ -19,7 +19,7 @@ One flag style (``add_config_flags``): ``--output-dir`` for field ``output_dir``
 This module also holds the one reader of the JSON objects stages hand each other (a checkpoint's
 ``config.json``, the export manifest, ``run.json``).
 
-Why one module of ~890 lines: reading a config (the YAML file, bounded before any value is built), checking each
+Why one module of ~900 lines: reading a config (the YAML file, bounded before any value is built), checking each
 value against its field and resolving the layers are one path that every job's settings take, with one error type
 naming the field and its source; its parts are not used apart.
 """
@@ -211,22 +211,30 @@ class ExactArgumentParser(argparse.ArgumentParser):
 
 def closest_option(flag: str, options: Iterable[str]) -> str:
     """The option a mistyped long ``flag`` most likely meant, "" when none is close; ``options`` as a parser spells
-    them, a hidden ``--some_flag`` alias counted once, as its dashed ``--some-flag``.
+    them, a hidden ``--some_flag`` alias counted once, as its dashed ``--some-flag``. ``--help`` is never named: a
+    typo of another option is not a request for the help.
 
-    The first of three rules that names any option decides, the closest of several by ``difflib``'s similarity:
+    The first of five rules that names any option decides, the closest of several by ``difflib``'s similarity of
+    the names without their leading dashes:
 
     1. initials: the flag is the first letters of the option's words, two or more words of two or more letters
        each (``--lr`` for ``--learning-rate``, ``--wd`` for ``--weight-decay``; ``--lora-r`` is no long form);
     2. word prefixes: each dash-separated word of the flag begins the option's word in its place, later words
        left off (``--out`` for ``--output-dir``, ``--lr-sched`` for ``--lr-scheduler-type``);
-    3. spelling: ``difflib.get_close_matches`` (its default cutoff 0.6), for a typo (``--sever-args``).
+    3. a whole word: a one-word flag that is a whole word of exactly one option (``--epochs`` for
+       ``--num-train-epochs``; a word of several options names none of them);
+    4. spelling: ``difflib.get_close_matches`` (its default cutoff 0.6) on the names without their dashes, for a
+       typo (``--sever-args``): compared with them, the two dashes every name shares lift a short flag to the
+       cutoff beside an option of another meaning (``--bs`` beside ``--seed``);
+    5. an option and more: the flag's first words are all of an option's (``--seed-value`` for ``--seed``), after
+       spelling, which reads ``--lora-rank`` as ``--lora-r``, not ``--lora``.
 
     A short form is read before a typo: by spelling alone ``--lr`` is nearest ``--lora``, an option of
     another meaning.
     """
     import difflib
 
-    names = sorted({o.replace("_", "-") for o in options if o.startswith("--") and len(o) > 2})
+    names = sorted({o.replace("_", "-") for o in options if o.startswith("--") and len(o) > 2} - {"--help"})
     typed = flag.replace("_", "-")[2:]
     words = [w for w in typed.split("-") if w]
 
@@ -239,11 +247,23 @@ def closest_option(flag: str, options: Iterable[str]) -> str:
         parts = name[2:].split("-")
         return bool(words) and len(parts) >= len(words) and all(p.startswith(w) for p, w in zip(parts, words))
 
-    for rule in (initials, word_prefixes):
-        if found := [name for name in names if name != flag and rule(name)]:
-            return max(found, key=lambda name: (difflib.SequenceMatcher(None, flag, name).ratio(), -len(name)))
-    close = difflib.get_close_matches(flag.replace("_", "-"), names, n=1)
-    return close[0] if close else ""
+    def whole_word(name: str) -> bool:
+        return len(words) == 1 and words[0] in name[2:].split("-") and \
+            sum(words[0] in other[2:].split("-") for other in others) == 1
+
+    def spelling(name: str) -> bool:
+        return name[2:] in spelt
+
+    def and_more(name: str) -> bool:
+        parts = name[2:].split("-")
+        return len(words) > len(parts) and words[:len(parts)] == parts
+
+    others = [name for name in names if name != flag.replace("_", "-")]
+    spelt = difflib.get_close_matches(typed, [name[2:] for name in others], n=1)
+    for rule in (initials, word_prefixes, whole_word, spelling, and_more):
+        if found := [name for name in others if rule(name)]:
+            return max(found, key=lambda name: (difflib.SequenceMatcher(None, typed, name[2:]).ratio(), -len(name)))
+    return ""
 
 
 def special_file_kind(path: str | Path) -> str:

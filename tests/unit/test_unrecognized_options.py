@@ -245,3 +245,59 @@ def test_judge_train_submit_reads_the_same_short_form_after_its_dashdash():
         check_judge_args(ROOT / "configs/train/tiny/seq2seq.yaml", ["--lr", "3e-4"])
     assert str(err.value) == ("after --: judge-train run does not take --lr (did you mean --learning-rate?); "
                               "`judge-train run --help` lists its flags")
+
+
+def _hint(main, argv: list[str], typo: str, capsys) -> str:
+    """The option a console script's own parser suggests for ``typo``, "" for none."""
+    import re
+
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"unrecognized arguments: {typo}" in err  # the suggestion's path, not another error before it
+    said = re.search(re.escape(typo) + r" \(did you mean (--[\w-]+)\?\)", err)
+    return said.group(1) if said else ""
+
+
+@pytest.mark.parametrize("script, typo, meant", [
+    # short forms and near names that each script's options answer
+    ("judge-train", "--epochs", "--num-train-epochs"),  # the one option with the word "epochs"
+    ("judge-train", "--lr", "--learning-rate"),
+    ("judge-train", "--max-len", "--max-length"),
+    ("judge-train", "--model-path", "--model-name-or-path"),
+    ("judge-train", "--seed-value", "--seed"),  # an option's words and more
+    ("judge-train", "--lora-rank", "--lora-r"),  # spelling before "an option and more" (--lora)
+    ("judge-eval run", "--bs", "--batch-size"),
+    ("judge-eval run", "--outdir", "--out"),
+    ("judge-eval compare", "--nboot", "--n-boot"),
+    ("judge-serve", "--max-length", "--max-model-len"),
+    ("judge-serve", "--logdir", "--log-dir"),
+    # none: no option of that meaning, and the names' two leading dashes count for no likeness (with them, "--bs"
+    # reaches difflib's cutoff beside "--seed", "--lr" and "--eval" beside "--help")
+    ("judge-train", "--bs", ""),  # the batch sizes are --global-batch-size and --per-device-*-batch-size
+    ("judge-train", "--tp", ""),  # judge-train run has no tensor-parallel option of its own; never --help
+    ("judge-eval run", "--lr", ""),  # evaluation has no learning rate; never --help
+    ("judge-eval run", "--eval", ""),  # the command's own name, no option's word; never --help
+    ("judge-eval run", "--n-boot", ""),  # --n-boot is judge-eval compare's, not --out
+    ("judge-eval run", "--wd", ""),  # not --data
+    ("judge-eval compare", "--bs", ""),  # not --seed
+    ("judge-serve", "--tp", ""),  # the initials of --tensor-parallel-size are tps; not --dtype
+    ("judge-serve", "--data", ""),  # judge-serve reads no data file; not --dtype
+    ("judge-serve", "--lr", ""),  # not --log-dir
+])
+def test_each_console_script_suggests_an_option_of_its_own_meaning_or_none(capsys, script, typo, meant):
+    from eval.cli import main as eval_main
+    from serve.cli import main as serve_main
+    from train.cli import main as train_main
+
+    main, before = {"judge-train": (train_main, []), "judge-eval run": (eval_main, ["run"]),
+                    "judge-eval compare": (eval_main, ["compare"]), "judge-serve": (serve_main, [])}[script]
+    assert _hint(main, [*before, typo, "x"], typo, capsys) == meant
+
+
+@pytest.mark.parametrize("flag", ["--hepl", "--eval", "--lr", "--tp", "--h"])
+def test_closest_option_never_names_help(flag):
+    from judge.plumbing.config_files import closest_option
+
+    assert closest_option(flag, ["--help", "--data", "--learning-rate-warmup", "--tensor-parallel-size"]) != "--help"
