@@ -178,6 +178,10 @@ def _refuse_trained_head(base_model: str | Path, folder: Path, config: dict[str,
       ``Qwen2ForSequenceClassification``'s, has no bias to hold the trained one).
     * Our own regression export (manifest mode ``regression``) or any untied ``*ForSequenceClassification``: it has
       no ``lm_head.weight``; the LM head that writes the rationale would start random.
+    * A tied ``*ForSequenceClassification`` of other than one label (``num_labels``: its ``id2label``'s length, else
+      its ``num_labels``, else transformers' default of 2, which a config does not write): its ``score.weight`` has
+      a row a label, which does not fit the recipe's one-output head, and ``from_pretrained`` stops on the shapes
+      with a traceback, after the run folder is claimed.
 
     Raises:
         ConfigError: one line naming ``model_name_or_path`` (``base_model``, as given) and what to pass instead.
@@ -199,6 +203,19 @@ def _refuse_trained_head(base_model: str | Path, folder: Path, config: dict[str,
         raise ConfigError(f"model_name_or_path: {base_model} is a regression judge ({', '.join(archs) or mode}) "
                           "without an LM head, which the recipe would start random; to continue its training, "
                           f"resume its run (judge-train run --resume with its output_dir); to start from it, {instead}")
+    labels = _num_labels(config)
+    if any(str(a).endswith("ForSequenceClassification") for a in archs) and labels != 1:
+        raise ConfigError(f"model_name_or_path: {base_model} is a sequence classifier ({', '.join(archs)}) of "
+                          f"num_labels {labels}: its score head has {labels} outputs, the recipe's has one, and the "
+                          "weights would not load; pass a causal checkpoint (the score head then starts anew) or a "
+                          "classifier of num_labels 1")
+
+
+def _num_labels(config: dict[str, Any]) -> Any:
+    """A classifier's ``num_labels`` as transformers reads its ``config.json``: ``id2label``'s length, else the
+    ``num_labels`` key, else 2 (the default, which a saved config leaves out)."""
+    id2label = config.get("id2label")
+    return len(id2label) if isinstance(id2label, dict) else config.get("num_labels", 2)
 
 
 def build_model(config: RegressionConfig, base_model: str, dtype, pad_token_id: int | None):

@@ -69,7 +69,8 @@ def test_our_regression_export_as_the_base_is_refused_naming_its_generator(tmp_p
 
 @pytest.mark.parametrize("config", [
     {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"},  # T-lite, a seq2seq judge
-    {"architectures": ["Qwen2ForSequenceClassification"], "model_type": "qwen2", "tie_word_embeddings": True},
+    {"architectures": ["Qwen2ForSequenceClassification"], "model_type": "qwen2", "tie_word_embeddings": True,
+     "id2label": {"0": "LABEL_0"}},  # one label, as transformers writes num_labels=1
 ], ids=["causal", "classifier-with-tied-lm-head"])
 def test_a_base_that_loads_whole_is_taken(tmp_path, config):
     """A causal base, and a classifier whose LM head is the (loaded) embedding matrix, lose nothing."""
@@ -85,6 +86,29 @@ def test_the_run_check_refuses_it_before_anything_is_written(tmp_path):
                                                       "output_dir": str(tmp_path / "run")})
     with pytest.raises(ConfigError, match=r"^model_name_or_path: .* is a released -r judge"):
         check_training_data(config)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("labels, said", [
+    ({}, 2),  # transformers' default, which a saved config leaves out
+    ({"id2label": {"0": "bad", "1": "good", "2": "best"}}, 3),
+    ({"num_labels": 2}, 2),
+], ids=["default", "id2label", "num_labels"])
+def test_a_tied_classifier_of_other_than_one_label_is_refused_before_anything_is_written(tmp_path, labels, said):
+    """Its score.weight has a row a label, the recipe's head one: from_pretrained would stop on the shapes with a
+    traceback after the run folder is claimed. `judge-train run`'s check refuses it first, in one line."""
+    from train.cli import check_training_data
+
+    folder = _folder(tmp_path / "classifier", {"architectures": ["Qwen2ForSequenceClassification"],
+                                               "model_type": "qwen2", "tie_word_embeddings": True, **labels})
+    config = load_config(TINY_REGRESSION, overrides={"model_name_or_path": str(folder),
+                                                      "output_dir": str(tmp_path / "run")})
+    with pytest.raises(ConfigError) as caught:
+        check_training_data(config)
+    assert str(caught.value) == (
+        f"model_name_or_path: {folder} is a sequence classifier (Qwen2ForSequenceClassification) of num_labels "
+        f"{said}: its score head has {said} outputs, the recipe's has one, and the weights would not load; pass a "
+        "causal checkpoint (the score head then starts anew) or a classifier of num_labels 1")
     assert not (tmp_path / "run").exists()
 
 
