@@ -254,16 +254,47 @@ def build_model(config: RegressionConfig, base_model: str, dtype, pad_token_id: 
 
 
 def _say_score_head(model, base_model: str) -> None:
-    """One line on where the score head of a model just loaded from ``base_model`` came from: a causal base has none,
-    so it starts anew (the recipe's seeded initialiser) and this run trains it; a sequence classifier with tied
-    embeddings (the only kind ``refuse_unfit_base`` lets through) brings its own. transformers' load report leaves it
-    out (``Qwen2ForRationaleAndScore._keys_to_ignore_on_load_missing``); the base's ``architectures`` say which."""
-    archs = [str(a) for a in (model.config.architectures or [])]
-    if any(a.endswith("ForSequenceClassification") for a in archs):
-        logger.info("score head: loaded from %s (%s), and trained further by this run", base_model, ", ".join(archs))
+    """One line on where the score head of a model just loaded from ``base_model`` came from, told by the names in
+    the base's weights, as ``from_pretrained`` itself loads them: a causal base holds no ``score.weight``, so the head
+    starts anew (the recipe's seeded initialiser); a regression run's own ``trained/`` or ``checkpoint-N`` folder, or a
+    tied sequence classifier, holds one, which loads. transformers' load report leaves a new head out (the score head
+    class declares it expected), so this line is what says it."""
+    from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
+
+    archs = ", ".join(str(a) for a in (model.config.architectures or [])) or "no architectures"
+    try:  # a hub id is in the cache now: from_pretrained has just read it
+        names = _weight_names(resolve_checkpoint(base_model, allow_download=False))
+    except CheckpointNotFound:
+        names = None
+    if names is None:
+        logger.info("score head: loaded from %s (%s) if its weights hold score.weight, else new, initialised from the "
+                    "seed (its weights are no safetensors whose names can be read); this run trains it (%d -> 1)",
+                    base_model, archs, model.config.hidden_size)
+    elif "score.weight" in names:
+        logger.info("score head: loaded from %s (%s), and trained further by this run", base_model, archs)
     else:
         logger.info("score head: new (%s has none: %s), initialised from the seed; this run trains it (%d -> 1)",
-                    base_model, ", ".join(archs) or "no architectures", model.config.hidden_size)
+                    base_model, archs, model.config.hidden_size)
+
+
+def _weight_names(folder: Path) -> set[str] | None:
+    """The tensor names a checkpoint folder's safetensors weights hold: its index's ``weight_map``, else each
+    ``*.safetensors`` file's header; None where there are none to read (``pytorch_model.bin`` weights)."""
+    from safetensors import SafetensorError, safe_open
+
+    index = folder / "model.safetensors.index.json"
+    try:
+        if index.is_file():
+            weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map")
+            return set(weight_map) if isinstance(weight_map, dict) else None
+        names: set[str] = set()
+        files = sorted(folder.glob("*.safetensors"))
+        for file in files:
+            with safe_open(str(file), framework="pt") as handle:
+                names.update(handle.keys())
+    except (OSError, ValueError, AttributeError, SafetensorError):
+        return None
+    return names if files else None
 
 
 def training_data(config: RegressionConfig, tokenizer) -> TrainingData:

@@ -64,3 +64,18 @@ def test_a_causal_base_loads_with_no_missing_score_head_reported_and_one_line_sa
     head = model.score.weight.detach()
     assert head.device.type == "cpu" and bool(torch.isfinite(head).all()) and float(head.abs().sum()) > 0
     assert torch.equal(head, reference.score.weight)
+
+
+def test_a_regression_runs_own_folder_as_the_base_loads_its_head_and_says_so(tiny_causal_dir, tmp_path):
+    """A regression run's trained/ (or checkpoint-N) folder is Qwen2ForRationaleAndScore, with score.weight: the head
+    loads from it, and the line says so from the weights' names, not "new" from its architectures."""
+    config = load_config(TINY_REGRESSION, overrides={"output_dir": str(tmp_path / "run")})
+    trained = Qwen2ForRationaleAndScore.from_pretrained(str(tiny_causal_dir), dtype=torch.float32)
+    with torch.no_grad():
+        trained.score.weight.fill_(0.5)
+    folder = tmp_path / "earlier" / "trained"
+    trained.save_pretrained(folder)
+    model, said = _load(config, folder)
+    assert bool((model.score.weight == 0.5).all())
+    assert [line for line in said if line.startswith("score head:")] == [
+        f"score head: loaded from {folder} (Qwen2ForRationaleAndScore), and trained further by this run"]
