@@ -12,7 +12,7 @@ import hashlib
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 __all__ = ["BIDI_CONTROLS", "NAME_CHARS", "one_line", "reads_as", "shown_name", "shown_names"]
@@ -71,8 +71,10 @@ def _digest(name: str) -> str:
     return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def shown_names(names: Iterable[Any], chars: int = NAME_CHARS) -> dict[str, str]:
-    """Each distinct name (as text) and how the pages show it: ``shown_name``'s cut of its ``one_line`` text, and
+def shown_names(names: Iterable[Any], chars: int = NAME_CHARS,
+                as_text: Callable[[str], str] | None = None) -> dict[str, str]:
+    """Each distinct name (as text) and how the pages show it: ``shown_name``'s cut of its ``one_line`` text (or
+    ``as_text``'s writing of the name, where a page cuts and escapes it in one step: compare.md's run names), and
     where two cut names still read alike (``reads_as``: a name apart from another only by a bidirectional mark, a
     line break or a zero-width character reads as it), each of them followed by " (#d)", d the first characters of the full name's SHA-256 (8 hex digits,
     more where two marks would still repeat: ``_MARK_DIGITS``), so that no row, heading or filter value of one name
@@ -80,7 +82,7 @@ def shown_names(names: Iterable[Any], chars: int = NAME_CHARS) -> dict[str, str]
     names a table holds and in whatever order (only a repeat of the 8-digit mark, one pair in about four billion,
     lengthens it)."""
     distinct = list(dict.fromkeys(str(name) for name in names))
-    cut = {name: shown_name(one_line(name), chars) for name in distinct}
+    cut = {name: as_text(name) if as_text else shown_name(one_line(name), chars) for name in distinct}
     labels = dict(cut)
     # Every cut of a longer name is ``chars`` long, so the labels read alike all are: a marked label is then longer
     # than any name left whole, and two marks of different lengths never read alike.

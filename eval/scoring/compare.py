@@ -1195,11 +1195,26 @@ def distinct_names(names: list[str], folders: list, as_text=str) -> list[str]:
 
 
 def named_as(result: Comparison, as_text: Callable[[str], str]) -> Comparison:
-    """``result`` with its run names as ``as_text`` writes them (compare.md: inert Markdown, ``md_text``;
-    compare.html and its explorer: ``page_name``), names that read alike once written told apart by their folders
-    (``distinct_names``), so that no run's column, row, heading or filter value stands for another's: two names
-    apart only by a line break or a bidirectional mark, which writing drops, never read as one."""
-    shown = distinct_names([as_text(name) for name in result.runs], result.folders, as_text)
+    """``result`` with its run names as ``as_text`` writes them (compare.md: inert Markdown cut to
+    ``MD_RUN_NAME_CHARS``, ``md_run_name``; compare.html and its explorer: ``page_name``), so that no run's column,
+    row, heading or filter value stands for another's: names that read alike once written (two apart only by a line
+    break or a bidirectional mark, which writing drops, or only in the middle a cut leaves out) are told apart by
+    their folders' names, written and cut with them, and where those read alike too, each by the mark the pages give
+    names that read alike (" (#" and the first hex digits of the full name's SHA-256: ``shown_names``), which does
+    not depend on the order of the runs. A label is never longer than the cut and such a mark."""
+    from eval.reports.names import reads_as, shown_names
+
+    def unique(labels: list[str]) -> bool:
+        return len({reads_as(label) for label in labels}) == len(labels)
+
+    names = list(result.runs)
+    shown = [as_text(name) for name in names]
+    if not unique(shown):
+        seen = [reads_as(label) for label in shown]
+        told = [as_text(f"{name} ({Path(folder).name})") if seen.count(key) > 1 else label
+                for name, label, key, folder in zip(names, shown, seen, result.folders)]
+        marked = shown_names(names, as_text=as_text)
+        shown = told if unique(told) else [marked[name] for name in names]
     return with_run_names(result, dict(zip(result.runs, shown)), as_text)
 
 

@@ -174,3 +174,42 @@ def test_compare_markdown_lists_no_names_when_none_was_cut(tmp_path):
     b = _named_run(tmp_path / "B", "judge-b", [0.0, 1.0], experts, None)
     text = render_markdown(compare([a, b], n_boot=50))
     assert "# Judge comparison (baseline: judge-a)" in text and "in full" not in text
+
+
+def test_compare_markdown_tells_apart_names_cut_alike_within_the_cut_and_a_mark(tmp_path):
+    """Two sweep runs named by 150-character paths that differ only in their middle, which the cut leaves out: each
+    header is told apart by its folder's name, cut with it, or, where the folders' names are alike too, by the mark
+    the pages give (" (#" and 8 hex digits of the full name's SHA-256), the same whichever run comes first. No label
+    passes the cut and that mark (docs/security.md: a run's name is cut to 80 characters)."""
+    import hashlib
+
+    from eval.scoring.compare import MD_RUN_NAME_CHARS, compare, render_markdown
+
+    experts = [[0, 0, 1], [1, 1, 2]] * 3
+    start, end = "/scratch/sweep/" + "s" * 45, "e" * 50
+    name_a, name_b = start + "lr-1e-5-" + "x" * 32 + end, start + "lr-2e-5-" + "y" * 32 + end
+    assert len(name_a) == len(name_b) == 150
+    most = MD_RUN_NAME_CHARS + len(" (#xxxxxxxx)")
+
+    def headers(runs) -> list[str]:
+        text = render_markdown(compare(runs, n_boot=50))
+        line = next(line for line in text.splitlines() if line.startswith("|") and "Metric" in line)
+        return [cell.strip() for cell in _cells(line)][2:]
+
+    # folders apart by their names: the folder's name ends the cut label
+    a = _named_run(tmp_path / "lr-1e-5", name_a, [1.0, 2.0] * 3, experts, None)
+    b = _named_run(tmp_path / "lr-2e-5", name_b, [0.0, 1.0] * 3, experts, None)
+    shown = headers([a, b])
+    assert len(set(shown)) == 2 and all(len(label) <= MD_RUN_NAME_CHARS for label in shown), shown
+    assert shown[0].endswith("(lr-1e-5)") and shown[1].endswith("(lr-2e-5)")
+
+    # folders whose names are alike too: the mark, told by the name alone
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    a = _named_run(tmp_path / "one" / "eval", name_a, [1.0, 2.0] * 3, experts, None)
+    b = _named_run(tmp_path / "two" / "eval", name_b, [0.0, 1.0] * 3, experts, None)
+    shown = headers([a, b])
+    marks = [f" (#{hashlib.sha256(name.encode()).hexdigest()[:8]})" for name in (name_a, name_b)]
+    assert [label.endswith(mark) for label, mark in zip(shown, marks)] == [True, True], shown
+    assert all(len(label) <= most for label in shown), shown
+    assert headers([b, a]) == shown[::-1]
