@@ -443,9 +443,13 @@ def leaderboard_command(args: Any) -> int:
         print(markdown)
         return 0
     written = write_ranking_compare(args.out, result, markdown, render_leaderboard_page(result))
-    # A model's name as judge-eval compare prints a run's: an escape sequence or line break in it shown, not acted on.
+    # A model's name as judge-eval compare prints a run's: an escape sequence or line break in it shown, not acted on,
+    # and two labels cut alike told apart by the mark compare.md and compare.html give them.
+    from eval.reports.names import shown_names
     from eval.scoring.compare import console_name
 
-    print("\n".join([*(f"{m['rank']}. {console_name(m['model'] + ' (' + m['run'] + ')')}: {_num(m['mean'])} "
-                       f"{_interval(m['ci'])}" for m in result["models"]), *written]))
+    labels = _labels(result)
+    shown = shown_names(labels.values(), as_text=console_name)
+    print("\n".join([*(f"{m['rank']}. {shown[labels[m['run']]]}: {_num(m['mean'])} {_interval(m['ci'])}"
+                       for m in result["models"]), *written]))
     return 0

@@ -126,3 +126,25 @@ def test_leaderboard_console_lines_write_a_name_as_compare_prints_a_run(tmp_path
     models = json.loads((out / "compare.json").read_text(encoding="utf-8"))["models"]
     for m in models:
         assert f"{m['rank']}. {console_name(m['model'] + ' (' + m['run'] + ')')}: " in printed
+
+
+def test_leaderboard_console_lines_tell_apart_candidates_cut_alike(tmp_path, capsys):
+    """Two candidates of one long model path in run folders apart only before the last 99 characters the cut keeps
+    (a sweep's lr-1e-5 and lr-2e-5): their printed labels are told apart by the mark compare.md and compare.html
+    give them (" (#" and 8 hex digits of the whole label's SHA-256), not printed alike."""
+    import hashlib
+
+    from eval.cli import main
+    from eval.scoring.compare import console_name
+
+    tail = "r" * 120
+    runs = [_run(tmp_path / f"lr-1e-5-{tail}", LONG_A, {p: 2.0 for p in range(1, 8)}),
+            _run(tmp_path / f"lr-2e-5-{tail}", LONG_A, {p: 1.0 for p in range(1, 8)}),
+            _run(tmp_path / "c", "C", {p: 0.0 for p in range(1, 8)})]
+    labels = [f"{LONG_A} ({run})" for run in runs[:2]]
+    assert console_name(labels[0]) == console_name(labels[1])  # what the cut alone prints
+    assert main(["compare", *map(str, runs), "--out", str(tmp_path / "board"), "--n-boot", "120"]) == 0
+    printed = capsys.readouterr().out
+    ranked = [line.split(": ", 1)[0].split(". ", 1)[1] for line in printed.splitlines()[:3]]
+    marked = [f"{console_name(label)} (#{hashlib.sha256(label.encode()).hexdigest()[:8]})" for label in labels]
+    assert ranked == [*marked, "C (" + str(runs[2]) + ")"]
