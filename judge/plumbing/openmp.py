@@ -6,8 +6,10 @@ ranks on two cores, the demo) the spinning threads take the cores the others nee
 rows "idle OpenMP threads sleeping" and "judge-train's console script and OpenMP's wait policy"). The Makefile and
 ``tests/conftest.py`` set the same default for what they run; ``judge-train``, ``judge-serve`` and ``judge-eval``
 set it here, first thing in their ``main``, before anything imports torch or vLLM, so a command typed outside
-``make`` runs as the demo does. The processes they start (judge-serve's vLLM engines, the judge-serve a
-``judge-eval run`` starts, a rank under torchrun) inherit it with the rest of the environment.
+``make`` runs as the demo does, and so does ``python -m train.synthetic.cli`` (``judge-train data``'s own main,
+whose dedup stage loads torch). The processes they start (judge-serve's vLLM engines, the judge-serve a
+``judge-eval run`` starts, a rank under torchrun) inherit it with the rest of the environment; slurm/train.sbatch
+exports the same default, for the GRPO vLLM server it starts with ``python3 -c``.
 
 A value already in the environment wins, the empty one included (``OMP_WAIT_POLICY= judge-train ...``: libgomp
 ignores a value it cannot parse, with a warning, and keeps its default).

@@ -79,6 +79,15 @@ def test_each_console_script_sets_passive_before_torch_and_keeps_a_value_already
     assert _probe(module, script, "")["after_main"] == ""  # `OMP_WAIT_POLICY= judge-...`: libgomp's own default
 
 
+def test_the_data_pipelines_module_main_sets_passive_before_torch():
+    """``python -m train.synthetic.cli`` (documented beside ``judge-train data``) is a main of its own, whose dedup
+    stage loads torch through sentence_transformers: it sets the policy first too, and keeps a value set."""
+    unset = _probe("train.synthetic.cli", "train.synthetic.cli", None)
+    assert unset["torch_at_module_import"] is False
+    assert unset["after_main"] == "PASSIVE"
+    assert _probe("train.synthetic.cli", "train.synthetic.cli", "ACTIVE")["after_main"] == "ACTIVE"
+
+
 def test_judge_serves_engines_inherit_the_policy(monkeypatch, tmp_path):
     from serve.config import ServeConfig
     from serve.launch import engine_env

@@ -79,7 +79,8 @@ signal.signal(signal.SIGTERM, on_sigterm)
 Path(os.environ["FAKE_SERVER_PID"]).write_text(str(os.getpid()))
 os.kill(os.getpid(), signal.SIGTERM)
 with open(os.environ["FAKE_READY_FIFO"], "w") as fifo:
-    fifo.write(f"serving {sys.argv[1:]} dev mode {os.environ.get('VLLM_SERVER_DEV_MODE')}\n")
+    fifo.write(f"serving {sys.argv[1:]} dev mode {os.environ.get('VLLM_SERVER_DEV_MODE')} omp "
+               f"{os.environ.get('OMP_WAIT_POLICY')}\n")
 threading.Event().wait()  # serves until killed
 """
 
@@ -145,7 +146,8 @@ def test_the_grpo_server_step_outlives_sigterm_and_is_stopped_when_training_retu
     """The server step gets the SIGTERM Slurm sends every step (preemption, `scontrol requeue`, `scancel`) while the
     trainer finishes its step and saves: a server with vLLM's own SIGTERM handler must keep serving (a `trap ""
     TERM` would not do: the handler replaces SIG_IGN). Once the training step returns, the script stops it (srun's
-    SIGKILL), and the job ends then."""
+    SIGKILL), and the job ends then. It starts with python3 -c, not a console script, and still runs with idle
+    OpenMP threads sleeping (judge.plumbing.openmp), from an environment without the variable."""
     out = tmp_path / "run"
     modules = tmp_path / "modules"
     (modules / "trl" / "scripts").mkdir(parents=True)
@@ -161,12 +163,14 @@ def test_the_grpo_server_step_outlives_sigterm_and_is_stopped_when_training_retu
                      FAKE_READY_FIFO=str(fifo), FAKE_SERVER_SAID=str(tmp_path / "said"),
                      FAKE_SERVER_PID=str(tmp_path / "server_pid"),
                      PYTHONPATH=os.pathsep.join([str(modules), str(REPO)]))  # fmt: skip
+    env.pop("OMP_WAIT_POLICY", None)  # tests/conftest.py sets it for the suite
     proc = _run("train.sbatch", env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     (server_call,) = [line for line in calls.read_text().splitlines() if " --model " in line]
     assert server_call.endswith(" " + " ".join(SERVER_FLAGS))
     said = (tmp_path / "said").read_text()
-    assert said == "serving ['serve', 'Qwen/Qwen3-8B', '--port', '8011', '--max-model-len', '6144'] dev mode 1\n", \
+    assert said == ("serving ['serve', 'Qwen/Qwen3-8B', '--port', '8011', '--max-model-len', '6144'] dev mode 1 "
+                    "omp PASSIVE\n"), \
         proc.stderr
     pid = int((tmp_path / "server_pid").read_text())
     assert not Path(f"/proc/{pid}").exists()  # the script waited for the server step's srun, which reaped it

@@ -212,6 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status."""
+    from judge.plumbing.openmp import idle_threads_sleep
+
+    idle_threads_sleep()  # before the dedup stage's sentence_transformers loads torch (judge.plumbing.openmp)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["data"]:  # called with the whole `judge-train data ...` tail
         argv = argv[1:]
