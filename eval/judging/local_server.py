@@ -86,8 +86,11 @@ class StartWait:
         self.next_report = self.started + every_s
 
     def begin(self) -> None:
+        from judge.plumbing.console_logging import visible
+
+        # --out names the folder: its path as a terminal shows it, whole, so that it can still be opened
         log.info("waiting for the judge server to answer (up to %.0f s, server_timeout_s); its log: %s",
-                 self.timeout_s, self.log_path)
+                 self.timeout_s, visible(self.log_path, sys.maxsize))
 
     def poll(self) -> None:
         now = self.clock()

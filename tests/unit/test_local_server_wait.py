@@ -9,6 +9,7 @@ on orders the events (no real pause).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import types
@@ -101,12 +102,9 @@ def test_a_slow_server_start_is_said_once_then_every_30_s_with_its_logs_last_lin
     ]
 
 
-def test_one_long_pause_is_one_line_and_an_empty_log_is_not_quoted(tmp_path):
-    clock = FakeClock()
-    lines = []
-    (tmp_path / "server.log").write_text("")  # start_process creates it; nothing written yet
-    server = StartingServer(proc=None, command=["judge-serve"], log_path=tmp_path / "server.log", name="s", grace_s=1)
-    waiting = local_server_module.StartWait(server, 900.0, tmp_path / "server.log", clock=clock.monotonic)
+@contextlib.contextmanager
+def _said(lines: list[str]):
+    """The local server's log lines, at INFO, appended to ``lines`` while the block runs."""
     handler = logging.Handler()
     handler.emit = lambda record: lines.append(record.getMessage())
     logger = logging.getLogger("judge_eval.local_server")
@@ -114,6 +112,19 @@ def test_one_long_pause_is_one_line_and_an_empty_log_is_not_quoted(tmp_path):
     old_level = logger.level
     logger.setLevel(logging.INFO)
     try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+
+
+def test_one_long_pause_is_one_line_and_an_empty_log_is_not_quoted(tmp_path):
+    clock = FakeClock()
+    lines = []
+    (tmp_path / "server.log").write_text("")  # start_process creates it; nothing written yet
+    server = StartingServer(proc=None, command=["judge-serve"], log_path=tmp_path / "server.log", name="s", grace_s=1)
+    waiting = local_server_module.StartWait(server, 900.0, tmp_path / "server.log", clock=clock.monotonic)
+    with _said(lines):
         clock.now = 29.0
         waiting.poll()  # not yet
         clock.now = 95.0
@@ -122,8 +133,18 @@ def test_one_long_pause_is_one_line_and_an_empty_log_is_not_quoted(tmp_path):
         waiting.poll()  # the next is due at 120
         clock.now = 120.0
         waiting.poll()
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(old_level)
     assert lines == ["still waiting for the judge server: 95 s of up to 900 s",
                      "still waiting for the judge server: 120 s of up to 900 s"]
+
+
+def test_the_log_path_is_said_as_a_terminal_shows_it(tmp_path):
+    """An ESC sequence or a line break in --out would act on the terminal or forge a line of its own in the "waiting"
+    line: the log's path is written as the other lines write the log's words (``visible``), whole."""
+    from pathlib import Path
+
+    lines = []
+    log_path = Path("runs/x\x1b[31mRED\n[error] forged/server.log")
+    with _said(lines):
+        local_server_module.StartWait(None, 900.0, log_path, clock=FakeClock().monotonic).begin()
+    assert lines == ["waiting for the judge server to answer (up to 900 s, server_timeout_s); its log: "
+                     "runs/x\\x1b[31mRED\\n[error] forged/server.log"]
