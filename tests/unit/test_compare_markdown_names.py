@@ -136,9 +136,9 @@ def test_the_paired_overall_rows_are_named_in_the_words_of_the_other_tables(tmp_
 
 
 def test_compare_markdown_cuts_long_run_names_and_lists_them_in_full(tmp_path):
-    """A run named by a path of 200 characters (a --name or folder) was written whole in every column header and
-    heading of compare.md; each is now cut as the reports cut names (its start and end kept, "…" between), and the
-    whole name is listed once under the first table, inert Markdown, its ``|`` escaped and its line break a space."""
+    """A run named by a path of 200 characters (a --name or folder) is cut in every column header and heading of
+    compare.md as the reports cut names (its start and end kept, "…" between), and the whole name is listed once
+    under the first table, inert Markdown, its ``|`` escaped and its line break a space."""
     from eval.reports.report import md_text
     from eval.scoring.compare import MD_RUN_NAME_CHARS, compare, render_markdown
 

@@ -227,10 +227,11 @@ def test_contract_stage_on_data_without_rationales(tmp_path, capsys, monkeypatch
 
 
 def test_the_demo_compare_draws_enough_resamples_for_its_largest_holm_family(tmp_path, monkeypatch):
-    """`make demo` warned about its own --n-boot: "with --n-boot 200 a cell whose resamples all agree may still read
-    n.s. there" (a table by model of 5 callable cells needs 201). The demo's compare command, read by judge-eval's own
-    parser, draws at least what the warning's check asks of the largest family the sample can make: per test and
-    grouping, the groups holding at least MIN_PAIRED items (a cell with fewer paired units is never callable)."""
+    """`make demo` must not warn about its own --n-boot ("with --n-boot 200 a cell whose resamples all agree may
+    still read n.s. there": a table by model of 5 callable cells needs 201). The demo's compare command, read by
+    judge-eval's own parser, draws at least what the warning's check asks of the largest family the sample can
+    make: per test and grouping, the groups holding at least MIN_PAIRED items (a cell with fewer paired units is
+    never callable)."""
     from collections import Counter
 
     from eval.cli import build_parser

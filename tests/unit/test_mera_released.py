@@ -252,7 +252,7 @@ def test_self_check_on_mera_by_name_judges_by_outputs(offline_cache, tmp_path, c
 
 def test_english_humaneval_is_labelled_in_every_output(tmp_path, capsys, caplog, sandbox_user):
     """--data humaneval-en: metrics.json, run.json, every executions row and the printed line say "not comparable
-    with MERA's ruHumanEval", each line once (the line's name and its data note both said it, the log line too)."""
+    with MERA's ruHumanEval", each line once (the label under the line's name, not again in its data note)."""
     caplog.set_level("INFO", logger="eval.mera")
     out = tmp_path / "run"
     assert cli.main(["ruhumaneval", "--self-check", "--sandbox", "bwrap", "--data", HUMANEVAL_EN, "--limit", "2",

@@ -35,7 +35,7 @@ def _full_list(text: str) -> list[str]:
 
 
 def test_two_runs_compare_markdown_cuts_model_and_judge_names_and_lists_them_in_full(tmp_path):
-    """The heading wrote both model paths whole (300 characters each) and the summary the judge's: each is cut to
+    """Both model paths (300 characters each) in the heading and the judge's in the summary are each cut to
     ``MD_RUN_NAME_CHARS`` characters as a reader sees them, on one line with its "|" escaped, and listed whole once
     under the table."""
     a = _run(tmp_path / "a", "A", {p: 2.0 for p in range(1, 8)})
@@ -79,9 +79,9 @@ def _board(tmp_path: Path) -> tuple[dict, list[str]]:
 
 
 def test_leaderboard_markdown_cuts_candidate_names_and_lists_them_in_full(tmp_path):
-    """A candidate's model path was written whole in each of its table cells (its row, and every other candidate's
-    "not distinguishable from" / "not tested against", and the pairs): cut as compare.md of scored runs cuts a run,
-    the end (its folder) kept, and each listed whole once under the board."""
+    """A candidate's model path, in each of its table cells (its row, and every other candidate's "not
+    distinguishable from" / "not tested against", and the pairs), is cut as compare.md of scored runs cuts a run, the
+    end (its folder) kept, and each is listed whole once under the board."""
     result, labels = _board(tmp_path)
     text = render_leaderboard_markdown(result)
     table_lines = [line for line in text.splitlines() if line.startswith("|") and "---" not in line]
@@ -108,9 +108,9 @@ def test_leaderboard_page_cuts_candidate_names_as_the_other_pages(tmp_path):
 
 
 def test_leaderboard_console_lines_write_a_name_as_compare_prints_a_run(tmp_path, capsys):
-    """judge-eval compare of three rank runs printed each candidate's model whole, an escape sequence and a line
-    break in it acting on the terminal: each is written as ``judge-eval compare`` of scored runs prints a run's name
-    (``eval.scoring.compare.console_name``: escapes made visible, cut at ``NAME_CHARS``)."""
+    """judge-eval compare of three rank runs prints each candidate's model as ``judge-eval compare`` of scored runs
+    prints a run's name (``eval.scoring.compare.console_name``: escapes made visible, cut at ``NAME_CHARS``), so an
+    escape sequence or a line break in it never acts on the terminal and a long path is not printed whole."""
     import json
 
     from eval.cli import main

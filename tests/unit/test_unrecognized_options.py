@@ -226,7 +226,7 @@ def test_closest_option_reads_a_short_form_before_a_typo(flag, meant):
 
 
 def test_judge_train_lr_suggests_learning_rate(capsys):
-    """`judge-train --lr 1e-3` suggested --lora, an option of another meaning."""
+    """`judge-train --lr 1e-3` names --learning-rate, not --lora (the nearest by spelling, of another meaning)."""
     from train.cli import main
 
     with pytest.raises(SystemExit) as exited:
