@@ -212,10 +212,13 @@ def _refuse_trained_head(base_model: str | Path, folder: Path, config: dict[str,
 
 
 def _num_labels(config: dict[str, Any]) -> Any:
-    """A classifier's ``num_labels`` as transformers reads its ``config.json``: ``id2label``'s length, else the
-    ``num_labels`` key, else 2 (the default, which a saved config leaves out)."""
+    """A classifier's ``num_labels`` as transformers 5 reads its ``config.json``: the ``num_labels`` key, which wins
+    over ``id2label`` when both are there (transformers warns that they disagree), else ``id2label``'s length, else 2
+    (the default, which a saved config leaves out)."""
+    if "num_labels" in config:
+        return config["num_labels"]
     id2label = config.get("id2label")
-    return len(id2label) if isinstance(id2label, dict) else config.get("num_labels", 2)
+    return len(id2label) if isinstance(id2label, dict) else 2
 
 
 def build_model(config: RegressionConfig, base_model: str, dtype, pad_token_id: int | None):

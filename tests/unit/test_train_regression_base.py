@@ -93,7 +93,8 @@ def test_the_run_check_refuses_it_before_anything_is_written(tmp_path):
     ({}, 2),  # transformers' default, which a saved config leaves out
     ({"id2label": {"0": "bad", "1": "good", "2": "best"}}, 3),
     ({"num_labels": 2}, 2),
-], ids=["default", "id2label", "num_labels"])
+    ({"id2label": {"0": "bad"}, "num_labels": 3}, 3),  # the num_labels key wins over id2label's length
+], ids=["default", "id2label", "num_labels", "both"])
 def test_a_tied_classifier_of_other_than_one_label_is_refused_before_anything_is_written(tmp_path, labels, said):
     """Its score.weight has a row a label, the recipe's head one: from_pretrained would stop on the shapes with a
     traceback after the run folder is claimed. `judge-train run`'s check refuses it first, in one line."""
@@ -110,6 +111,20 @@ def test_a_tied_classifier_of_other_than_one_label_is_refused_before_anything_is
         f"{said}: its score head has {said} outputs, the recipe's has one, and the weights would not load; pass a "
         "causal checkpoint (the score head then starts anew) or a classifier of num_labels 1")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("labels", [
+    {}, {"id2label": {"0": "a", "1": "b", "2": "c"}}, {"num_labels": 1}, {"num_labels": 2},
+    {"id2label": {"0": "a", "1": "b"}, "num_labels": 1}, {"id2label": {"0": "a"}, "num_labels": 3},
+], ids=["default", "id2label", "one", "two", "two-labels-one-num", "one-label-three-num"])
+def test_the_label_count_is_the_one_transformers_reads(labels):
+    """The check counts a classifier's labels as the installed transformers does, so it refuses exactly the bases
+    whose score head would not load: with both keys in config.json, ``num_labels`` wins over ``id2label``'s length."""
+    from transformers import Qwen2Config
+
+    from train.regression import _num_labels
+
+    assert _num_labels(labels) == Qwen2Config.from_dict({"model_type": "qwen2", **labels}).num_labels
 
 
 def test_build_model_refuses_before_loading_any_weight(tmp_path, monkeypatch):
