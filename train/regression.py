@@ -178,8 +178,8 @@ def _refuse_trained_head(base_model: str | Path, folder: Path, config: dict[str,
       ``Qwen2ForSequenceClassification``'s, has no bias to hold the trained one).
     * Our own regression export (manifest mode ``regression``) or any untied ``*ForSequenceClassification``: it has
       no ``lm_head.weight``; the LM head that writes the rationale would start random.
-    * A tied ``*ForSequenceClassification`` of other than one label (``num_labels``: its ``id2label``'s length, else
-      its ``num_labels``, else transformers' default of 2, which a config does not write): its ``score.weight`` has
+    * A tied ``*ForSequenceClassification`` of other than one label (``num_labels``: its ``num_labels`` key, else its
+      ``id2label``'s length, else transformers' default of 2, which a config does not write): its ``score.weight`` has
       a row a label, which does not fit the recipe's one-output head, and ``from_pretrained`` stops on the shapes
       with a traceback, after the run folder is claimed.
 
