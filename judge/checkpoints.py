@@ -29,7 +29,7 @@ reads them): a reasoning judge served with less room than it learned to think in
 ``names_generator_model`` tells when its arguments make it report another one: judge-serve reports it, judge-eval run
 records and checks it, judge-train card checks a run against its export.
 
-Why one module of ~600 lines: each part reads the same folder and its manifest, and each is read by serving,
+Why one module of ~640 lines: each part reads the same folder and its manifest, and each is read by serving,
 evaluation and training alike; split, the manifest's keys would be spelled in several places.
 """
 
@@ -76,6 +76,7 @@ __all__ = [
     "checkpoint_trained_lengths",
     "WEIGHT_FILES",
     "weight_files",
+    "tensor_names",
     "TOKENIZER_FILES",
     "holds_tokenizer",
     "holds_chat_template",
@@ -502,6 +503,36 @@ WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt", "*.index.json")
 def weight_files(folder: str | Path) -> list[Path]:
     """The weights files (``WEIGHT_FILES``) directly in ``folder``, sorted."""
     return sorted({path for pattern in WEIGHT_FILES for path in Path(folder).glob(pattern) if path.is_file()})
+
+
+def tensor_names(folder: str | Path) -> list[str] | None:
+    """The tensor names a folder's safetensors weights hold: its index's ``weight_map``, else each ``*.safetensors``
+    file's header (only the header is read; a file whose header cannot be read is passed over). None where there is
+    nothing to read: no index and no readable safetensors file (``pytorch_model.bin`` weights), or an index that is
+    no JSON object with a ``weight_map`` mapping."""
+    import struct
+
+    folder = Path(folder)
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return list(weight_map) if isinstance(weight_map, dict) else None
+    names: list[str] | None = None
+    for path in sorted(folder.glob("*.safetensors")):
+        try:
+            with open(path, "rb") as handle:
+                (size,) = struct.unpack("<Q", handle.read(8))
+                if size > 100_000_000:  # no real header is this large: not a safetensors file
+                    continue
+                header = json.loads(handle.read(size))
+        except (OSError, ValueError, struct.error):
+            continue
+        if isinstance(header, dict):
+            names = (names or []) + [name for name in header if name != "__metadata__"]
+    return names
 
 
 #: The files a tokenizer is built from (any one is enough to try): a fast tokenizer's ``tokenizer.json``, a BPE

@@ -55,6 +55,7 @@ from judge.checkpoints import (
     read_manifest,
     resolve_checkpoint,
     weight_files,
+    tensor_names,
 )
 
 __all__ = ["CheckpointLayout", "LayoutError", "resolve_layout", "require_weights", "GENERATOR_SUBFOLDERS",
@@ -186,40 +187,12 @@ def resolve_layout(
     )
 
 
-def _tensor_names(root: Path) -> list[str]:
-    """The tensor names a folder's safetensors weights hold: its index's ``weight_map``, else each
-    ``*.safetensors`` file's header (only the header is read). [] where neither can be read: this is a check on
-    what can be read, and an unreadable folder is the engine's to refuse."""
-    import json
-    import struct
-
-    index = root / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map")
-        except (OSError, ValueError, AttributeError):
-            return []
-        return list(weight_map) if isinstance(weight_map, dict) else []
-    names: list[str] = []
-    for path in sorted(root.glob("*.safetensors")):
-        try:
-            with open(path, "rb") as handle:
-                (size,) = struct.unpack("<Q", handle.read(8))
-                if size > 100_000_000:  # no real header is this large: not a safetensors file
-                    continue
-                header = json.loads(handle.read(size))
-        except (OSError, ValueError, struct.error):
-            continue
-        if isinstance(header, dict):
-            names += [name for name in header if name != "__metadata__"]
-    return names
-
-
 def _refuse_hidden_regression_head(root: Path, archs: list[str]) -> None:
     """A causal-LM config over weights that carry a regression head is a released ``-r`` judge whose
     ``config.json`` was edited (or mixed up): served as seq2seq, its head would be silently dropped by vLLM and
     its verdicts read from a text it was never trained to end with a score."""
-    heads = sorted(name for name in _tensor_names(root) if name.startswith(REGRESSION_HEAD_PREFIX))
+    # an unreadable folder is the engine's to refuse: this is a check on what can be read
+    heads = sorted(name for name in tensor_names(root) or [] if name.startswith(REGRESSION_HEAD_PREFIX))
     if heads:
         raise LayoutError(
             f"{root}: config.json says {archs}, but its weights carry {heads}: that is a released regression judge "

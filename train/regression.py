@@ -262,11 +262,11 @@ def _say_score_head(model, base_model: str) -> None:
     starts anew (the recipe's seeded initialiser); a regression run's own ``trained/`` or ``checkpoint-N`` folder, or a
     tied sequence classifier, holds one, which loads. transformers' load report leaves a new head out (the score head
     class declares it expected), so this line is what says it."""
-    from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
+    from judge.checkpoints import CheckpointNotFound, resolve_checkpoint, tensor_names
 
     archs = ", ".join(str(a) for a in (model.config.architectures or [])) or "no architectures"
     try:  # a hub id is in the cache now: from_pretrained has just read it
-        names = _weight_names(resolve_checkpoint(base_model, allow_download=False))
+        names = tensor_names(resolve_checkpoint(base_model, allow_download=False))
     except CheckpointNotFound:
         names = None
     if names is None:
@@ -278,26 +278,6 @@ def _say_score_head(model, base_model: str) -> None:
     else:
         logger.info("score head: new (%s has none: %s), initialised from the seed; this run trains it (%d -> 1)",
                     base_model, archs, model.config.hidden_size)
-
-
-def _weight_names(folder: Path) -> set[str] | None:
-    """The tensor names a checkpoint folder's safetensors weights hold: its index's ``weight_map``, else each
-    ``*.safetensors`` file's header; None where there are none to read (``pytorch_model.bin`` weights)."""
-    from safetensors import SafetensorError, safe_open
-
-    index = folder / "model.safetensors.index.json"
-    try:
-        if index.is_file():
-            weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map")
-            return set(weight_map) if isinstance(weight_map, dict) else None
-        names: set[str] = set()
-        files = sorted(folder.glob("*.safetensors"))
-        for file in files:
-            with safe_open(str(file), framework="pt") as handle:
-                names.update(handle.keys())
-    except (OSError, ValueError, AttributeError, SafetensorError):
-        return None
-    return names if files else None
 
 
 def training_data(config: RegressionConfig, tokenizer) -> TrainingData:

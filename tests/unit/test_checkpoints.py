@@ -152,3 +152,48 @@ def test_the_refusal_names_the_variable_that_turned_the_hub_off(tmp_path, monkey
         assert str(info.value) == "download of ai-forever/pollux-judge-7b"
     else:
         assert f"({said}). Download it first" in str(info.value)
+
+
+def _safetensors_file(path: Path, names: list[str]) -> None:
+    """A safetensors file of one-element float32 tensors named ``names`` (header, then data), as safetensors writes."""
+    import struct
+
+    header = {name: {"dtype": "F32", "shape": [1], "data_offsets": [4 * i, 4 * i + 4]} for i, name in enumerate(names)}
+    header["__metadata__"] = {"format": "pt"}
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * (4 * len(names)))
+
+
+def test_tensor_names_read_the_index_else_each_header_and_none_without_safetensors(tmp_path):
+    """The one reader of a checkpoint's tensor names (judge-serve's hidden-head check, the regression recipe's
+    score-head line): the index's weight_map when there is one; else each file's header, an unreadable file passed
+    over; None where nothing can be read (bin weights, an index that is no object with a weight_map)."""
+    from judge.checkpoints import tensor_names
+
+    from safetensors import safe_open
+
+    files = tmp_path / "files"
+    files.mkdir()
+    _safetensors_file(files / "model-a.safetensors", ["model.norm.weight", "score.weight"])
+    _safetensors_file(files / "model-b.safetensors", ["lm_head.weight"])
+    (files / "broken.safetensors").write_bytes(b"\x01")
+    with safe_open(str(files / "model-a.safetensors"), framework="pt") as handle:  # the library reads it alike
+        assert sorted(handle.keys()) == ["model.norm.weight", "score.weight"]
+    assert sorted(tensor_names(files)) == ["lm_head.weight", "model.norm.weight", "score.weight"]
+
+    indexed = tmp_path / "indexed"
+    indexed.mkdir()
+    (indexed / "model.safetensors.index.json").write_text(json.dumps(
+        {"weight_map": {"score.weight": "model-00001.safetensors", "lm_head.weight": "model-00002.safetensors"}}))
+    assert sorted(tensor_names(indexed)) == ["lm_head.weight", "score.weight"]
+
+    bin_only = tmp_path / "bin"
+    bin_only.mkdir()
+    (bin_only / "pytorch_model.bin").write_bytes(b"not read")
+    broken_index = tmp_path / "broken-index"
+    broken_index.mkdir()
+    (broken_index / "model.safetensors.index.json").write_text("[1, 2]")
+    only_broken = tmp_path / "only-broken"
+    only_broken.mkdir()
+    (only_broken / "model.safetensors").write_bytes(b"\x01")
+    assert [tensor_names(f) for f in (bin_only, broken_index, only_broken)] == [None, None, None]
