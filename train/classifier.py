@@ -200,6 +200,7 @@ def export_classifier(trainer, result: RunResult, *, tokenizer, probe: Sequence[
 
     from judge.plumbing.atomic_write import staging_dir
     from train.provenance import put_export_in_place, stage_result
+    from train.tokenizer_file import save_tokenizer
 
     export_dir = Path(output_dir) / "export"
     staging = staging_dir(export_dir)
@@ -208,7 +209,7 @@ def export_classifier(trainer, result: RunResult, *, tokenizer, probe: Sequence[
         shutil.rmtree(staging, ignore_errors=True)  # what an export that did not finish left
     trainer.save_model(str(staging))  # gathers ZeRO-3 shards; rank 0 writes
     if rank_zero:
-        tokenizer.save_pretrained(staging)
+        save_tokenizer(tokenizer, staging)
         record_weights_digest(staging)  # before the reload check, which then reads the config.json that ships
         result.export_report = _check_export(staging, trainer.model, tokenizer, probe, dtype)
         result.export_dir = str(export_dir)

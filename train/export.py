@@ -173,7 +173,9 @@ def load_trained(trained_dir: str | Path, model_cls, *, base_model: str, dtype: 
 def _save_tokenizer_and_generation(model, tokenizer, folder: Path) -> None:
     from transformers import GenerationConfig
 
-    tokenizer.save_pretrained(str(folder))
+    from train.tokenizer_file import save_tokenizer
+
+    save_tokenizer(tokenizer, folder)  # tokenizer.json compact: judge-serve and each vLLM engine load it faster
     generation = getattr(model, "generation_config", None) or GenerationConfig()
     eos = generation.eos_token_id
     eos = [] if eos is None else ([eos] if isinstance(eos, int) else list(eos))

@@ -32,6 +32,8 @@ import copy
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from train.tokenizer_file import save_tokenizer
+
 if TYPE_CHECKING:  # heavy imports stay out of module scope (no work at import time)
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen3Config
 
@@ -320,7 +322,7 @@ def build_qwen_tokenizer(
     Qwen2.5-Instruct. The conversion takes about 3 s on one CPU core, so it is not cached.
 
     Args:
-        out_dir: When given, the tokenizer is also written there with ``save_pretrained``.
+        out_dir: When given, the tokenizer is also written there (``train.tokenizer_file.save_tokenizer``).
         added_tokens: ``(token, special)`` pairs given ids 151643, 151644, ... in order (Qwen3 passes
             :data:`QWEN3_ADDED_TOKENS`; see :func:`build_qwen3_tokenizer`).
         chat_template: The Jinja chat template to save with the tokenizer.
@@ -370,7 +372,7 @@ def build_qwen_tokenizer(
         split_special_tokens=False,
     )
     if out_dir is not None:
-        tokenizer.save_pretrained(str(out_dir))
+        save_tokenizer(tokenizer, out_dir)
     return tokenizer
 
 
@@ -445,7 +447,7 @@ def build_tiny_qwen2(
             bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id
         ).save_pretrained(str(out))
 
-    (tokenizer if tokenizer is not None else build_qwen_tokenizer()).save_pretrained(str(out))
+    save_tokenizer(tokenizer if tokenizer is not None else build_qwen_tokenizer(), out)
     return out
 
 
@@ -513,5 +515,5 @@ def build_tiny_qwen3(
         bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id
     )
     model.save_pretrained(str(out), safe_serialization=True)
-    (tokenizer if tokenizer is not None else build_qwen3_tokenizer()).save_pretrained(str(out))
+    save_tokenizer(tokenizer if tokenizer is not None else build_qwen3_tokenizer(), out)
     return out

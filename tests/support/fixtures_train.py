@@ -119,6 +119,7 @@ def overfit_base_dir(tmp_path_factory, qwen_tokenizer) -> Path:
     from transformers import GenerationConfig, Qwen2ForCausalLM
 
     from train.tiny_models import tiny_qwen2_config
+    from train.tokenizer_file import save_tokenizer
 
     config = tiny_qwen2_config("causal")
     config.initializer_range = OVERFIT_INIT_STD
@@ -130,7 +131,7 @@ def overfit_base_dir(tmp_path_factory, qwen_tokenizer) -> Path:
     )
     out = tmp_path_factory.mktemp("overfit-base")
     model.save_pretrained(str(out))
-    qwen_tokenizer.save_pretrained(str(out))
+    save_tokenizer(qwen_tokenizer, out)
     return out
 
 

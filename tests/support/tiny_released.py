@@ -79,12 +79,13 @@ def _finish(out: Path, config_dict: dict[str, Any], config: Any, tokenizer: "Pre
     from transformers import GenerationConfig
 
     from train.tiny_models import build_qwen_tokenizer
+    from train.tokenizer_file import save_tokenizer
 
     (out / "config.json").write_text(json.dumps(config_dict, indent=2) + "\n", encoding="utf-8")
     GenerationConfig(
         bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id
     ).save_pretrained(str(out))
-    (tokenizer if tokenizer is not None else build_qwen_tokenizer()).save_pretrained(str(out))
+    save_tokenizer(tokenizer if tokenizer is not None else build_qwen_tokenizer(), out)
 
 
 def build_released_seq2seq(

@@ -201,6 +201,14 @@ def test_regression_export_is_a_servable_classifier_plus_a_generator(regression_
     assert manifest["mode"] == "regression" and manifest["generator"] == GENERATOR_SUBDIR and manifest["score_head"] == "score"
 
 
+def test_every_export_folder_ships_the_compact_tokenizer_json(trained_seq2seq_dir, trained_regression_dir):
+    """judge-train writes the exports' tokenizer.json on one line with string merges (train/tokenizer_file.py), in the
+    seq2seq export, the regression export and its generator alike; what it loads to is the ids tests above check."""
+    for folder in (trained_seq2seq_dir, trained_regression_dir, trained_regression_dir / GENERATOR_SUBDIR):
+        text = (folder / "tokenizer.json").read_text(encoding="utf-8")
+        assert "\n" not in text and isinstance(json.loads(text)["model"]["merges"][0], str), folder
+
+
 @pytest.mark.parametrize("run_name", ["seq2seq_run", "regression_run"])
 def test_run_json_makes_the_run_reproducible(run_name, seq2seq_run, regression_run):
     """run.json (in the run folder and the export) holds the resolved config, git revision, package versions,
