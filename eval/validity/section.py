@@ -369,6 +369,26 @@ def _alt_coverage(alt: AltTest, overall, dropped: int) -> str:
     return f", over {alt.n_items} of {counted(total, 'item')} ({', '.join(why)})" if alt.n_items < total else ""
 
 
+def _weak_agreement(overall) -> str:
+    """A clause where the split's agreement figures say the judge adds nothing to the experts: the alpha difference's
+    interval (alpha with the judge minus the experts' own) lies below 0, or quadratic kappa against the experts' mode
+    is at or below 0 as shown (two decimals); "" otherwise, or where the figures are absent. The alt-test can pass
+    such a judge: a central answer wins the leave-one-out comparison against noisy experts without reading the
+    answers (docs/validity.md), so its pass alone does not show agreement."""
+    agreement = overall.agreement
+    if agreement is None:
+        return ""
+    said = []
+    high = agreement.alpha_difference_ci[1] if agreement.alpha_difference_ci else None
+    if high is not None and high < 0 and None not in (agreement.alpha_experts, agreement.alpha_with_judge):
+        said.append(f"lowers the experts' agreement (α {agreement.alpha_experts:.2f} → "
+                    f"{agreement.alpha_with_judge:.2f} with the judge)")
+    kappa = agreement.kappa_quadratic
+    if kappa is not None and kappa == kappa and round(kappa, 2) <= 0:
+        said.append(f"agrees with the experts' mode no better than chance (κ {round(kappa, 2) + 0.0:.2f})")
+    return " and ".join(said)
+
+
 def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) -> str:
     """One plain sentence on a split's validity: the alt-test, the ceiling by criterion, leniency, length bias, and
     how many items the judge failed on, when any (``ceiling_failures``: how the ceiling counted them, None: a file
@@ -384,6 +404,7 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
     if not overall.n_items:  # nothing to ask the experts about either: neither their shortfall nor the judge's
         return f"All {left_out}: no validity figures." if left_out else "No items in this split: no validity figures."
     alt = overall.alt_test
+    weak = _weak_agreement(overall)  # said beside the alt-test's verdict, or on its own where there is no pass
     # the judge's failed items the alt-test dropped (under ``loss`` they stay in it, as losses)
     dropped = (alt.n_items_judge_failed or 0) if isinstance(alt, AltTest) and alt.failures == "drop" else 0
     # named where they leave experts untested: the experts scored those items, the judge failed on them
@@ -417,9 +438,12 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
             figures = f"(ω = {_ratio(alt.winning_rate)}, ρ = {_ratio(alt.advantage_probability)})"
             won = f"{alt.n_experts_rejected} of {alt.n_experts_tested} {tested}"
             # "fails ... against 0 of 8 experts" would read as if it lost to none: a failure says what it won.
-            parts.append(f"passes the alternative annotator test against {won} {figures}{coverage}" if alt.passed
+            passes = f"passes the alternative annotator test against {won} {figures}{coverage}"
+            # a pass beside agreement figures that say the judge adds nothing: the same clause, joined by "but"
+            parts.append(f"{passes}, but {weak}" if alt.passed and weak else passes if alt.passed
                          else f"fails the alternative annotator test: it wins against {won}, fewer than half "
                               f"{figures}{coverage}")
+            weak = "" if alt.passed else weak
         if untested:
             under = (f"under {alt.min_items_per_expert} items{' each' if untested != 1 else ''}"
                      if alt.min_items_per_expert is not None else "too few items")
@@ -428,6 +452,8 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
         # with two experts a judge copying one of them wins against both: say what a verdict means
         if alt.n_experts_tested >= needed:
             parts += alt_caveats(alt)
+    if weak:
+        parts.append(f"the judge {weak}")
     verdicts = [c.ceiling.verdict for c in block.by_criterion.values()]
     if any(verdicts):
         # Only a shown closeness counts as inside (``ceiling.verdict``); the rest are said apart, so that "inside on
