@@ -71,7 +71,10 @@
   order: ``[[10, 0, 0], [0, 5, 3], [0, 1, 6]]`` gets no test, the same table with that level last a statistic of 1
   on 2 degrees of freedom (p 0.61), where the test of the two levels that differ is McNemar's
   (3 - 1)^2 / (3 + 1) = 1 on 1 (p 0.32). Here such a level has a zero row and column in ``V`` and drops out of the
-  rank; levels that split into groups no item crosses add each group's own statistic and degrees of freedom.
+  rank; levels that split into groups no item crosses add each group's own statistic and degrees of freedom. The
+  section's overall table pools criteria of both orientations and hands in a Critical item's levels flipped on its
+  scale, as leniency orients its error (``eval.validity.section``): unflipped, a judge one level more generous
+  everywhere moves ordinary criteria's counts up and Critical ones' down, and the two cancel in ``d``.
 """
 
 from __future__ import annotations

@@ -264,10 +264,12 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
           mode: np.ndarray, mean: np.ndarray, pairs: CeilingPairs, classes: np.ndarray, settings: ValiditySettings,
           kind: str, domain: np.ndarray, coded: tuple[agreement_module.CodedCounts, agreement_module.CodedCounts],
           expert_codes: tuple[np.ndarray, np.ndarray] | None, n_missing: int, n_scores: np.ndarray,
-          answers: np.ndarray | None, clusters: np.ndarray | None) -> dict[str, Any]:
+          answers: np.ndarray | None, clusters: np.ndarray | None,
+          rating: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
     """One cell's figures; ``levels`` / ``off_scale``: the judge's levels on / off the items' scales
     (``judge_levels``, ``off_scale_levels``); ``answers``: the analytic intervals' cluster codes, ``clusters``: the
-    bootstraps'."""
+    bootstraps'; ``rating``: each item's scale ends as the judge's levels are read against them (``rating_ends``),
+    those the overall homogeneity table flips a Critical item's levels on."""
     from eval.scoring.bootstrap import cell_rng
 
     judge = table.judge[index]
@@ -292,8 +294,19 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
         coded=(*coded, index), mean=mean[index], clusters=None if clusters is None else clusters[index],
         judge_scores=judge)
     out.update({name: out["agreement"][name] for name in ("alpha_experts", "alpha_with_judge", "kappa_quadratic")})
-    out["marginal_homogeneity"] = marginal_homogeneity(cell_levels, mode[index], domain,
+    judge_side, mode_side, oriented = cell_levels, mode[index], None
+    if kind == "overall" and best_low is not None:
+        # Critical and ordinary criteria pooled: a Critical item's levels flipped on its scale, as leniency orients
+        # its error, so that one level more generous reads the same way on both and the moves add up, not cancel
+        low, high = rating[0][index], rating[1][index]
+        flip = np.asarray(best_low, dtype=bool) & np.isfinite(low) & np.isfinite(high)
+        judge_side = np.where(flip, low + high - judge_side, judge_side)
+        mode_side = np.where(flip, low + high - mode_side, mode_side)
+        oriented = int(flip.sum())
+    out["marginal_homogeneity"] = marginal_homogeneity(judge_side, mode_side, domain,
                                                        None if answers is None else answers[index])
+    if oriented is not None:
+        out["marginal_homogeneity"]["n_items_oriented"] = oriented
     if not out["marginal_homogeneity"]["n"]:  # an empty table is not one whose items all lie on the diagonal
         out["marginal_homogeneity"]["why"] = ("no item has both a judge score on its scale and a unique experts' "
                                               "mode: no table to test")
@@ -586,7 +599,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     common = dict(target=target, levels=levels, off_scale=off_scale, mode=mode, mean=mean, pairs=pairs,
                   classes=classes, settings=settings,
                   coded=_coded_counts(table, levels, values), expert_codes=expert_codes, answers=answers,
-                  n_scores=(~np.isnan(table.experts)).sum(axis=1), clusters=clusters)
+                  n_scores=(~np.isnan(table.experts)).sum(axis=1), clusters=clusters, rating=rating)
     splits: dict[str, Any] = {}
     for split, mask, cells, left_out in plan:
         (_, _, index, domain, n_missing), cells = cells[0], cells[1:]

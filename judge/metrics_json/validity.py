@@ -358,6 +358,10 @@ class MarginalHomogeneity(_SectionRecord):
     df: int | None
     p_value: float | None
     why: str | None = optional_field()
+    # the overall table's items of a Critical criterion (best at the lowest level), their levels read flipped on the
+    # item's scale (low + high - level) as leniency orients them; absent from a criterion's table (one orientation,
+    # its own levels) and from files written before the overall table was oriented
+    n_items_oriented: int | None = optional_field()
 
 
 @dataclass(frozen=True)
