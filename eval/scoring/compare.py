@@ -602,6 +602,15 @@ def _ends_kept(table: item_table.ItemTable, index: np.ndarray) -> np.ndarray:
     return np.full(len(index), kept, dtype=bool)
 
 
+def _readable(table: item_table.ItemTable, index: np.ndarray) -> np.ndarray | None:
+    """Where the item's own scale is readable, so that a score off its ends is out of the paired leniency, as the
+    section leaves it out (elsewhere the ends are the experts' observed range, and the score stays in); None for a
+    table written before it kept its scale ends, whose ends compare takes from the criterion cells (``_scale_ends``)."""
+    if table.scale_low is None or table.scale_high is None:
+        return None
+    return np.isfinite(table.scale_low[index]) & np.isfinite(table.scale_high[index])
+
+
 def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[np.ndarray, np.ndarray]:
     """Each item's scale ends, for the alt-test's levels under ``accuracy`` (``eval.validity.section.alt_test_judge``
     takes the level a score rounds to only where it lies in the item's scale, else the score itself; the caller
@@ -715,7 +724,9 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
                                      measured_a=measured(ta.score_source[ia]) & _ends_kept(ta, ia),
                                      measured_b=measured(tb.score_source[ib]) & _ends_kept(tb, ib),
                                      # the leniency's orientation: the baseline's criteria (the same items)
-                                     best_low=None if ta.best_low is None else ta.best_low[ia]))
+                                     best_low=None if ta.best_low is None else ta.best_low[ia],
+                                     # off the ends is out of the leniency on a readable scale only, as in the section
+                                     readable=_readable(ta, ia)))
     return out
 
 

@@ -18,7 +18,12 @@
   floor allows. A judge score off the item's scale (a verdict of 7 on a 0-2 rubric: the section's
   ``off_scale_levels``) is no rating of it and is left out, as kappa, alpha and the marginal homogeneity table leave it
   out, and counted (``n_judge_off_scale``, beside the failed verdicts, ``n_judge_failed``): kept, a few answers far
-  above the scale made a judge that otherwise matches the experts read lenient.
+  above the scale made a judge that otherwise matches the experts read lenient. That is a readable scale's rule:
+  on an item without one the judge's levels are read against the experts' observed range (the section's
+  ``rating_ends``), and an answer outside it is out of kappa and alpha but stays a signed error here, counted
+  (``n_judge_outside_observed``): a rubric whose experts used only its lower levels says nothing against a judge's
+  answer above them, and left out, a judge answering one level above every expert on half such items read
+  "neither", with kappa over its other answers alone.
 - **Length bias**: the slope of the judge's oriented residual (judge minus the experts' mean) on the log of the
   answer's length in characters (least squares; the interval clustered by answer, ``cluster_slope``: the criteria
   rows of one answer share its length and are not independent), beside the same slope of each
@@ -190,16 +195,20 @@ def _cluster_means(values: list[np.ndarray], clusters: list[np.ndarray | None], 
 
 def leniencies(judge: np.ndarray, expert_mean: np.ndarray, best_low: np.ndarray | None, cells: list[np.ndarray],
                level: float = 0.95, clusters: np.ndarray | None = None,
-               off_scale: np.ndarray | None = None) -> list[dict[str, Any]]:
+               off_scale: np.ndarray | None = None,
+               outside_observed: np.ndarray | None = None) -> list[dict[str, Any]]:
     """``leniency`` of each cell (its items' indices) of one table, the intervals clustered by ``clusters`` (each
     item's answer as a non-negative integer code; None: each item its own answer). ``off_scale``: ``(n,)`` True
-    where the judge's score is no level of the item's scale (module docstring: left out, counted); None: none is.
+    where the judge's score is no level of the item's readable scale (module docstring: left out, counted); None:
+    none is. ``outside_observed``: ``(n,)`` True where an item without a readable scale has the judge's score outside
+    the experts' observed range (module docstring: kept, counted); None: not counted.
 
     Returns:
         Per cell ``n`` (errors), ``mean_signed_error``, ``ci`` and ``direction`` (module docstring: lenient or
         harsh needs at least ``MIN_LENIENCY_N`` answers); with ``off_scale``, ``n_judge_failed`` and
         ``n_judge_off_scale``: the items with an experts' mean whose judge score failed or lies off the scale, out of
-        the errors.
+        the errors; with ``outside_observed``, ``n_judge_outside_observed``: those items with an experts' mean whose
+        judge score lies outside the observed range, in the errors.
     """
     rated = np.isfinite(expert_mean)
     answered = np.isfinite(judge)
@@ -222,6 +231,9 @@ def leniencies(judge: np.ndarray, expert_mean: np.ndarray, best_low: np.ndarray 
             index = np.asarray(index)
             out[-1].update(n_judge_failed=int((rated[index] & ~answered[index]).sum()),
                            n_judge_off_scale=int((rated[index] & off[index]).sum()))
+        if outside_observed is not None:
+            outside = np.asarray(outside_observed, dtype=bool)[np.asarray(index)] & answered[index]
+            out[-1]["n_judge_outside_observed"] = int((rated[index] & outside).sum())
     return out
 
 
@@ -312,8 +324,8 @@ def length_bias(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray |
     experts' mean per item, when the caller has it; ``answers``: ``(n,)`` each item's answer as a non-negative
     integer code, so that the intervals are clustered by answer (``cluster_slope``; the section passes
     ``answer_codes``); None: each item its own answer, the classical interval. ``off_scale``: ``(n,)`` True where
-    the judge's score lies off the item's scale: no rating of it, left out of the judge's slope as leniency leaves it
-    out, and counted.
+    the judge's score lies off the item's scale: no rating of it, left out of the judge's slope as kappa and alpha
+    leave it out, and counted.
 
     Returns:
         ``judge`` {n, slope, ci} (on the items with at least two experts); ``experts``: ``by_expert`` slopes and

@@ -34,8 +34,9 @@ The leniency of a judge is its section's (``eval.validity.bias.leniency``): the 
 mean, oriented so that + is lenient (a Critical criterion's sign flipped, ``best_low``). The two are over the same
 items, those with an experts' mean that both judges scored on the item's scale (``eval.validity.section``'s
 ``off_scale_levels`` against the ends the alt-test reads its levels against): an item either judge failed on, or
-scored off its scale, is left out of both means, as each section leaves its own out, and counted
-(``n_left_out_failed``; of the rest, ``n_left_out_off_scale``). A resample's difference is the ratio of the weighted
+scored off its readable scale, is left out of both means, as each section leaves its own out, and counted
+(``n_left_out_failed``; of the rest, ``n_left_out_off_scale``); a score outside the experts' observed range on an
+item without a readable scale stays a signed error, as in each section (``readable``). A resample's difference is the ratio of the weighted
 sums of the per-item differences and of the items, from the same weights as rho and the gap. A direction (``less
 lenient`` / ``more lenient``) is called only where the interval excludes 0 over at least ``MIN_VERDICT_UNITS`` units
 and from at least ``paired_resamples_to_call`` usable resamples, the floors compare's calls read; else ``n.s.``.
@@ -169,7 +170,7 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
                     clusters: np.ndarray | None = None, ceiling_failures: str = "worst",
                     measured_a: np.ndarray | None = None, measured_b: np.ndarray | None = None,
                     rating_low: np.ndarray | None = None, rating_high: np.ndarray | None = None,
-                    best_low: np.ndarray | None = None) -> dict[str, Any]:
+                    best_low: np.ndarray | None = None, readable: np.ndarray | None = None) -> dict[str, Any]:
     """rho, the ceiling gap and the leniency of judge B against judge A on the same items, with paired bootstrap
     intervals.
 
@@ -198,6 +199,9 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
             ``scale_high``; they are also the ends a judge's score is off the scale against, for the leniency.
         best_low: ``(n,)`` True on a Critical criterion's items (best at its lowest level), whose leniency errors
             flip sign; None: none is.
+        readable: ``(n,)`` True where the item's own scale is readable: only there is a score off the ends out of the
+            leniency; elsewhere the ends are the experts' observed range and such a score stays a signed error, as
+            each section keeps it (``eval.validity.bias.leniencies``); None: every item's ends are its scale's.
 
     Returns:
         ``rho``, ``ceiling_gap`` and ``leniency``, each {``baseline``, ``run``, ``delta`` (run - baseline), ``ci``,
@@ -215,8 +219,9 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
     both = np.isfinite(judge_a) & np.isfinite(judge_b)
     rating = (scale_low if rating_low is None else rating_low, scale_high if rating_high is None else rating_high)
     # before the alt-test's drop blanks the other judge's verdict: the leniency counts each item's own failures
+    on_rubric = np.ones(len(judge_a), dtype=bool) if readable is None else np.asarray(readable, dtype=bool)
     lenient = _leniency_parts(judge_a, judge_b, experts, best_low,
-                              *(np.isfinite(off_scale_levels(j, *rating, m))
+                              *(np.isfinite(off_scale_levels(j, *rating, m)) & on_rubric
                                 for j, m in ((judge_a, measured_a), (judge_b, measured_b))))
     kept = lenient["kept"].astype(float)
     difference = lenient["error_b"] - lenient["error_a"]

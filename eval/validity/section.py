@@ -314,7 +314,8 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
         if table.answer_chars is not None:
             ids = table.expert_ids[index] if table.expert_ids is not None else None
             codes = (expert_codes[0][index], expert_codes[1]) if expert_codes is not None else None
-            # a score off the item's scale is no rating of it: left out of the slope, and counted, as leniency
+            # a score off the item's scale is no rating of it: left out of the slope, and counted, as kappa and
+            # alpha leave it out (leniency keeps one outside an unreadable scale's observed range: a signed error)
             out["length_bias"] = length_bias(judge, experts, ids, table.answer_chars[index], best_low, settings.level,
                                              expert_codes=codes, mean=mean[index], answers=answers[index],
                                              off_scale=np.isfinite(off_scale[index]))
@@ -501,11 +502,25 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
                    else "none of them with a ceiling pair")
         parts.append(f"the judge failed on {failed} item{'s' if failed != 1 else ''} ({how})")
     lenient = overall.leniency
+    # the judge's answers off the items' scales, out of kappa and alpha: named whenever there are any
+    off_scale = agreement.n_items_judge_off_scale if agreement is not None else None
     if lenient.direction != "neither":
-        # over the judge's scores on the scale: its off-scale answers named, as the leniency row names them
-        off = lenient.n_judge_off_scale
+        # over the judge's scores on the scale: its off-scale answers named, here where a file has no count of
+        # them beside kappa's, as the leniency row names them
+        off = 0 if off_scale is not None else lenient.n_judge_off_scale
         off = f"; {counted(off, 'off-scale answer')} left out" if off else ""
         parts.append(f"{lenient.direction} overall ({lenient.mean_signed_error:+.2f}{off})")
+    if off_scale:
+        kept = lenient.n_judge_outside_observed or 0  # None: a file that left them out of leniency too
+        answers = counted(off_scale, "judge answer")
+        if not kept:
+            parts.append(f"{answers} off the scale left out of κ, α and leniency")
+        elif kept >= off_scale:
+            parts.append(f"{answers} outside the experts' observed range (no readable scale) left out of κ and α, "
+                         "kept in leniency")
+        else:
+            parts.append(f"{answers} off the scale left out of κ and α ({kept} of them outside the experts' observed "
+                         "range where no scale is readable, kept in leniency)")
     length = overall.length_bias
     if length is not None and not isinstance(length, Unavailable) and length.flag:
         parts.append(length.flag)
@@ -633,9 +648,16 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     placed = [(block, cell) for block in splits.values()
               for cell in [block["overall"], *block["by_task_type"].values(), *block["by_criterion"].values()]]
     cells = [members for _, _, split_cells, _ in plan for _, _, members, _, _ in split_cells]
-    # a judge score off the item's scale is no rating of it: out of leniency as of kappa and alpha, counted
+    # A judge score off a readable scale is no rating of it: out of leniency as of kappa and alpha, counted. Off an
+    # unreadable one it lies outside the experts' observed range, which says nothing against it: a signed error
+    # needs no scale, so it stays in leniency, counted apart (``bias.leniencies``).
+    readable = np.zeros(len(table), dtype=bool)
+    if table.scale_low is not None and table.scale_high is not None:
+        readable = np.isfinite(table.scale_low) & np.isfinite(table.scale_high)
+    off = np.isfinite(off_scale)
     for (_, cell), result in zip(placed, leniencies(table.judge, mean, table.best_low, cells, settings.level,
-                                                    answers, off_scale=np.isfinite(off_scale))):
+                                                    answers, off_scale=off & readable,
+                                                    outside_observed=off & ~readable)):
         cell["leniency"] = result
     typed = {}
     for split, block in splits.items():  # the statistics' dicts read into the section's types once, here

@@ -343,6 +343,10 @@ class Leniency(_SectionRecord):
     # from files written before the counts, whose leniency took off-scale answers in)
     n_judge_failed: int | None = optional_field()
     n_judge_off_scale: int | None = optional_field()
+    # items with an experts' mean and no readable scale whose judge answer lies outside the experts' observed range
+    # (the ends its levels are read against): out of kappa and alpha, kept in the errors (absent from files written
+    # before they were kept, which counted them in n_judge_off_scale and left them out)
+    n_judge_outside_observed: int | None = optional_field()
 
 
 @dataclass(frozen=True)

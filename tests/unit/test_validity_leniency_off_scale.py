@@ -77,13 +77,14 @@ def test_the_length_row_without_a_slope_still_names_what_it_left_out():
 
 def test_the_sentence_names_the_off_scale_answers_left_out_of_a_direction():
     """The same 40 items, the judge one level above the experts (e + 1, on the scale) on the first 36: errors of +1,
-    the zero-width [1, 1] over 36 answers (at least 10), lenient +1.00; the four 7s are left out and named."""
+    the zero-width [1, 1] over 36 answers (at least 10), lenient +1.00; the four 7s are left out and named once, with
+    the figures they are out of."""
     truth = np.arange(40) % 2.0
     judge = truth + 1
     judge[36:] = 7.0
     block = _block(judge, np.column_stack([truth, truth]))
     assert block.overall.leniency.direction == "lenient"
-    assert "lenient overall (+1.00; 4 off-scale answers left out)" in block.sentence
+    assert "lenient overall (+1.00); 4 judge answers off the scale left out of κ, α and leniency" in block.sentence
 
 
 def test_leniencies_counts_failures_and_off_scale_answers_on_items_with_an_experts_mean():
