@@ -154,13 +154,24 @@ def two_experts_caveat(alt: AltTest) -> str:
 
 def constant_difference_caveat(alt: AltTest) -> str:
     """A clause where every tested expert's differences W_f − W_h are one value on all their items (``alt_test``'s
-    constant-difference rule set each p, no t-test did), "" otherwise: a panel that never disagrees, with a judge
-    that agrees with it, is then "passed" against every expert, as the authors' notebook passes it too, and the
-    sentence says what such a verdict rests on."""
+    constant-difference rule set each p, no t-test did), "" otherwise: the sentence says what such a verdict rests
+    on, and which constant it is. W_f and W_h are 0/1 and never both 0 (a tie counts for both; a failure under
+    ``loss`` is W_f 0, W_h 1), so a constant d of 0 or 1 is a rho of 1 (the judge ties or beats the expert on every
+    item: a panel that never disagrees, with a judge that agrees with it, is "passed" against every expert, as the
+    authors' notebook passes it too) and a constant -1 a rho of 0 (the judge loses every item)."""
     if not alt.experts or not all(r.constant_difference for r in alt.experts):
         return ""
+    lost = sum(r.advantage_probability == 0 for r in alt.experts)
+    kept = len(alt.experts) - lost
+    if not lost:
+        which = "the judge ties or beats every expert on every item"
+    elif not kept:
+        which = "the judge loses to every expert on every item"
+    else:
+        which = (f"the judge ties or beats {kept} of the {len(alt.experts)} on every item and loses to the other "
+                 f"{lost} on every item")
     return ("every tested expert's W_f − W_h is one value on all their items, so each p is the constant-difference "
-            "rule's, no t-test's (the experts and the judge may never disagree there)")
+            f"rule's, no t-test's ({which})")
 
 
 def alt_caveats(alt: AltTest) -> list[str]:
