@@ -35,7 +35,7 @@ __all__ = ["LEFT_OUT_WHY", "PAIRED_LENIENCY", "READING_GUIDE", "RECOMMENDED_EXPE
            "agreement_class_rows",
            "alt_test_line", "ceiling_coverage",
            "compare_html", "compare_rows", "counted", "html_blocks", "html_table", "lead_html", "lead_lines",
-           "left_out_criteria", "markdown_lines", "paired_rows", "signed", "two_experts_caveat",
+           "left_out_criteria", "length_flag_text", "markdown_lines", "paired_rows", "signed", "two_experts_caveat",
            "constant_difference_caveat", "alt_caveats"]
 
 
@@ -312,12 +312,26 @@ def _length_text(length: LengthBias | Unavailable | None) -> str:
         # (``bias.MIN_SLOPE_ANSWERS``; the file counts the items, not the answers)
         unflagged = (f"not flagged (a flag needs the interval outside the experts', over {MIN_SLOPE_ANSWERS} "
                      f"answers{_CLUSTERS})")
-        return f"{judge}; experts {_num(low, 3)} to {_num(high, 3)}: {length.flag or unflagged}"
+        shown = length_flag_text(length.flag) if length.flag else unflagged
+        return f"{judge}; experts {_num(low, 3)} to {_num(high, 3)}: {shown}"
     if isinstance(length, LengthBias):  # fitted, but no slope (``bias.cluster_slope``)
         left_out = _left_out(None, length.n_judge_failed, length.n_judge_off_scale)
         return ("no judge slope: fewer than 3 answers with a judge score on the scale and two experts or more, or one "
                 f"length for all{_CLUSTERS}{left_out}")
     return (length.why if isinstance(length, Unavailable) else "") or "—"
+
+
+def length_flag_text(flag: str) -> str:
+    """A length flag (``bias.length_bias``'s ``flag``) as the sentence and the report's row say it: a slope of the
+    judge's residual, with the confound that residual carries (``bias``' "What the residual's slope confounds": a
+    judge that tracks quality less than the experts gets minus the experts' mean's own slope on length), so that it
+    reads as no claim about length beyond that; a value this toolkit does not write is shown as it is."""
+    side = {"harsh on long answers": ("below", "better"), "lenient on long answers": ("above", "worse")}.get(flag)
+    if side is None:
+        return flag
+    return (f"{flag} as a residual slope (its score minus the experts' mean, on log length, {side[0]} every "
+            f"expert's; a judge that tracks quality less than the experts reads so where longer answers are "
+            f"{side[1]}: read it beside κ and α)")
 
 
 def _judge_left_out(agreement) -> list[str]:

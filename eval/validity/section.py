@@ -92,7 +92,8 @@ from eval.validity.bias import answer_codes, length_bias, leniencies, marginal_h
 from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference, measured
 from eval.validity.ceiling import ceiling_resamples, scale_ends
 from judge.scales import MAX_LEVELS
-from eval.validity.render import LEFT_OUT_WHY, alt_caveats, ceiling_coverage, counted, left_out_criteria, signed
+from eval.validity.render import LEFT_OUT_WHY, alt_caveats, ceiling_coverage, counted, left_out_criteria
+from eval.validity.render import length_flag_text, signed
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
 
 __all__ = ["ValiditySettings", "alt_test_judge", "item_scale_ends", "judge_levels", "off_scale_levels",
@@ -523,7 +524,7 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
                          "range where no scale is readable, kept in leniency)")
     length = overall.length_bias
     if length is not None and not isinstance(length, Unavailable) and length.flag:
-        parts.append(length.flag)
+        parts.append(length_flag_text(length.flag))
     if left_out:
         parts.append(left_out)
     text = "; ".join(parts)
