@@ -23,7 +23,7 @@ their items.parquet under the baseline's (``_on_one_vc_draw``). Each test's fail
 both runs predicted and called by McNemar's exact test (``_paired_failures``): a delta over the items both scored
 says nothing of the items one judge failed on.
 
-Why one module of ~1,369 lines: the pairing and compare.md read the same rules, which reference each side of a
+Why one module of ~1,400 lines: the pairing and compare.md read the same rules, which reference each side of a
 metric is against (``_reference``, ``spearman_target``), when a delta may be called and how runs are named apart;
 apart, compare.md would restate what the comparison computed.
 """

@@ -1,6 +1,6 @@
 """The ``validity`` section of ``metrics.json``: can this judge stand in for an expert, and where is it biased?
 
-Why one module of ~600 lines: the rules below (which items every figure covers, how a judge's score becomes a level)
+Why one module of ~670 lines: the rules below (which items every figure covers, how a judge's score becomes a level)
 hold for every cell at once, and the per-table precomputations that carry them feed every cell; split, each half
 would restate them.
 

@@ -1,7 +1,7 @@
 """The typed ``validity`` section of ``metrics.json``: what ``eval.validity.section`` writes and the reports and
 ``judge-eval compare`` read (``eval.validity.render``, ``eval.scoring.compare``).
 
-Why one module of ~620 lines: it is one file's schema, every record of which reads and writes by the same rules
+Why one module of ~630 lines: it is one file's schema, every record of which reads and writes by the same rules
 (nulls kept, counts checked, the file named in errors); split, a record's rules would live apart from its section's.
 
 The statistics (``alt_test``, ``ceiling``, ``agreement``, ``bias``) return JSON-ready dicts, pinned by their own
