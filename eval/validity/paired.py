@@ -37,7 +37,8 @@ items, those with an experts' mean that both judges scored on the item's scale (
 scored off its readable scale, is left out of both means, as each section leaves its own out, and counted
 (``n_left_out_failed``; of the rest, ``n_left_out_off_scale``); a score outside the experts' observed range on an
 item without a readable scale stays a signed error, as in each section (``readable``). A resample's difference is
-the ratio of the weighted sums of the per-item differences and of the items, from the same weights as rho and the gap. A direction (``less
+the ratio of the weighted sums of the per-item differences and of the items, from the same weights as rho and the
+gap. A direction (``less
 lenient`` / ``more lenient``) is called only where the interval excludes 0 over at least ``MIN_VERDICT_UNITS`` units
 and from at least ``paired_resamples_to_call`` usable resamples, the floors compare's calls read; else ``n.s.``.
 Less lenient is not better by itself: a harsh baseline's "less lenient" run is harsher still (leniency is best near
