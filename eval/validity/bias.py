@@ -22,7 +22,7 @@
   on an item without one the judge's levels are read against the experts' observed range (the section's
   ``rating_ends``), and an answer outside it is out of kappa and alpha but stays a signed error here, counted
   (``n_judge_outside_observed``): a rubric whose experts used only its lower levels says nothing against a judge's
-  answer above them, and left out, a judge answering one level above every expert on half such items read
+  answer above them, and left out, a judge answering one level above every expert on half such items would read
   "neither", with kappa over its other answers alone.
 - **Length bias**: the slope of the judge's oriented residual (judge minus the experts' mean) on the log of the
   answer's length in characters (least squares; the interval clustered by answer, ``cluster_slope``: the criteria
