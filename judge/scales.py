@@ -6,6 +6,11 @@ levels on one line (``0: плохо; 1: средне; 2: хорошо``), text t
 ``from 1 to 10``), alone or before level lines that write only its ends (``Оцените от 1 до 5.`` then ``1: плохо``
 and ``5: отлично``: the scale 1..5), or a mapping from level to description, possibly nested by language (``{"ru":
 {"0": ...}, "en": {...}}``). ``scale_of`` reads all of them into one ``Scale``.
+
+Why one module of ~525 lines: every shape above is read with one set of level patterns and refused in one wording
+(a level that is no integer reads alike from a mapping's key and a text's line), and the panel-mode helpers at the
+end are the few lines that other modules share with the scale; split, the patterns and the refusals would drift
+apart between the readers.
 """
 
 from __future__ import annotations
@@ -144,6 +149,13 @@ _LEVEL_LINE = re.compile(
     r"^([\s\u200b\u200c\u200d\u2060\ufeff]*+)(?:[-–—+]\s++|[*•]\s*+)?\**+\s*+((?:[-–—+]|\u2212\s*+)?\d+)\s*+\**+\s*+"
     r"(:|-|–|—|\.|\))(?!\d)"
 )
+# A line written as a level line but with a decimal number ("0.5: частично", "0,5 - частично"): no level, and read as
+# text it would join the level above it (_refuse_decimal_levels). The separator may not touch a digit, so a range
+# ("0.5-1.5 балла") or a section number ("1.5.2 раздел") is text.
+_DECIMAL_LEVEL_LINE = re.compile(
+    r"^([\s\u200b\u200c\u200d\u2060\ufeff]*+)(?:[-–—+]\s++|[*•]\s*+)?\**+\s*+((?:[-–—+]|\u2212\s*+)?\d++[.,]\d++)"
+    r"\s*+\**+\s*+(:|-|–|—|\.|\))(?!\d)"
+)
 # A level's separator, by kind: lines of one kind make one list.
 _SEPARATOR_KIND = {":": "N:", "-": "N -", "–": "N -", "—": "N -", ".": "N.", ")": "N)"}
 # "N:" and "N -" are how rubrics write their levels (the taxonomy's are all "N: ..."); "N." and "N)" are also how
@@ -196,6 +208,11 @@ def _level(written: str) -> int:
     return int(written)
 
 
+def _not_an_integer(written: str) -> ScaleError:
+    """The refusal of a level that is no integer, one wording for a rubric mapping's key and a rubric text's line."""
+    return ScaleError(f"rubric level {written[:20]!r} is not an integer (ASCII digits, an optional sign)")
+
+
 def _capped(levels) -> tuple[int, ...]:
     distinct = tuple(sorted(set(levels)))
     if len(distinct) > MAX_LEVELS:
@@ -227,7 +244,7 @@ def _levels_from_keys(keys) -> tuple[int, ...]:
     for key in keys:
         written = str(key).strip().replace("\u2212", "-")  # the typographic minus, as in level lines
         if not re.fullmatch(r"[+-]?[0-9]+", written):
-            raise ScaleError(f"rubric level {written[:20]!r} is not an integer (ASCII digits, an optional sign)")
+            raise _not_an_integer(written)
         level = _level(written)
         if level in keys_of:
             raise ScaleError(f"rubric levels {keys_of[level][:20]!r} and {str(key)[:20]!r} are both level {level}: "
@@ -258,6 +275,28 @@ def _level_like_lines(text: str) -> list[_Line]:
             indent = len(match.group(1).translate(_DROP_INVISIBLE).expandtabs(4))
             lines.append(_Line(index, indent, number, signed and written[0] != "\u2212", _SEPARATOR_KIND[match.group(3)]))
     return lines
+
+
+def _refuse_decimal_levels(text: str, lines: list[_Line]) -> None:
+    """Refuses a decimal written as a level line ("0.5: частично" among "0: / 1:"), as a rubric mapping's key "0.5"
+    is refused: a level is an integer, and read as text the line would join the level above it ("0 / 0,5 / 1" read as
+    the flag {0, 1}, whose every 0.5 verdict fails). Only a line of a separator kind the integer level lines use, and
+    not indented deeper than they are, counts: deeper, or of another kind, it is a level's text.
+
+    Raises:
+        ScaleError: naming the decimal as written.
+    """
+    outer: dict[str, int] = {}
+    for line in lines:
+        outer[line.kind] = min(outer.get(line.kind, line.indent), line.indent)
+    for line in text.splitlines():
+        match = _DECIMAL_LEVEL_LINE.match(line)
+        if match is None:
+            continue
+        kind = _SEPARATOR_KIND[match.group(3)]
+        indent = len(match.group(1).translate(_DROP_INVISIBLE).expandtabs(4))
+        if kind in outer and indent <= outer[kind]:
+            raise _not_an_integer(re.sub(r"^[–—\u2212]\s*", "-", match.group(2)))
 
 
 def _kinds(kinds) -> str:
@@ -322,7 +361,9 @@ def _level_list(text: str) -> tuple[list[int], int] | None:
         ScaleError: naming why, when which lines are the levels is unclear.
     """
     by_kind: dict[str, list[_Line]] = {}
-    for line in _level_like_lines(text):
+    level_like = _level_like_lines(text)
+    _refuse_decimal_levels(text, level_like)
+    for line in level_like:
         by_kind.setdefault(line.kind, []).append(line)
     lists = {kind: lines for kind, lines in by_kind.items() if len(lines) >= 2}
     if not lists:
@@ -418,7 +459,7 @@ def scale_of(rubrics: str | Mapping) -> Scale:
 
     Raises:
         ScaleError: when no scale can be read, which lines are the levels is unclear (the message says why and
-            which layouts are read), a range stated before them contradicts them, or the scale has fewer than two levels ("от 2 до 2"), more than
+            which layouts are read), a range stated before them contradicts them, a level line is written as a decimal ("0.5: ..."), or the scale has fewer than two levels ("от 2 до 2"), more than
             ``MAX_LEVELS`` levels (or levels spanning more points) or a level written with more than
             ``MAX_LEVEL_DIGITS`` digits.
     """
