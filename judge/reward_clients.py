@@ -18,7 +18,8 @@ reward by ``judge.rewards.reward_of``, answers ``None`` for every judged sample 
 5xx, a timeout, no connection) after the retry policy's tries (a sample with nothing to judge still gets
 ``empty_answer``), logs a warning counting the samples left without a reward, and, when trl passes them, logs the
 judge's rationales as a completions-table column (``log_extra``) and the failure count, of it the judgments
-judge-serve's engine refused (``engine_refusals``), and the latency as metrics (``log_metric``). A sample whose own body
+judge-serve's engine refused (``engine_refusals``), the latency, and the counts of empty answers and closed gates as
+metrics (``log_metric``). A sample whose own body
 is over ``max_body_bytes`` is not sent: each of its criteria fails (``context_length_exceeded``), valued by the rule's
 ``on_failure``, as judge-serve values an answer too long for the judge. A request judge-serve refuses (a 4xx other than
 408/409/429: a wrong key or URL, a malformed sample) raises ``RewardRequestRefused``: retrying cannot mend it, and the
@@ -1026,6 +1027,10 @@ def trl_reward_function(
         for i, r in cut_rewards.items():
             values[i] = _value(r, client.rule)
             rationales[i] = " | ".join(_verdict_text(c) for c in r.criteria)
+        # counted as /get_reward's judge_empty_answer and judge_gate_closed count them: a policy that leaves its
+        # <think> open is rewarded empty_answer, and only this count says why
+        empty = sum(not s.answer for i, s in enumerate(samples) if i not in cut_rewards)
+        gate_closed = sum(bool(r is not None and r.gate_closed) for r in (*judged, *cut_rewards.values()))
         missing = sum(value is None for value in values)
         if missing:
             # trl makes None a NaN: this function's mean leaves the sample out, but beside another reward function
@@ -1047,6 +1052,8 @@ def trl_reward_function(
             log_metric(f"{name}/failed_requests", float(failed_requests))
             log_metric(f"{name}/latency_s", latency)
             log_metric(f"{name}/cut_completions", float(len(cut_rewards)))
+            log_metric(f"{name}/empty_answers", float(empty))
+            log_metric(f"{name}/gate_closed", float(gate_closed))
         return values
 
     reward.__name__ = reward.__qualname__ = name
