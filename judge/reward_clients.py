@@ -25,9 +25,10 @@ is over ``max_body_bytes`` is not sent: each of its criteria fails (``context_le
 408/409/429: a wrong key or URL, a malformed sample) raises ``RewardRequestRefused``: retrying cannot mend it, and the
 same sample would fail every step. For the same reason the first call first asks judge-serve's ``GET /v1/models``
 (``JudgeRewardClient.first_contact``): a URL nothing answers at raises ``EndpointUnusable`` naming it, rather than a
-``None`` for every sample of every step. Given ``end_token_ids``, a completion whose ``completion_ids`` end in none of
-them (trl's own test of a completion its ``max_completion_length`` cut) is not sent either: ``/v1/judge`` items carry no
-"cut" flag, and a cut answer judged as it stands is rated as a whole one. Each of its criteria fails (``cut``), valued
+``None`` for every sample of every step; one that stops answering later (every request of ``max_failed_calls``
+calls in a row failed after the retries) raises ``EndpointUnusable`` too. Given ``end_token_ids``, a completion
+whose ``completion_ids`` end in none of them (trl's own test of a completion its ``max_completion_length`` cut) is
+not sent either: ``/v1/judge`` items carry no "cut" flag, and a cut answer judged as it stands is rated as a whole one. Each of its criteria fails (``cut``), valued
 by the rule's ``on_failure``, and the count goes to the metric ``<name>/cut_completions``.
 
 The instruction is the prompt's last user turn (conversational, its content a string or trl's list of typed parts,
@@ -76,7 +77,7 @@ variable ``api_key_env`` names). A refusal (``RewardRequestRefused``) carries ju
 ``items[k]`` named as the caller's sample, ``samples[i]``: the i-th sample given (trl: the i-th prompt and completion
 of the generation batch), whichever request it went in.
 
-Why one module of ~1,200 lines: the trl and verl adapters are thin over one client (the request, its splitting under
+Why one module of ~1,270 lines: the trl and verl adapters are thin over one client (the request, its splitting under
 judge-serve's bounds, the retry policy, the refusal's mapping back to the caller's samples); apart, each adapter
 would import the other's private request code, and a reader of one framework's reward would read two files.
 """
@@ -99,8 +100,9 @@ from typing import Any, Callable
 from judge.plumbing.console_logging import visible
 from judge.plumbing.json_reading import (JSON_REFUSALS, counted, json_or_none, unreadable_answer, unreadable_json,
                                         value_words)
-from judge.plumbing.retry import (DEFAULT_WAIT_BUDGET_S, GenerationAborted, RetryPolicy, is_transient, list_models,
-                                  retry_stop_said, retryable_status, server_message)
+from judge.plumbing.retry import (DEFAULT_WAIT_BUDGET_S, EndpointUnusable, GenerationAborted, RetryPolicy,
+                                  failure_said, is_transient, list_models, retry_stop_said, retryable_status,
+                                  server_message)
 from judge.rewards import (CriterionReward, FailedVerdictsWatch, Reward, RewardRule, completion_text, content_text,
                            cut_completions, engine_refusals, failures_by_criterion, label_criterion, policy_answer,
                            prompt_opens_reasoning, reward_of)
@@ -111,7 +113,8 @@ __all__ = ["RewardSample", "judge_request_body", "rewards_from_response", "Judge
            "compute_score", "compute_score_async", "sample_from_verl", "DEFAULT_TIMEOUT_S", "DEFAULT_MAX_ITEMS",
            "DEFAULT_MAX_JUDGMENTS", "DEFAULT_MAX_BODY_BYTES", "DEFAULT_VERL_CONCURRENCY", "request_chunks",
            "encoded_body", "TASK_FIELDS", "CONNECT_TIMEOUT_S", "request_timeout", "RewardRequestRefused", "CUT_REASON",
-           "label_criteria", "VERL_EXTRA_KWARGS", "METRIC_SLASH", "failures_by_metric_key"]
+           "label_criteria", "VERL_EXTRA_KWARGS", "METRIC_SLASH", "failures_by_metric_key",
+           "DEFAULT_MAX_FAILED_CALLS"]
 
 log = logging.getLogger("judge.reward_clients")
 
@@ -874,6 +877,24 @@ def _end_token_ids(end_token_ids: Sequence[int | None] | None) -> frozenset[int]
     return frozenset(int(token) for token in ids if token is not None)
 
 
+#: How many ``trl_reward_function`` calls in a row, every request of each failed after the retries, stop training:
+#: one failed call is a blip the retries did not ride out, three are a judge-serve gone (about three steps lost).
+DEFAULT_MAX_FAILED_CALLS = 3
+
+
+def _judge_gone(url: str, calls: int, last: BaseException) -> EndpointUnusable:
+    """The stop of a run whose judge-serve failed every request of ``calls`` calls in a row, ``last`` the last
+    failure (its status kept)."""
+    status = getattr(getattr(last, "response", None), "status_code", None)
+    error = EndpointUnusable(
+        f"judge-serve at {url} failed every request of {calls} reward calls in a row, each after the retry policy's "
+        f"tries (last {failure_said(last)}): from here on every judged sample would get None (no reward) at every "
+        f"step; check judge-serve (its /health and log) and resume from the last checkpoint "
+        f"(max_failed_calls={calls})", status if isinstance(status, int) else None)
+    error.__cause__ = last
+    return error
+
+
 def trl_reward_function(
     url: str,
     *,
@@ -891,6 +912,7 @@ def trl_reward_function(
     max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
     name: str = "pollux_judge",
     end_token_ids: Sequence[int] | None = None,
+    max_failed_calls: int = DEFAULT_MAX_FAILED_CALLS,
 ) -> Callable[..., Any]:
     """An async trl reward function over judge-serve (the module docstring says what it reads and logs).
 
@@ -921,25 +943,33 @@ def trl_reward_function(
             (``cut``), valued by the rule's ``on_failure`` (``/v1/judge`` items carry no "cut" flag: judged, its
             cut text would be rated as a whole answer). None: cut completions cannot be told and are judged as
             they stand (a warning says so once, at the first call given ``completion_ids``).
+        max_failed_calls: how many calls in a row in which every request sent failed after the retries stop
+            training (``EndpointUnusable`` naming the URL), 1 or more (default ``DEFAULT_MAX_FAILED_CALLS``): a
+            judge-serve that died after the first contact would otherwise give None at every step. A call with an
+            answer between starts the count again; a call that sent nothing (only empty or cut answers) leaves it.
 
     Raises:
         ValueError: a bound that is no bound (``timeout_s`` and ``max_body_bytes`` as ``JudgeRewardClient``; a
-            ``max_items`` or ``max_judgments`` that is no whole number of at least 1), naming it, when built.
+            ``max_items``, ``max_judgments`` or ``max_failed_calls`` that is no whole number of at least 1), naming
+            it, when built.
     """
     import asyncio
 
     _check_count(max_items, "max_items", 1, "samples per request")
     _check_count(max_judgments, "max_judgments", 1, "(sample, criterion) judgments per request")
+    _check_count(max_failed_calls, "max_failed_calls", 1, "calls in a row whose every request failed")
     client = JudgeRewardClient(url, rule=rule, api_key_env=api_key_env, model=model, timeout_s=timeout_s, retry=retry,
                                max_body_bytes=max_body_bytes)
     fixed = _criteria(criteria, "criteria") if criteria is not None else None
     ends = _end_token_ids(end_token_ids)
     warned_blind = contacted = False
     watch = FailedVerdictsWatch()
+    failed_calls = 0  # calls in a row in which every request sent failed after the retries
+
 
     async def reward(prompts, completions, completion_ids=None, log_extra=None, log_metric=None,
                      **columns) -> list[float | None]:
-        nonlocal warned_blind, contacted
+        nonlocal warned_blind, contacted, failed_calls
         _check_columns(columns, criteria_column if fixed is None else None, instruction_column, reference_column)
         _check_lengths(prompts, completions, columns,
                        (criteria_column if fixed is None else None, instruction_column, reference_column))
@@ -1024,6 +1054,11 @@ def trl_reward_function(
                 failures += r.failed if r is not None else 0
                 refused += engine_refusals(r)
                 rationales.append(" | ".join(_verdict_text(c) for c in r.criteria) if r is not None else "(empty answer)")
+        sent = [answer for chunk, answer in zip(chunks, answers) if any(s.answer for s in chunk)]
+        if sent:
+            failed_calls = failed_calls + 1 if all(isinstance(a, BaseException) for a in sent) else 0
+        if failed_calls >= max_failed_calls:
+            raise _judge_gone(client.url, max_failed_calls, sent[-1])
         for i, r in cut_rewards.items():
             values[i] = _value(r, client.rule)
             rationales[i] = " | ".join(_verdict_text(c) for c in r.criteria)
