@@ -18,9 +18,9 @@ label is checked in full (its fields, criteria names, task and rubric scales) be
 sample has an answer to judge: one label gets one answer.
 
 **The answer** (``answer_of``): the query minus its prompt, or minus the tail of it that OpenRLHF kept when it cut a
-long prompt from the left, compared in NFC when the tokenizer gave the prompt back composed, and last on the
+long prompt from the left, compared in NFC when the tokenizer gave the prompt back composed, and on the
 characters other than whitespace when it gave the prompt back spaced otherwise (``clean_up_tokenization_spaces``, a
-SentencePiece decoder's space after ``<s>``); a query that starts with none of these is refused naming ``query[i]``.
+SentencePiece decoder's space after ``<s>``): the whole prompt, and last a tail of it; a query that starts with none of these is refused naming ``query[i]``.
 Then ``judge.rewards.policy_answer``'s rule: cut where the turn ends (an end-of-turn token, ``END_OF_TURN_MARKERS``,
 followed only by padding, more markers or the next turn: a ``</s>`` or ``<eos>`` with the answer's text after it is
 that text), and after the ``</think>`` closing a reasoning block that the prompt's end or the output's start opened
@@ -63,7 +63,7 @@ the plain route is refused (401, naming ``/get_reward/<reward key>``). The key i
 uvicorn's access log. A refusal (a 400 naming its field; a 401, at most one line a minute) is logged as a warning
 too: OpenRLHF never reads the body of an answer it cannot use.
 
-Why one module of ~785 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
+Why one module of ~810 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
 (the answer in the query, the labels, the key, the deadline, the journal) each serve only it, and apart a reader of
 one refusal would follow the body through several files.
 """
@@ -171,16 +171,17 @@ def answer_of(query: str, prompt: str) -> str | None:
     before ``. , ? ! '`` ("там ?" comes back "там?"), a SentencePiece decoder adds one after a special token
     ("<s>[INST]" comes back "<s> [INST]"). Where the whole prompt does not match as sent, the query and the whole
     prompt are compared on their characters other than whitespace (``_spaced_response``), before any tail of the
-    prompt is tried.
+    prompt is tried. Last, a prompt both cut and spaced otherwise: the longest tail compared on those characters
+    (``_spaced_tail_response``).
 
     Returns:
         The answer ("" when there is nothing to judge), or None when ``query`` starts with neither ``prompt`` nor
-        a tail of it, as sent or in NFC, nor with the prompt's characters spaced otherwise.
+        a tail of it, as sent or in NFC, nor with the characters of either spaced otherwise.
     """
     response = None
     # The whole prompt before any tail of it (a prompt whose start comes back at its end would otherwise match as a
     # tail of itself, its middle taken for the answer); exact before spacing-blind
-    for match in (_whole_response, _spaced_response, _tail_response):
+    for match in (_whole_response, _spaced_response, _tail_response, _spaced_tail_response):
         response = match(query, prompt)
         if response is None:
             response = _nfc_response(query, prompt, match)
@@ -252,9 +253,29 @@ def _spaced_response(query: str, prompt: str) -> str | None:
     return query[end.end():]
 
 
+def _spaced_tail_response(query: str, prompt: str) -> str | None:
+    """What follows the longest tail of ``prompt`` at the start of ``query`` when both are compared on their
+    characters other than whitespace (a suffix of ``query``): a prompt OpenRLHF cut from the left whose decoding also
+    dropped or added spaces. ``_tail_response`` on the two texts without whitespace, so with its bounds (at least
+    ``MIN_PROMPT_TAIL`` characters in common, a linear search over at most ``MAX_TAIL_SEARCH`` of them), then the
+    tail's length carried back to the query by the possessive pass ``_spaced_response`` uses; None when the query
+    starts with no such tail."""
+    bare_query = _bare(query)
+    body = bare_query.lstrip("\ufffd")
+    rest = _tail_response(body, _bare(prompt))
+    if rest is None:
+        return None
+    kept = len(bare_query) - len(rest)  # the replacement characters and the tail, whitespace aside
+    if not kept:
+        return None
+    end = re.match(r"(?:\s*+\S){%d}" % kept, query)
+    return query[end.end():] if end is not None else None
+
+
 def _nfc_response(query: str, prompt: str,
                   match: Callable[[str, str], str | None] = _tail_response) -> str | None:
-    """``match`` (``_whole_response``, ``_spaced_response`` or ``_tail_response``) with the query and the prompt both in NFC, given back as
+    """``match`` (``_whole_response``, ``_spaced_response``, ``_tail_response`` or ``_spaced_tail_response``) with
+    the query and the prompt both in NFC, given back as
     the query's own characters where they are the same text (only the prompt's form differed: the usual case, the
     policy's output decoded as it was sampled), else in NFC; None when they do not match in NFC either."""
     nfc_query, nfc_prompt = unicodedata.normalize("NFC", query), unicodedata.normalize("NFC", prompt)
