@@ -116,6 +116,11 @@ def _bearer_token_problem(key: str, in_path: bool = False) -> str | None:
         # "." and ".." are dot-segments, which clients and proxies resolve away (RFC 3986, Section 5.2.4)
         return ("the key is only dots, a path segment URL clients resolve away (RFC 3986, Section 5.2.4: "
                 "/get_reward/.. is /); choose letters, digits and -._~ (secrets.token_urlsafe)")
+    if in_path and key.lower().endswith(".py"):
+        # OpenRLHF loads a --reward.remote_url that ends in ".py" as a reward-function file (openrlhf/utils/agent.py,
+        # endswith(".py")), and the trainer fails at start. Any case: a random key loses nothing by it.
+        return ("the key ends in .py, and OpenRLHF loads a --reward.remote_url ending so as a Python file "
+                "(openrlhf/utils/agent.py); choose letters, digits and -._~ (secrets.token_urlsafe) not ending in .py")
     return None
 
 

@@ -391,17 +391,24 @@ def test_constrained_decoding_with_an_integer_judge_is_refused_at_start(tmp_path
     (".", "the key is only dots"),
     ("..", "the key is only dots"),
     ("...", "the key is only dots"),
+    ("Zx81kq0Pq9w3m4n5b6v7.py", r"the key ends in \.py, and OpenRLHF loads a --reward\.remote_url ending so as a "
+                                r"Python file \(openrlhf/utils/agent\.py\); choose letters, digits and -\._~ "
+                                r"\(secrets\.token_urlsafe\) not ending in \.py$"),
+    ("abc.PY", r"the key ends in \.py"),
+    ("abc.Py", r"the key ends in \.py"),
 ])
 def test_a_reward_key_openrlhfs_url_cannot_carry_is_refused_at_start(key, problem, monkeypatch):
     """The reward key goes into OpenRLHF's --reward.remote_url, which OpenRLHF splits on commas
     (openrlhf/cli/train_ppo_ray.py): "abc,def" became two URLs, /get_reward/abc and def, and every sample got 401.
-    A key of only dots is a dot-segment clients resolve away (/get_reward/.. is /). Refused at start; the API key (a header, never in a URL) may hold a comma, and a reward key with dots among other
-    characters passes."""
+    A key of only dots is a dot-segment clients resolve away (/get_reward/.. is /). A URL ending in ".py" OpenRLHF
+    loads as a reward-function file, and the trainer fails at start. Refused at start; the API key (a header, never
+    in a URL) may hold a comma or end in ".py", and a reward key with dots among other characters passes."""
     monkeypatch.setenv("JUDGE_SERVE_REWARD_KEY", key)
     with pytest.raises(ConfigError, match=rf"^the reward key \(\$JUDGE_SERVE_REWARD_KEY\): {problem}"):
         ServeConfig(model="x").validate()
-    monkeypatch.setenv("JUDGE_SERVE_REWARD_KEY", "a.b..c.")
-    ServeConfig(model="x", api_key="abc,def").validate()
+    for fine in ("a.b..c.", "a.pyc", "a.py.", "python", "py"):
+        monkeypatch.setenv("JUDGE_SERVE_REWARD_KEY", fine)
+        ServeConfig(model="x", api_key="abc,def.py").validate()
 
 
 def test_judge_serve_refuses_its_own_key_variables(tmp_path):
