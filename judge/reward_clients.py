@@ -28,8 +28,9 @@ same sample would fail every step. For the same reason the first call first asks
 ``None`` for every sample of every step; one that stops answering later (every request of ``max_failed_calls``
 calls in a row failed after the retries) raises ``EndpointUnusable`` too. Given ``end_token_ids``, a completion
 whose ``completion_ids`` end in none of them (trl's own test of a completion its ``max_completion_length`` cut) is
-not sent either: ``/v1/judge`` items carry no "cut" flag, and a cut answer judged as it stands is rated as a whole one. Each of its criteria fails (``cut``), valued
-by the rule's ``on_failure``, and the count goes to the metric ``<name>/cut_completions``.
+not sent either: ``/v1/judge`` items carry no "cut" flag, and a cut answer judged as it stands is rated as a whole
+one. Each of its criteria fails (``cut``), valued by the rule's ``on_failure``, and the count goes to the metric
+``<name>/cut_completions``.
 
 The instruction is the prompt's last user turn (conversational, its content a string or trl's list of typed parts,
 whose text parts are joined; or a text prompt already rendered through a ChatML, Llama 3, Gemma or DeepSeek-R1 chat

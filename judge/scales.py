@@ -459,9 +459,9 @@ def scale_of(rubrics: str | Mapping) -> Scale:
 
     Raises:
         ScaleError: when no scale can be read, which lines are the levels is unclear (the message says why and
-            which layouts are read), a range stated before them contradicts them, a level line is written as a decimal ("0.5: ..."), or the scale has fewer than two levels ("от 2 до 2"), more than
-            ``MAX_LEVELS`` levels (or levels spanning more points) or a level written with more than
-            ``MAX_LEVEL_DIGITS`` digits.
+            which layouts are read), a range stated before them contradicts them, a level line is written as a
+            decimal ("0.5: ..."), or the scale has fewer than two levels ("от 2 до 2"), more than ``MAX_LEVELS``
+            levels (or levels spanning more points) or a level written with more than ``MAX_LEVEL_DIGITS`` digits.
     """
     if isinstance(rubrics, Mapping):
         if not rubrics:

@@ -20,7 +20,8 @@ sample has an answer to judge: one label gets one answer.
 **The answer** (``answer_of``): the query minus its prompt, or minus the tail of it that OpenRLHF kept when it cut a
 long prompt from the left, compared in NFC when the tokenizer gave the prompt back composed, and on the
 characters other than whitespace when it gave the prompt back spaced otherwise (``clean_up_tokenization_spaces``, a
-SentencePiece decoder's space after ``<s>``): the whole prompt, and last a tail of it; a query that starts with none of these is refused naming ``query[i]``.
+SentencePiece decoder's space after ``<s>``): the whole prompt, and last a tail of it; a query that starts with none
+of these is refused naming ``query[i]``.
 Then ``judge.rewards.policy_answer``'s rule: cut where the turn ends (an end-of-turn token, ``END_OF_TURN_MARKERS``,
 followed only by padding, more markers or the next turn: a ``</s>`` or ``<eos>`` with the answer's text after it is
 that text), and after the ``</think>`` closing a reasoning block that the prompt's end or the output's start opened
