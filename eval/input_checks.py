@@ -12,7 +12,7 @@ from pathlib import Path
 
 __all__ = ["FLAG_BOUNDS", "MAX_RESAMPLES", "N_BOOT_CAP", "POINTWISE_SCORE_FLAGS", "RUN_MARKERS", "RANKING_MARKERS",
            "refuse_empty_data", "refuse_out_of_bounds", "refuse_pointwise_flags", "refuse_missing_predictions",
-           "refuse_convert_out", "run_marker", "os_error_text"]
+           "refuse_convert_out", "refuse_another_run", "run_marker", "os_error_text"]
 
 #: What marks a folder as holding a run, in the order a refusal names them: its verdicts, else the record every run
 #: writes (``judge-eval run``'s, a ranking's, a MERA task's, a training's).
@@ -25,9 +25,28 @@ RANKING_MARKERS = ("answers.jsonl", "candidate/run_key.json")
 
 def run_marker(folder: str | Path, markers: tuple[str, ...] = RUN_MARKERS) -> str | None:
     """The first of ``markers`` that ``folder`` holds (a file or a folder), or None: what a refusal of a folder
-    holding a run of another kind (``refuse_convert_out``, ``eval.scoring.score.refuse_another_run``,
+    holding a run of another kind (``refuse_convert_out``, ``refuse_another_run``,
     ``eval.judging.run.refuse_other_run_kind``) names as the reason."""
     return next((name for name in markers if (Path(folder) / name).exists()), None)
+
+
+def refuse_another_run(out: str | Path, run_dir: str | Path) -> None:
+    """ValueError for an ``--out`` that is not the scored run's folder but holds a run of its own (its
+    ``predictions.jsonl`` or ``run.json``: ``run_marker``; another judge's verdicts, a ranking, a training run, a
+    pairwise run): its metrics.json, report.md and report.html would be replaced by this run's, and a later
+    ``judge-eval compare`` would read this judge's figures under that run's name. Refused before anything is read or
+    written.
+
+    Raises:
+        ValueError: naming ``--out``, the file that marks it as a run, and what to give instead.
+    """
+    out, run_dir = Path(out), Path(run_dir)
+    if not out.is_dir() or out.resolve() == run_dir.resolve():
+        return
+    held = run_marker(out)
+    if held is not None:
+        raise ValueError(f"--out {out}: holds another run (its {held}), whose reports this would replace with "
+                         f"{run_dir}'s; leave --out out to write beside the predictions, or give a folder of its own")
 
 
 def refuse_empty_data(data: str) -> None:

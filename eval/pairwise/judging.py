@@ -125,7 +125,7 @@ class PairwiseRow:
     def from_json(cls, data: dict[str, Any], where: str) -> PairwiseRow:
         """A row from its JSON object, checked as ``eval.judging.predictions.PredictionRow.from_json`` checks one: the
         scores read it, so a value of another type (a ``"-1"`` verdict, a ``"yes"`` parse flag: nothing is converted),
-        a NaN, a parsed judgment whose score or verdict is not on the pairwise scale, or whose verdict is not its
+        a NaN, an ``order`` that is neither of ``ORDERS``, a parsed judgment whose score or verdict is not on the pairwise scale, or whose verdict is not its
         score in the pair's orientation (``original``: the score; ``swapped``: the score negated), is refused rather
         than scored.
 
@@ -133,6 +133,9 @@ class PairwiseRow:
             ValueError: naming ``where`` and the field.
         """
         values = checked_json_fields(cls, data, where, noun="pairwise field", typed=True)
+        if values["order"] not in ORDERS:  # else scored as an order the run never asked, its real one "missing"
+            raise ValueError(f"{where}.order: expected {' or '.join(map(repr, ORDERS))}, "
+                             f"got {shown_value(values['order'])}")
         for name in ("score", "verdict") if values["parse_ok"] else ():
             if not _on_scale(values[name]):
                 got = value_words(None) if values[name] is None else shown_value(values[name])  # null, not None
@@ -140,7 +143,7 @@ class PairwiseRow:
         # Agreement and position consistency read the verdict, the first-position rate the score: a row whose two
         # disagree (merged by hand) would have the two halves of one report read two different judgments.
         score, order = values["score"], values["order"]
-        if values["parse_ok"] and order in ORDERS and values["verdict"] != (expected := _pair_verdict(score, order)):
+        if values["parse_ok"] and values["verdict"] != (expected := _pair_verdict(score, order)):
             how = "negated for a swapped order" if order == "swapped" else "as it is for an original order"
             raise ValueError(f"{where}.verdict: expected {shown_value(expected)}: the score {score:g} {how}, "
                              f"got {shown_value(values['verdict'])}")

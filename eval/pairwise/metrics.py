@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from eval.input_checks import refuse_another_run
 from eval.scoring.error_codes import code_counts, cut_codes_note
 from eval.scoring.bootstrap import cell_rng, percentile_interval, resample_weights
 from eval.scoring.interval_options import PERCENTILE_METHOD, check_extreme_rate_interval, zero_width_at_bound
@@ -405,12 +406,19 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
     Args:
         predictions: the run folder or its ``pairwise_predictions.jsonl``.
         data: the pairs (default: the data ``run.json`` names).
-        out: output folder (default: the run folder).
+        out: output folder (default: the run folder); one holding another run is refused
+            (``eval.input_checks.refuse_another_run``).
         extreme_rate_interval: as ``pairwise_metrics``'; metrics.json's ``settings`` names it, with the resamples,
             the seed, the level and the percentile rule.
+
+    Raises:
+        ValueError: ``out`` holding another run, or a predictions file holding two judges' rows (as ``judge-eval
+            run`` refuses to resume under another judge).
     """
     path = Path(predictions)
     run_dir = path.parent if path.is_file() else path
+    target = Path(out) if out else run_dir
+    refuse_another_run(target, run_dir)  # before anything is read: its reports are another run's
     run_file = run_dir / "run.json"
     config = _run_config(run_file)
     if data is None:
@@ -423,6 +431,10 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
             raise ConfigError(f"data: {run_file} names --data {data}, which is not here (moved, or judged on another "
                               "machine); pass the pairs the run judged with --data PAIRS.jsonl")
     rows = read_pairwise_rows(run_dir / PAIRWISE_PREDICTIONS if path.is_dir() else path)
+    judges = sorted({r.judge for r in rows})
+    if len(judges) > 1:  # agreement and position consistency would set one judge's verdicts against another's
+        raise ValueError(f"predictions: {run_dir / PAIRWISE_PREDICTIONS if path.is_dir() else path} holds predictions "
+                         f"of {judges}, not of one judge; score each judge's run from a folder of its own")
     name = name or next((r.judge for r in rows), "")
     # The pairs the run asked (its --limit, as judge-eval run read them): the others were never judged, not failed.
     pairs = load_pairs(data)[: config.get("limit") or None]
@@ -432,7 +444,6 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
     metrics = {"kind": "pairwise", "judge": name, "settings": settings,
                **pairwise_metrics(pairs, rows, n_boot=n_boot, seed=seed, orders=orders,
                                   extreme_rate_interval=extreme_rate_interval)}
-    target = Path(out) if out else run_dir
     target.mkdir(parents=True, exist_ok=True)
     verdicts = "".join(json.dumps(v, ensure_ascii=False) + "\n" for v in pair_verdicts(pairs, rows, orders))
     write_atomically(target / PAIRWISE_PAIRS, verdicts.encode("utf-8"))

@@ -42,7 +42,7 @@ import json
 import logging
 from pathlib import Path
 
-from eval.input_checks import run_marker
+from eval.input_checks import refuse_another_run
 from eval.scoring import item_table
 from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, item_columns, report_items
 from eval.reports.html_report import render_report_page
@@ -203,24 +203,6 @@ def refuse_ranking_folder(predictions: Path, run_dir: Path) -> None:
                          f"{result.name}), which scores its own verdicts: the ranking is in its report.html and "
                          f"{result.name}, and `judge-eval rank` on the same --out scores it again; `judge-eval score` "
                          "scores a folder written by `judge-eval run`")
-
-
-def refuse_another_run(out: Path, run_dir: Path) -> None:
-    """ValueError for an ``--out`` that is not the scored run's folder but holds a run of its own (its
-    ``predictions.jsonl`` or ``run.json``: ``eval.input_checks.run_marker``; another judge's verdicts, a ranking, a
-    training run): its metrics.json, report.md and report.html would be replaced by this run's, and a later
-    ``judge-eval compare`` would read this judge's figures under that run's name. Refused before anything is read or
-    written.
-
-    Raises:
-        ValueError: naming ``--out``, the file that marks it as a run, and what to give instead.
-    """
-    if not out.is_dir() or out.resolve() == run_dir.resolve():
-        return
-    held = run_marker(out)
-    if held is not None:
-        raise ValueError(f"--out {out}: holds another run (its {held}), whose reports this would replace with "
-                         f"{run_dir}'s; leave --out out to write beside the predictions, or give a folder of its own")
 
 
 def selected_items(run_info: dict, table, data: str | Path, left_out=None) -> dict[str, object]:

@@ -1,0 +1,73 @@
+"""What pairwise ``judge-eval score`` refuses before it scores: a row whose ``order`` is neither order
+(``PairwiseRow.from_json`` names the field and line), one file holding two judges' rows (as ``judge-eval run``
+refuses to resume under another judge), and an ``--out`` holding another run (as the pointwise ``score`` does)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eval.cli import main
+from eval.pairwise.judging import PairRecord, PairwiseRow
+from eval.pairwise.metrics import score_pairwise
+
+PAIR = {"id": "1", "instruction": "i", "answer_1": "a", "answer_2": "b", "rubrics": "r", "winner": -1}
+KEY = PairRecord("1", "i", "a", "b", "r").content_key
+
+
+def _row(order: str, score: float, judge: str = "j") -> dict:
+    verdict = score if order == "original" else -score
+    return {"id": "1", "order": order, "judge": judge, "raw_output": "x", "feedback": "", "score": score,
+            "verdict": verdict, "parse_ok": True, "error": None, "reason": "", "latency_s": 0.1, "content_key": KEY}
+
+
+def _run(tmp_path, rows: list[dict]):
+    data = tmp_path / "pairs.jsonl"
+    data.write_text(json.dumps(PAIR) + "\n", encoding="utf-8")
+    run = tmp_path / "pw"
+    run.mkdir()
+    (run / "pairwise_predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return run, data
+
+
+def test_an_order_that_is_neither_is_refused_naming_the_field_and_line():
+    row = {**_row("original", -1.0), "order": "Original"}
+    with pytest.raises(ValueError, match=r"f: line 1\.order: .*'original' or 'swapped'.*'Original'"):
+        PairwiseRow.from_json(row, "f: line 1")
+
+
+def test_an_unparsed_row_with_an_unknown_order_is_refused_too():
+    row = {**_row("original", -1.0), "order": "both", "parse_ok": False, "score": None, "verdict": None}
+    with pytest.raises(ValueError, match=r"line 3\.order"):
+        PairwiseRow.from_json(row, "line 3")
+
+
+def test_one_file_of_two_judges_is_refused_naming_both(tmp_path):
+    run, data = _run(tmp_path, [_row("original", -1.0, "judge-A"), _row("swapped", 1.0, "judge-B")])
+    with pytest.raises(ValueError, match=r"holds predictions of \['judge-A', 'judge-B'\]"):
+        score_pairwise(run, data, n_boot=0)
+    assert not (run / "metrics.json").exists()
+
+
+def test_an_out_holding_another_run_is_refused_and_left_as_it_was(tmp_path, capsys):
+    run, data = _run(tmp_path, [_row("original", -1.0), _row("swapped", 1.0)])
+    other = tmp_path / "other_run"
+    other.mkdir()
+    (other / "predictions.jsonl").write_text("{}\n", encoding="utf-8")
+    (other / "metrics.json").write_text('{"judge": "another judge"}', encoding="utf-8")
+    rc = main(["score", "--predictions", str(run), "--data", str(data), "--out", str(other), "--n-boot", "0"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert f"--out {other}: holds another run (its predictions.jsonl)" in err
+    assert json.loads((other / "metrics.json").read_text(encoding="utf-8")) == {"judge": "another judge"}
+    assert not (other / "pairwise_pairs.jsonl").exists()
+
+
+def test_an_out_of_its_own_or_the_run_folder_itself_is_written(tmp_path):
+    run, data = _run(tmp_path, [_row("original", -1.0), _row("swapped", 1.0)])
+    assert main(["score", "--predictions", str(run), "--data", str(data), "--n-boot", "0"]) == 0
+    assert json.loads((run / "metrics.json").read_text(encoding="utf-8"))["kind"] == "pairwise"
+    fresh = tmp_path / "fresh"
+    assert main(["score", "--predictions", str(run), "--data", str(data), "--out", str(fresh), "--n-boot", "0"]) == 0
+    assert (fresh / "metrics.json").exists()
