@@ -426,7 +426,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _compare_rankings(args: argparse.Namespace) -> int:
     from eval.ranking.compare import compare_rankings, render_ranking_compare_markdown
-    from eval.ranking.report import render_ranking_compare_page, write_ranking_compare
+    from eval.ranking.report import console_calls_line, render_ranking_compare_page, write_ranking_compare
 
     if args.bootstrap_unit == "item":  # the matrix's binary gate lives inside an instruction: it cannot be split
         raise ValueError("bootstrap_unit: rank runs are compared by instruction (their matrices' gate holds within an "
@@ -442,9 +442,7 @@ def _compare_rankings(args: argparse.Namespace) -> int:
         return 0
     written = write_ranking_compare(args.out, result, markdown, render_ranking_compare_page(result))
     # The matrix of deltas is in the files; the console gets its title and summary lines (what was left out too).
-    calls = sum(cell["verdict"].startswith("B ") for row in result["cells"].values() for cell in row.values())
-    print("\n".join([*markdown.split("\n\n|", 1)[0].splitlines(), f"{calls} cells with a significant difference",
-                      *written]))
+    print("\n".join([*markdown.split("\n\n|", 1)[0].splitlines(), console_calls_line(result), *written]))
     return 0
 
 

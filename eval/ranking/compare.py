@@ -49,7 +49,7 @@ failed answers (their ``rank.json`` says which) and should use one judge: runs w
 so it refuses only where both runs recorded it and name one judge checkpoint whose fingerprint changed (retrained in
 place, ``weights_differences``); any other difference of it is a note in the comparison (``judge_notes``).
 
-Why one module of ~870 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
+Why one module of ~880 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
 the pairing of items and gates (``paired_items``, the leaderboard's too), the paired bootstrap and its
 Holm-corrected calls, the Markdown of the result) over the loaded runs' shapes, whose loader, refusals and reasons
 for no call the leaderboard (``eval.ranking.leaderboard``) reuses as they are, by their public names.
@@ -74,7 +74,8 @@ __all__ = ["is_ranking_run", "compare_rankings", "render_ranking_compare_markdow
            "margin_aliases", "paired_items", "Pairing",
            # What the leaderboard (``eval.ranking.leaderboard``) shares with two runs' comparison: one home of each.
            "UNJUDGED_SETTINGS", "load_ranking_run", "unjudged_setting", "instruction_contents", "judge_differences",
-           "refuse_other_data", "excluded_instructions", "why_no_call", "called_verdict", "finite_or_none"]
+           "refuse_other_data", "excluded_instructions", "unjudged_answers", "why_no_call", "called_verdict",
+           "finite_or_none"]
 
 log = logging.getLogger("judge_eval.compare")
 
@@ -336,6 +337,14 @@ def judge_differences(folders: list[Path], info_a: dict[str, Any], info_b: dict[
 
 def _sorted_ids(ids) -> list[Any]:
     return sorted(ids, key=lambda p: (isinstance(p, str), p))
+
+
+def unjudged_answers(items) -> dict[str, list[Any]]:
+    """A run's instructions whose answer the judge never saw, sorted: ``empty_answers`` (empty once thinking is
+    stripped) and ``failed_answers`` (no answer to judge: ``no_answer``); each is scored or not by the run's
+    setting, and listed either way."""
+    return {"empty_answers": _sorted_ids({it.prompt_id for it in items if it.status == "empty_answer"}),
+            "failed_answers": _sorted_ids({it.prompt_id for it in items if it.status == "no_answer"})}
 
 
 def binary_criteria(info: dict[str, Any]) -> set[tuple[str, str]]:
@@ -655,17 +664,18 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     Returns:
         ``{"a", "b", "judge", "judge_differences", "judge_notes", "rows", "columns", "cells": {row: {column: {a, b,
         delta, ci, p_value, p_holm, n_resamples, verdict, why_no_call, n, n_a, n_b, n_dropped_a, n_dropped_b,
-        n_instructions}}}, "holm_tests", "n_instructions", "n_boot", "call_test", "seed", "alpha", "normalize",
-        "empty_answer", "no_answer"}``; a cell's ``p_value`` is its sign-flip test's, ``p_holm`` that p adjusted by
-        Holm over the tested cells (None when untested; the call reads it), ``holm_tests`` the size of that family
-        (its distinct tests: a margin that is another cell under another name, ``margin_aliases``, counted once), ``why_no_call``
-        says why it is untested ("—"; None when tested), ``call_test`` (None without resamples) ``{test, exact, n_swaps}`` how the p-values were drawn;
+        n_instructions}}}, "holm_tests", "n_tests_called", "n_instructions", "n_boot", "call_test", "seed", "alpha",
+        "normalize", "empty_answer", "no_answer"}``; a cell's ``p_value`` is its sign-flip test's, ``p_holm`` that
+        p adjusted by Holm over the tested cells (None when untested; the call reads it), ``holm_tests`` the size of
+        that family (its distinct tests: a margin that is another cell under another name, ``margin_aliases``,
+        counted once), ``n_tests_called`` how many of those tests were called (in one cell or several),
+        ``why_no_call`` says why it is untested ("—"; None when tested), ``call_test`` (None without resamples) ``{test, exact, n_swaps}`` how the p-values were drawn;
         a cell's counts as the module docstring says (margins as a matrix's ``n``: ``matrix.cell_counts``), its
         ``n_instructions`` ``{a, b, shared}`` the instructions behind them (``matrix.cell_instructions``); ``a`` and
         ``b``: ``run``, ``model``, ``n_instructions`` (the run's), ``excluded`` (its instructions left out, by why:
         ``eval.ranking.report.EXCLUDED``, with ``n``), ``n_dropped`` (its scored items left out because the other run
-        has no score for them, every cell) and ``empty_answers`` (its instructions whose answer was empty, scored or
-        not).
+        has no score for them, every cell), ``empty_answers`` (its instructions whose answer was empty, scored or
+        not) and ``failed_answers`` (those with no answer to judge, ``no_answer``, scored or not).
 
     Raises:
         ValueError: not ranking runs, different data, normalisations, verdict readings, treatments of empty or
@@ -773,11 +783,14 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
                                   holm_floor=(floors[i, j], family) if (i, j) in floors else None)
     p_holm, holm_tests = holm_adjusted(p_value, [cell for cell, why in whys.items() if why is None], aliases)
     cells: dict[str, dict[str, Any]] = {}
+    called = set()  # the distinct tests called: a margin that is another cell's test is that test
     for i, r in enumerate(rows):
         cells[r] = {}
         for j, c in enumerate(columns):
             why = whys[i, j]
             verdict = "—" if why else called_verdict(low[i, j], high[i, j], p_holm[i, j], alpha)
+            if verdict.startswith("B "):
+                called.add(aliases.get((i, j), (i, j)))
             cells[r][c] = {"a": finite_or_none(point_a[i, j]), "b": finite_or_none(point_b[i, j]),
                            "delta": finite_or_none(delta[i, j]),
                            "ci": [finite_or_none(low[i, j]), finite_or_none(high[i, j])],
@@ -797,9 +810,10 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
                        "n_instructions": len({it.prompt_id for it in items}),
                        "excluded": excluded_instructions(items, scored, set(shared), gate_one_side),
                        "n_dropped": int(np.asarray(one.counts.sum())) - n_inner,
-                       "empty_answers": _sorted_ids({it.prompt_id for it in items if it.status == "empty_answer"})}
+                       **unjudged_answers(items)}
     return {**sides, "judge": info_a.get("judge", ""), "judge_differences": differences, "judge_notes": notes,
-            "rows": rows, "columns": columns, "cells": cells, "holm_tests": holm_tests, "n_instructions": len(shared),
+            "rows": rows, "columns": columns, "cells": cells, "holm_tests": holm_tests, "n_tests_called": len(called),
+            "n_instructions": len(shared),
             "n_boot": n_boot if len(shared) >= MIN_INSTRUCTIONS else 0, "call_test": test, "seed": seed, "alpha": alpha,
             "normalize": normalize, **settings}
 

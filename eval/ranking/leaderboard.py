@@ -29,10 +29,13 @@ pair could be called. The pair's p-value is the paired sign-flip permutation tes
 instructions with a non-binary score (``eval.ranking.permutation``), and the pair is called when p < alpha / m and
 the interval excludes 0 on that side, over at least 2 such instructions and enough for the test to reach alpha / m
 (its smallest p is 2 / 2^n: 7 instructions for three candidates at 0.05). A candidate's ``rank`` is 1 + the number
-of candidates called above it; ``indistinguishable_from`` names those whose pair was tested and not called,
-``untested_with`` those whose pair could not be tested ("—", its ``why_no_call`` says why), so rank 1 may be held by
-several. The pairs table gives each pair's sign-flip p, and for a pair tested and not called why (its p not below
-alpha / m, or its interval holding 0).
+of candidates called above it. The table is in order of mean, so a candidate whose pairs are less certain can hold a
+better rank than one listed above it: a rank never counts a call the test did not make, and a rank kept in the
+table's order by counting the calls above the candidates listed over it would count one whose own pair with the
+candidate was tested and not told apart; compare.md names each such candidate. ``indistinguishable_from`` names
+those whose pair was tested and not called, ``untested_with`` those whose pair could not be tested ("—", its
+``why_no_call`` says why), so rank 1 may be held by several. The pairs table gives each pair's sign-flip p, and
+for a pair tested and not called why (its p not below alpha / m, or its interval holding 0).
 """
 
 from __future__ import annotations
@@ -106,8 +109,10 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
 
     Returns:
         ``{"kind": "leaderboard", "models": [{run, model, rank, mean, ci, win_rate, win_rate_ci,
-        indistinguishable_from, untested_with, n_instructions, excluded, judge_differences}] (by mean, highest
-        first), "pairs": [{a, b, delta, ci, level, p_value, n_resamples, win_rate_b, verdict, why_no_call}],
+        indistinguishable_from, untested_with, n_instructions, excluded, empty_answers, failed_answers,
+        judge_differences}] (by mean, highest first; ``empty_answers`` and ``failed_answers`` as
+        ``eval.ranking.compare.unjudged_answers``), "pairs": [{a, b, delta, ci, level, p_value, n_resamples,
+        win_rate_b, verdict, why_no_call}],
         "n_instructions", "n_rated_instructions", "n_items", "n_boot", "n_boot_asked", "call_test",
         "why_no_interval", "seed", "alpha", "pair_level", "n_pairs", "percentile_method" (how every percentile
         interval's ends are read), "extreme_rate_interval", "judge", "judge_pairs" (``_check_alike``), "normalize",
@@ -127,7 +132,8 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
 
     import eval.ranking.compare as compare  # its pairing rule and loader, read at the call (one home of each)
     from eval.ranking.compare import (binary_criteria, called_interval, called_verdict, compared_values,
-                                      excluded_instructions, finite_or_none, is_ranking_run, why_no_call)
+                                      excluded_instructions, finite_or_none, is_ranking_run, unjudged_answers,
+                                      why_no_call)
     from eval.ranking.matrix import MIN_INSTRUCTIONS, instruction_weights, matrix_arrays, percentile_interval
     from eval.ranking.permutation import sign_flip_p
     from eval.ranking.rank import NOT_A_RANKING
@@ -261,6 +267,7 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
                        "untested_with": [str(folders[j]) for j in order if j in untested[k]],
                        "n_instructions": len({it.prompt_id for it in runs_items[k]}),
                        "excluded": excluded_instructions(runs_items[k], scored_ids[k], set(shared), gate_partial),
+                       **unjudged_answers(runs_items[k]),
                        "judge_differences": differences[k],
                        **({"win_rate_ci_method": win_ci_method} if win_ci_method else {})})
     return {"kind": "leaderboard", "models": models, "pairs": pairs, "n_instructions": len(shared),
@@ -320,7 +327,7 @@ def _lines(result: dict[str, Any], esc: Any, chars: int) -> tuple[list[str], lis
     (``shown_names``: a model named by its checkpoint's path is written in every row that names its candidate), its
     folder, at the end, kept."""
     from eval.ranking.compare import judge_note_lines
-    from eval.ranking.report import sign_flip_p_text, why_not_called
+    from eval.ranking.report import sign_flip_p_text, unjudged_answer_lines, why_not_called
     from eval.reports.names import one_line, shown_name, shown_names
 
     shown = shown_names(_labels(result).values(), chars)
@@ -342,12 +349,17 @@ def _lines(result: dict[str, Any], esc: Any, chars: int) -> tuple[list[str], lis
     summary = [f"{len(result['models'])} candidates on {result['n_instructions']} instructions with an item every run "
                f"scored ({result['n_items']} items; {result['n_rated_instructions']} with a non-binary score, the win "
                f"rates' instructions); judge {judge}; normalisation {result['normalize']}; {intervals}.",
-               "Rank: 1 + the candidates called above. 'Not distinguishable from' names the candidates a pair was "
+               "Rank: 1 + the candidates called above. The table is in order of mean and a rank counts calls "
+               "alone, so a candidate whose pairs are less certain can hold a better rank than one listed above it "
+               "(a call needs the pair's sign-flip p below alpha / m, and a pair that moves on few instructions, or "
+               "by little, may not reach it). 'Not distinguishable from' names the candidates a pair was "
                "tested against and not called: not told apart by these instructions. 'Not tested against' names "
                "those a pair could not be tested against (its 'why no call' says why): a shared rank then says "
                "nothing either way.",
+               *_out_of_order_lines(result["models"], names),
                "Left out per run (instructions): " + "; ".join(f"{names[m['run']]} {_excluded_line(m)}"
-                                                               for m in result["models"]) + "."]
+                                                               for m in result["models"]) + ".",
+               *unjudged_answer_lines(result, [(names[m["run"]], m) for m in result["models"]])]
     summary += [names[m["run"]] + ": " + esc(note) for m in result["models"] if (note := _win_rate_note(m))]
     for pair in result.get("judge_pairs", ()):  # a result before every pair was checked: none
         both = f"{raw[pair['a']]} and {raw[pair['b']]}: "
@@ -372,6 +384,23 @@ def _lines(result: dict[str, Any], esc: Any, chars: int) -> tuple[list[str], lis
               _interval(p["ci"]), sign_flip_p_text(p.get("p_value")), _num(p["win_rate_b"]), p["verdict"], why(p)]
              for p in result["pairs"]]
     return summary, board, pairs
+
+
+def _out_of_order_lines(models: list[dict[str, Any]], names: dict[str, str]) -> list[str]:
+    """One sentence naming each candidate whose rank is better than that of a candidate listed above it (the
+    table's order is by mean, a rank counts calls: module docstring), and those candidates; none when the ranks
+    follow the table."""
+    said = []
+    for k, model in enumerate(models):
+        higher = [m for m in models[:k] if m["rank"] > model["rank"]]
+        if higher:
+            said.append(f"{names[model['run']]} (rank {model['rank']}) below "
+                        + ", ".join(f"{names[m['run']]} (rank {m['rank']})" for m in higher))
+    if not said:
+        return []
+    return ["Ranks out of the table's order: " + "; ".join(said) + ". Each of these has fewer candidates called "
+            "above it than one listed over it, though its mean is lower: its pairs with the candidates above are "
+            "less certain (the pairs table gives each pair's p and why it was not called)."]
 
 
 def _labels(result: dict[str, Any]) -> dict[str, str]:
@@ -450,6 +479,9 @@ def leaderboard_command(args: Any) -> int:
 
     labels = _labels(result)
     shown = shown_names(labels.values(), as_text=console_name)
-    print("\n".join([*(f"{m['rank']}. {shown[labels[m['run']]]}: {_num(m['mean'])} {_interval(m['ci'])}"
-                       for m in result["models"]), *written]))
+    from eval.ranking.report import unjudged_answer_lines
+
+    named = [(shown[labels[m["run"]]], m) for m in result["models"]]
+    print("\n".join([*(f"{m['rank']}. {name}: {_num(m['mean'])} {_interval(m['ci'])}" for name, m in named),
+                      *unjudged_answer_lines(result, named), *written]))
     return 0

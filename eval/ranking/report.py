@@ -19,7 +19,8 @@ from eval.reports.names import shown_name, shown_names
 
 __all__ = ["render_ranking_page", "write_ranking_page", "render_ranking_compare_page", "exclusion_lines",
            "calls_line", "resamples_phrase", "holm_applied", "EXCLUDED", "html_page", "sign_flip_p_text",
-           "why_not_called", "write_ranking_compare"]
+           "why_not_called", "write_ranking_compare", "unjudged_answer_lines",
+           "console_calls_line"]
 
 #: ``rank.json`` counts about the candidate's answers (instructions): one cut short is judged as it is when text is
 #: left, and is an empty answer when none is.
@@ -304,8 +305,29 @@ def resamples_phrase(result: dict[str, Any]) -> str:
 
 
 def _id_list(ids: list[Any]) -> str:
-    """The first ten of ``ids``, with a mark when there are more."""
-    return ", ".join(map(str, ids[:10])) + (", …" if len(ids) > 10 else "")
+    """The first ten of ``ids``, then how many more (a run with hundreds would bury the line that holds them)."""
+    return ", ".join(map(str, ids[:10])) + (f", and {len(ids) - 10} more" if len(ids) > 10 else "")
+
+
+def unjudged_answer_lines(result: Mapping[str, Any], sides: list[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    """Per run (``sides``: its label and its ``empty_answers`` and ``failed_answers``, the prompt_ids), how many of
+    its answers came back empty and how many failed, with their prompt_ids and how each is scored: under ``zero``
+    (the default) each is scored 0 on every criterion, which moves the run's figures as much as a verdict does, so
+    the count is said beside the rule. A result written before ``failed_answers`` was kept gives the rule alone."""
+    how = ("scored 0 on every criterion, unjudged" if result.get("empty_answer") == "zero" else
+           "not scored, so left out above")
+    lines = []
+    empty = [f"{label} {len(ids)}" + (f" (prompt_id {_id_list(ids)})" if ids else "")
+             for label, side in sides for ids in [side.get("empty_answers", [])]]
+    lines.append(f"Empty answers ({how}; --empty-answer {result.get('empty_answer')}): {', '.join(empty)}.")
+    if "no_answer" in result:  # a result before the setting: failed answers were never scored
+        scored = "scored 0 on every criterion, unjudged" if result["no_answer"] == "zero" else "not scored"
+        counts = ("" if any("failed_answers" not in side for _, side in sides) else ": " + ", ".join(
+            f"{label} {len(ids)}" + (f" (prompt_id {_id_list(ids)})" if ids else "")
+            for label, side in sides for ids in [side["failed_answers"]]))
+        lines.append("Failed answers (no answer to judge: its request failed, or the instruction was too long; "
+                     f"{scored}; --no-answer {result['no_answer']}){counts}.")
+    return lines
 
 
 def holm_applied(result: Mapping[str, Any]) -> bool:
@@ -341,9 +363,17 @@ def calls_line(result: Mapping[str, Any]) -> str | None:
             "their rows' and columns' items).")
 
 
+def console_calls_line(result: Mapping[str, Any]) -> str:
+    """The console's count of calls as distinct tests, with the cells they fill: a margin that is another cell under
+    another name (``holm_tests``) is that cell's one test, and one call of it fills both cells."""
+    calls = sum(cell["verdict"].startswith("B ") for row in result["cells"].values() for cell in row.values())
+    tests = result["n_tests_called"]
+    return f"{tests} distinct test{'s' * (tests != 1)} called, in {calls} cell{'s' * (calls != 1)}"
+
+
 def exclusion_lines(result: dict[str, Any]) -> list[str]:
-    """The sentences saying what the comparison left out per side, how empty answers were scored, and any judge
-    settings that differ (compared with ``--allow-other-judge``); none of it may pass unsaid."""
+    """The sentences saying what the comparison left out per side, its empty and failed answers and how they were
+    scored, and any judge settings that differ (compared with ``--allow-other-judge``); none of it may pass unsaid."""
     lines, names = [], {"a": "A", "b": "B"}
     parts = []
     for side, other in (("a", "b"), ("b", "a")):
@@ -354,14 +384,7 @@ def exclusion_lines(result: dict[str, Any]) -> list[str]:
         parts.append(f"{names[side]} {excluded.get('n', 0)} of {result[side].get('n_instructions', '?')}"
                      + (f" ({'; '.join(reasons)})" if reasons else ""))
     lines.append("Instructions left out of the comparison: " + ", ".join(parts) + ".")
-    how = ("scored 0 on every criterion, unjudged" if result.get("empty_answer") == "zero" else
-           "not scored, so left out above")
-    empty = [f"{names[side]} {len(ids)}" + (f" (prompt_id {_id_list(ids)})" if ids else "")
-             for side in ("a", "b") for ids in [result[side].get("empty_answers", [])]]
-    lines.append(f"Empty answers ({how}; --empty-answer {result.get('empty_answer')}): {', '.join(empty)}.")
-    if "no_answer" in result:  # a result before the setting: failed answers were never scored
-        scored = "scored 0 on every criterion, unjudged" if result["no_answer"] == "zero" else "not scored"
-        lines.append(f"Failed answers (request failed): {scored}; --no-answer {result['no_answer']}.")
+    lines += unjudged_answer_lines(result, [(names[side], result[side]) for side in ("a", "b")])
     dropped = [result[side].get("n_dropped") for side in ("a", "b")]
     if None not in dropped:  # a result before items were paired says nothing of them
         lines.append("Items left out of both sides (paired per item; the other run's verdict of the item, or of its "
