@@ -164,7 +164,7 @@ def is_pairwise_data(path: str | Path | None) -> bool:
     if not path or not Path(path).is_file() or Path(path).suffix not in (".jsonl", ".json"):
         return False
     # Bytes, decoded a line at a time: a text-mode handle decodes ahead of the line it returns, so a bad byte on a
-    # later line stopped this sniff with a bare UnicodeDecodeError that named no file or row. Whatever this cannot
+    # later line would stop this sniff with a bare UnicodeDecodeError that names no file or row. Whatever this cannot
     # read is "not pairwise"; the record loader then names the file, row and column.
     with open(path, "rb") as handle:
         for line in handle:

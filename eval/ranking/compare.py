@@ -165,7 +165,7 @@ def load_ranking_run(folder: Path) -> tuple[dict[str, Any], list]:
 
 def _check_result(info: dict[str, Any], path: Path) -> None:
     """ValueError naming the file and field when ``rank.json`` lacks what a comparison reads of it (a file cut or
-    edited by hand was a KeyError or AttributeError traceback)."""
+    edited by hand would otherwise stop the comparison in a KeyError or AttributeError traceback naming neither)."""
     from eval.ranking.matrix import EMPTY_ANSWER, NORMALIZE
     from eval.ranking.rank import RANKED_FILES
     from judge.verdicts import VerdictReader
@@ -529,8 +529,8 @@ def called_interval(d: np.ndarray, alpha: float) -> tuple[float, float, float]:
     p is twice the smaller share of the n finite differences on either side of 0 (a 0 counts on both). The ends are
     order statistics, the k-th smallest and the k-th largest, k the fewest resamples on the wrong side of 0 whose
     share makes p reach alpha: low > 0 exactly when fewer than k differences are <= 0, that is when p < alpha (and
-    high < 0 alike). The interpolated percentiles (``matrix.percentile_interval``) disagreed at the edge: 40
-    resamples with one <= 0 gave the interval [0.4875, 0.5] (a call) beside p = 0.050.
+    high < 0 alike). Interpolated percentiles (``matrix.percentile_interval``) would disagree with p at the edge: of
+    40 resamples with one <= 0, they give the interval [0.4875, 0.5] (a call) beside p = 0.050 (none).
 
     Returns:
         NaNs when no difference is finite.

@@ -337,7 +337,7 @@ class RankingMatrix:
         if math.isfinite(self.ci_low[i, j]):
             return None
         # The instructions first: a matrix of one instruction draws no resample (n_boot is 0 then, whatever
-        # --n-boot asked), and "no resamples" sent the reader to a flag that was not the cause.
+        # --n-boot asked), and "no resamples" would send the reader to a flag that is not the cause.
         k = self._instructions(i, j)
         if k < MIN_INSTRUCTIONS:
             return f"rests on {k} instruction{'s' * (k != 1)}; an interval needs at least {MIN_INSTRUCTIONS}"

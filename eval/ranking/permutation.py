@@ -19,7 +19,7 @@ counts both sides in one share.
 
 Why not the bootstrap's own p-value: resamples of n instructions whose differences all share a sign all fall on that
 side of 0 (p = 0) whatever n is, while under the null that happens with probability 2 / 2^n (0.5 on two
-instructions), so a bootstrap call on a few instructions was wrong far more often than its alpha said. The exact
+instructions), so a bootstrap call on a few instructions would be wrong far more often than its alpha says. The exact
 test's smallest p is that 2 / 2^n: ``fewest_for_call`` gives the instructions a call needs at a level.
 """
 

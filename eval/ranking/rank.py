@@ -833,7 +833,7 @@ def item_origin(record: Any, path: Path) -> tuple[int | str, str]:
 
     Raises:
         ValueError: one missing or of the wrong type, naming the file, the item's id and the field (a file edited by
-            hand was a KeyError traceback).
+            hand would otherwise stop in a KeyError traceback naming neither).
     """
     prompt_id, meta = record.extra.get("prompt_id"), record.extra.get("meta")
     if _bad_prompt_id(prompt_id):
@@ -1167,7 +1167,8 @@ def rank(config: RankConfig) -> dict[str, Any]:
 
     items = ranked_items(out / ITEMS, out / "predictions.jsonl", config.verdict_reader, unjudged=out / UNJUDGED)
     # The binary criteria of the whole data, not of this selection: metrics.py collects them from every row, and a
-    # --limit that left out an instruction's binary rubric turned a scale-less rubric's gate off without a word.
+    # --limit that leaves out an instruction's binary rubric would otherwise turn a scale-less rubric's gate off
+    # without a word.
     binary = data_binary_criteria((r.meta, name, rubrics) for r in data_rows for name, rubrics in r.criteria)
     matrix = pollux_matrix(items, normalize=config.normalize, n_boot=config.n_boot, seed=config.seed,
                            empty_answer=config.empty_answer, no_answer=config.no_answer, binary_criteria=binary)
