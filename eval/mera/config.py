@@ -90,9 +90,10 @@ class HumanEvalConfig(MeraConfig):
     exec_timeout: float = _f(3.0, "Seconds per test call; a sample gets this x its number of tests (--deadline "
                                   "per-test) or this + 1 in all (harness), one deadline fixed when it starts.")
     deadline: str = _f("per-test", "per-test: a sample gets --exec-timeout per test call (a deviation: a slow sample "
-                                   "with many tests can pass here and time out in MERA's harness); harness: MERA's "
-                                   "one --exec-timeout + 1 for the whole sample (ruhumaneval/utils.py "
-                                   "check_correctness).", choices=("per-test", "harness"))
+                                   "with many tests can pass here and time out in MERA's harness), each test "
+                                   "running the program afresh; harness: MERA's one --exec-timeout + 1 for the "
+                                   "whole sample, the program run once and called per test (ruhumaneval/utils.py "
+                                   "check_correctness, unsafe_execute).", choices=("per-test", "harness"))
     memory_mb: int = _f(1024, "Address-space limit per sample, MiB: the budget of all it runs (one process, new ones "
                               "are refused by the sandbox's seccomp filter).")
     sandbox: str = _f("auto", "auto: bubblewrap when it works, else a warning and no isolation but the limits and "

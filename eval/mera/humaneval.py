@@ -38,11 +38,13 @@ Execution differs from the harness (``utils.py`` ``check_correctness``, ``unsafe
   uses ``math``; /38 ``decode_cyclic`` calls ``encode_cyclic``), unless ``utils.py`` happens to hold a global of
   that name (``os``, ``np``, ``List``...). Here the program runs as a module, one namespace: those samples can pass.
 * **Deadline** (the named option ``deadline``). The harness gives the whole sample one process joined with
-  ``timeout + 1`` = 4 s (``check_correctness``; its 3 s alarm covers only ``exec`` of the program); here each test
-  call runs in a fresh namespace and, by default (``--deadline per-test``), a sample gets ``--exec-timeout`` (3 s)
-  times its number of tests, one deadline fixed when it starts: a slow sample with many tests can pass here and
-  time out there. ``--deadline harness`` gives the whole sample the harness's one ``--exec-timeout`` + 1, fixed
-  when it is ready (after the interpreter's start, which the harness's 4 s include).
+  ``timeout + 1`` = 4 s (``check_correctness``; its 3 s alarm covers only ``exec`` of the program), and runs the
+  program once, then calls the function for each test (``unsafe_execute``). By default (``--deadline per-test``)
+  each test call here runs the program again in a fresh namespace and a sample gets ``--exec-timeout`` (3 s) times
+  its number of tests, one deadline fixed when it starts: a slow sample with many tests can pass here and time out
+  there. ``--deadline harness`` gives the whole sample the harness's one ``--exec-timeout`` + 1, fixed when it is
+  ready (after the interpreter's start, which the harness's 4 s include), and runs it as the harness does: the
+  program once (its module level paid for once), then one call per test, state kept between calls included.
 * **Interpreter.** The harness runs in the evaluation environment (numpy and the rest of its packages importable);
   the sandbox runs ``python -S``, the standard library only: ``import numpy`` is a runtime error here.
 * **None.** Here a call returning ``None`` is compared as ``"None"`` and a call that raises fails. The harness

@@ -31,7 +31,8 @@ Layers, outermost first (each one assumes the ones inside it can be bypassed):
    outside the address space and, without bubblewrap's IPC namespace, outlives the sample). A sample the CPU-seconds
    limit kills is a timeout, as one past its deadline is (``outcome_of``'s ``exit_status``).
 5. **One wall-clock deadline per sample**, fixed when the child reports it is ready (``timeout_s`` per test call,
-   times the number of calls; or MERA's harness's ``timeout_s + 1`` for the whole sample: ``Limits.deadline``) and
+   times the number of calls; or MERA's harness's ``timeout_s + 1`` for the whole sample, whose program then runs
+   once: ``Limits.deadline``) and
    never moved: nothing the sample writes to its result pipe extends it. Past it,
    when the sample is done, or at once when the run is interrupted (``StopSignal``), its process tree is killed through ``judge.plumbing.processes`` (``kill_descendants``,
    then SIGKILL to its session's process group).
@@ -62,7 +63,7 @@ missing, too old, or refuses to run by itself (its own ``bwrap:`` message); a pr
 (a loaded machine) or whose child failed raises ``SandboxUnavailable``, naming ``--sandbox none`` as the explicit
 choice. ``"bwrap"`` never falls back.
 
-Why one module of ~1,510 lines: it is one security boundary, and each layer above is written against the others'
+Why one module of ~1,520 lines: it is one security boundary, and each layer above is written against the others'
 weaknesses (the filter bubblewrap loads, the options each bubblewrap version accepts, the identity the namespaces
 map, the limits the run loop enforces), so a change to one is read against the rest. Only the child's side, which
 runs inside, is apart (``sandbox_child.py``).
@@ -106,10 +107,11 @@ PASSED, SYNTAX, RUNTIME, TIMEOUT, WRONG_ANSWER, SANDBOX_ERROR = (
     "passed", "syntax", "runtime", "timeout", "wrong_answer", "sandbox_error",
 )  # fmt: skip
 STATUSES = (PASSED, SYNTAX, RUNTIME, TIMEOUT, WRONG_ANSWER, SANDBOX_ERROR)
-#: How a sample's one deadline is sized (``Limits.deadline``): ``per-test``, ``timeout_s`` per test call (a slow
-#: sample with many tests still passes), or ``harness``, MERA's ``timeout_s + 1`` for the whole sample
-#: (MERA-Evaluation/MERA ``benchmark_tasks/ruhumaneval/utils.py`` ``check_correctness``: the sample's process is
-#: joined with ``timeout + 1``).
+#: How a sample's one deadline is sized (``Limits.deadline``): ``per-test``, ``timeout_s`` per test call, each call
+#: running the program again in a fresh namespace (a slow sample with many tests still passes), or ``harness``, MERA's
+#: ``timeout_s + 1`` for the whole sample, whose program runs once and is called for each test (MERA-Evaluation/MERA
+#: ``benchmark_tasks/ruhumaneval/utils.py`` ``check_correctness``: the sample's process is joined with
+#: ``timeout + 1``; ``unsafe_execute``: one ``exec``, then a call per test).
 DEADLINES = ("per-test", "harness")
 
 NOBODY = 65534
@@ -183,8 +185,10 @@ class Limits:
         timeout_s: Wall seconds for each test call (kwargs tasks) or for ``check()`` (HumanEval tasks), compiling
             and running the module body included. A sample gets ``timeout_s`` x its number of calls in all, as one
             deadline fixed when it is ready (a slow call may use time a quick one left); under ``deadline``
-            ``harness``, ``timeout_s + 1`` in all (``sample_seconds``).
-        deadline: One of ``DEADLINES``: ``per-test`` (the default, a deviation from MERA's harness) or ``harness``.
+            ``harness``, ``timeout_s + 1`` in all (``sample_seconds``), the module body run once before the first
+            call.
+        deadline: One of ``DEADLINES``: ``per-test`` (the default, a deviation from MERA's harness: each test runs
+            the program again in a fresh namespace) or ``harness`` (the program runs once, then each test calls it).
         startup_s: Wall seconds for the sandbox and interpreter to start (generous: the machine is shared).
         memory_mb: Address-space limit (RLIMIT_AS), MiB.
         cpu_s: CPU-seconds limit (RLIMIT_CPU); ``None`` derives it from the sample's deadline (``sample_seconds``).
@@ -230,7 +234,8 @@ class ExecJob:
     Exactly one of the two modes is used:
 
     * kwargs mode (MERA): ``tests`` is a list of keyword-argument dicts; ``expected[i]`` is the string that
-      ``str(entry_point(**tests[i]))`` must equal. Each call gets a fresh namespace. The tests travel as
+      ``str(entry_point(**tests[i]))`` must equal. Each call gets a fresh namespace, except under
+      ``Limits.deadline`` ``harness``, where the program runs once for all of them. The tests travel as
       ``tests_text`` (``tests_as_literal``), checked here.
     * check mode (OpenAI HumanEval): ``check`` is the source of ``def check(candidate): ...``; the sample passes
       when ``check(entry_point)`` returns.
@@ -1268,8 +1273,10 @@ class Sandbox:
             "processes": "one per sample: fork, vfork and clone of a process refused by a seccomp filter, and so is "
                          "memfd_create, shmget, msgget and semget (and POSIX message queues by RLIMIT_MSGQUEUE 0), "
                          "so memory_mb bounds all that a sample runs and holds, beside its files",
-            "deadline": ("timeout_s + 1 for the whole sample (MERA's harness)" if self.limits.deadline == "harness"
-                         else "timeout_s x the sample's test calls") + ", fixed when it is ready",
+            "deadline": ("timeout_s + 1 for the whole sample, its program run once (MERA's harness)"
+                         if self.limits.deadline == "harness"
+                         else "timeout_s x the sample's test calls, each running the program afresh")
+                        + ", fixed when it is ready",
         }
 
     def _probe_bwrap(self) -> tuple[bool, str, bool, str]:
@@ -1350,6 +1357,8 @@ class Sandbox:
             "entry_point": job.entry_point,
             "tests": job.tests_text,  # repr text, ast.literal_eval'd inside (tests_as_literal)
             "check": job.check,
+            # harness: the program runs once and each test calls its function, as MERA's harness does
+            "module_runs": "once" if limits.deadline == "harness" else "per-test",
             "max_output_chars": limits.max_output_chars,
             # Without bubblewrap the child loads the fork filter itself; under bwrap, bwrap has loaded it already.
             "seccomp": self._fork_filter.hex() if self.isolation == "none" else None,

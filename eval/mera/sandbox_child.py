@@ -27,14 +27,17 @@ shape (the untrusted code shares this process and could write to the channel too
 """
 
 import ast
+import gc
 import json
 import os
 import resource
 import sys
 
-# Taken before the sample runs (it shares this process), so that a sample rebinding ``os._exit`` does not change
-# how the child ends; one that rebinds this name only waits the supervisor's grace, as before.
+# Taken before the sample runs (it shares this process), so that a sample rebinding ``os._exit`` or ``gc.collect``
+# does not change how the child ends or frees a test's namespace; one that rebinds these names only waits the
+# supervisor's grace.
 _exit_now = os._exit
+_collect = gc.collect
 
 # Calls that start programs or signal processes. The real containment is bubblewrap + rlimits; blocking these
 # makes an attempt fail loudly as a runtime error instead of quietly running inside the sandbox.
@@ -145,6 +148,62 @@ def _die_with_parent(parent_pid):
         raise SystemExit(f"the supervisor (pid {parent_pid}) is gone: parent pid {os.getppid()}")
 
 
+def _test_event(i, max_chars, call, *args):
+    """The event of test ``i``: ``str()`` of what ``call(*args)`` returns, or the exception it raised."""
+    try:
+        out = str(call(*args))
+    except BaseException as exc:  # noqa: BLE001 - SystemExit and friends are failures of the sample too
+        return {"ev": "test", "i": i, "ok": False, "kind": "runtime", **_describe(exc)}
+    event = {"ev": "test", "i": i, "ok": True, "out": out[:max_chars], "chars": len(out)}
+    if len(out) > max_chars:
+        event["truncated"] = True
+    return event
+
+
+def _run_and_call(code, namespace, entry_point, kwargs):
+    exec(code, namespace)
+    return namespace[entry_point](**kwargs)
+
+
+def _test_fresh_runs(code, entry_point, tests, max_chars, emit):
+    """``--deadline per-test``: each test runs the program again in a fresh namespace, so state a solution keeps
+    between calls cannot leak into the next test."""
+    for i, kwargs in enumerate(tests):
+        namespace = {"__name__": "__solution__"}
+        try:
+            emit(_test_event(i, max_chars, _run_and_call, code, namespace, entry_point, kwargs))
+        finally:
+            # Each function the program defines holds the namespace as its globals, and the namespace holds the
+            # function: a cycle that only the cyclic collector frees, and a program that allocates few objects never
+            # starts it. Left alone, what each test's run of the module level holds (a table, a sieve, a class and
+            # its attributes) would stay beside the next test's, and memory_mb would bound one run divided by the
+            # number of tests. Cleared once the test's event is out, so a finalizer that ends the process cannot
+            # take that event with it.
+            namespace.clear()
+            _collect()
+
+
+def _test_one_run(code, entry_point, tests, max_chars, emit):
+    """``--deadline harness``, as MERA's harness (``unsafe_execute``): the program runs once, then the entry point is
+    called for each test, so the module level is paid for once in the sample's one deadline and state kept between
+    calls carries over. A program that fails to run fails every test with its exception, as every call fails
+    there."""
+    namespace = {"__name__": "__solution__"}
+    try:
+        exec(code, namespace)
+    except BaseException as exc:  # noqa: BLE001
+        failed = _describe(exc)
+        for i in range(len(tests)):
+            emit({"ev": "test", "i": i, "ok": False, "kind": "runtime", **failed})
+        return
+    for i, kwargs in enumerate(tests):
+        emit(_test_event(i, max_chars, _call, namespace, entry_point, kwargs))
+
+
+def _call(namespace, entry_point, kwargs):
+    return namespace[entry_point](**kwargs)
+
+
 def main():
     job_path = sys.argv[1]
     with open(job_path, encoding="utf-8") as f:
@@ -204,19 +263,10 @@ def main():
         emit({"ev": "done"})
         return
 
-    for i, kwargs in enumerate(tests):
-        # A fresh namespace per call: state a solution keeps between calls must not leak into the next test.
-        try:
-            namespace = {"__name__": "__solution__"}
-            exec(code, namespace)
-            result = namespace[entry_point](**kwargs)
-            out = str(result)
-            event = {"ev": "test", "i": i, "ok": True, "out": out[:max_chars], "chars": len(out)}
-            if len(out) > max_chars:
-                event["truncated"] = True
-        except BaseException as exc:  # noqa: BLE001
-            event = {"ev": "test", "i": i, "ok": False, "kind": "runtime", **_describe(exc)}
-        emit(event)
+    if job.get("module_runs") == "once":
+        _test_one_run(code, entry_point, tests, max_chars, emit)
+    else:
+        _test_fresh_runs(code, entry_point, tests, max_chars, emit)
     emit({"ev": "done"})
 
 

@@ -10,6 +10,7 @@ The tests of this subject that start heavy components are in tests/integration/m
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -162,6 +163,61 @@ def test_the_harness_deadline_is_one_timeout_plus_one_for_the_whole_sample(sandb
         == [2.0, 6.0, 3.0, 3.0]
     with pytest.raises(ValueError, match="deadline must be one of per-test, harness, got 'harnes'"):
         Limits(deadline="harnes")
+
+
+#: Module-level data of 96 MiB, a third of ``MODULE_DATA_LIMITS.memory_mb``: one copy fits, every test's copy at once
+#: (six tests) does not. ``bytearray`` asks calloc for it, so the address space is reserved and never touched.
+MODULE_DATA_LIMITS = Limits(timeout_s=5.0, memory_mb=320)
+MODULE_DATA_PROGRAMS = {
+    "a table at the module level": "BIG = bytearray(96 << 20)\n\ndef f(x):\n    return x\n",
+    "a class attribute (a class is a cycle of its own)": "class K:\n    BIG = bytearray(96 << 20)\n\n"
+                                                         "def f(x):\n    return x\n",
+}
+
+
+@pytest.mark.parametrize("deadline", ["per-test", "harness"])
+@pytest.mark.parametrize("program", list(MODULE_DATA_PROGRAMS.values()), ids=list(MODULE_DATA_PROGRAMS))
+def test_memory_mb_holds_one_run_of_the_module_level_whatever_the_number_of_tests(sandbox_user, program, deadline):
+    """A program whose module level holds a third of memory_mb passes six tests: each function it defines keeps its
+    namespace alive through a cycle, and a test's namespace left to the cyclic collector (which a program of few
+    objects never starts) held every test's copy at once, a MemoryError by the third test. No bubblewrap needed:
+    the limit is the child's own RLIMIT_AS."""
+    job = ExecJob(program=program, entry_point="f", tests=[{"x": i} for i in range(6)],
+                  expected=[str(i) for i in range(6)])  # fmt: skip
+    result = Sandbox(dataclasses.replace(MODULE_DATA_LIMITS, deadline=deadline), isolation="none").run(job)
+    assert (result.status, result.detail) == (PASSED, ""), result
+
+
+#: A program that counts, in ``builtins`` (shared by every namespace of the process), how many times its module level
+#: ran, and in a module-level list how many calls its function had.
+COUNTING = ExecJob(
+    program="import builtins\nbuiltins.module_runs = getattr(builtins, 'module_runs', 0) + 1\ncalls = []\n\n"
+            "def f(x):\n    calls.append(x)\n    return (builtins.module_runs, len(calls))\n",
+    entry_point="f", tests=[{"x": i} for i in range(3)], expected=["(1, 1)", "(1, 2)", "(1, 3)"],
+)  # fmt: skip
+
+
+def test_the_harness_deadline_runs_the_program_once_and_calls_it_per_test(sandbox_user):
+    """Under ``harness`` the module level runs once and each test calls the function, as MERA's harness does
+    (MERA-Evaluation/MERA ``benchmark_tasks/ruhumaneval/utils.py`` ``unsafe_execute``: one ``exec``, then a call per
+    test), so top-level work is paid once in the sample's one deadline and state carries over between calls; under
+    ``per-test`` each test runs the program again in a fresh namespace."""
+    harness = Sandbox(Limits(deadline="harness"), isolation="none").run(COUNTING)
+    assert (harness.status, harness.outputs) == (PASSED, ("(1, 1)", "(1, 2)", "(1, 3)")), harness
+    per_test = Sandbox(Limits(), isolation="none").run(COUNTING)
+    assert (per_test.status, per_test.outputs) == (WRONG_ANSWER, ("(1, 1)", "(2, 1)", "(3, 1)")), per_test
+
+
+def test_under_the_harness_deadline_a_program_that_fails_to_run_fails_every_test(sandbox_user):
+    """A module level that raises fails each test with its exception (the harness records ``None`` for every call);
+    a missing entry point fails each call, as ``locals()[entry_point]`` raises there."""
+    sandbox = Sandbox(Limits(deadline="harness"), isolation="none")
+    raising = sandbox.run(ExecJob(program="1 / 0\ndef f():\n    return 1\n", entry_point="f", tests=[{}, {}],
+                                  expected=["1", "1"]))  # fmt: skip
+    assert (raising.status, raising.detail, raising.outputs) == \
+        (RUNTIME, "test 0: ZeroDivisionError: division by zero", (None, None)), raising
+    missing = sandbox.run(ExecJob(program="def g():\n    return 1\n", entry_point="f", tests=[{}], expected=["1"]))
+    assert (missing.status, missing.detail) == (RUNTIME, "test 0: KeyError: 'f'"), missing
 
 
 def test_outputs_are_compared_whole_and_kept_as_a_prefix_with_their_length():
