@@ -92,7 +92,7 @@ Metrics (``rutie_metrics``): the headline ``accuracy`` is correct answers over *
 answer counting as wrong (card "Metrics": "Accuracy ..., the average for the dialogue"; the harness scores its
 fallback ``-1`` as wrong). ``accuracy_parsed`` (over parsed answers) and ``n_unparsed`` stand beside it.
 
-Why one module of ~1060 lines: it follows the task from its rows to its metric in the harness's order (rows,
+Why one module of ~1090 lines: it follows the task from its rows to its metric in the harness's order (rows,
 context, prompt, reply, the answer fed back into the next question's context, accuracy), and each step is used by
 this task alone.
 """
@@ -265,13 +265,20 @@ def _as_int(value: int | str) -> int | str:
 
 
 def load_dialogues(path: str | Path) -> dict[int | str, list[RutieItem]]:
-    """Rows grouped by ``dialog_id``, each dialogue sorted by ``question_id`` (duplicates are an error).
+    """Rows grouped by ``dialog_id``, each dialogue sorted by ``question_id``, whose ids must run 0, 1, 2, ...
+
+    The task card asks each dialogue's questions strictly in ``question_id`` order, and the harness builds question
+    q's context from the dialogue's first q rows (``custom_context_formers.py`` ``ruTiEContextFormer``): a dialogue
+    that lost a row (filtered, cut with ``head``) would ask the next question without that turn, or as its opening.
 
     Raises:
         DataError: ``{path}: no rows``; ``{path}: line {n}: ...``, a bad row (a closed test's row, with no answer,
-            among them), one dialogue's ``dialog_id`` written two ways (0 and "0"), or a repeated ``question_id``.
+            among them), one dialogue's ``dialog_id`` written two ways (0 and "0"), a repeated ``question_id``, or
+            ``question_id``s that do not run from 0 without a gap (naming the dialogue, the missing ids and the
+            line of the row after the first gap).
     """
     by_dialog: dict[int | str, list[RutieItem]] = defaultdict(list)
+    lines: dict[tuple[int | str, int], int] = {}  # (dialog_id, question_id) -> its first row's line
     spelled: dict[Any, tuple[int | str, int]] = {}  # int(dialog_id) -> (dialog_id as first written, its row)
     for line_no, row in iter_task_rows(path):
         try:
@@ -286,6 +293,7 @@ def load_dialogues(path: str | Path) -> dict[int | str, list[RutieItem]]:
                             f"{line_place(first_row)}'s "
                             f"is {first!r}: one dialogue written two ways; write it one way throughout")
         by_dialog[item.dialog_id].append(item)
+        lines.setdefault((item.dialog_id, item.question_id), line_no)
     if not by_dialog:  # nothing to score: a run on it would exit 0 with no figure
         raise DataError(f"{path}: no rows (an empty file, or blank lines only)")
     dialogues: dict[int | str, list[RutieItem]] = {}
@@ -295,8 +303,27 @@ def load_dialogues(path: str | Path) -> dict[int | str, list[RutieItem]]:
         if len(set(ids)) != len(ids):
             dup = sorted(i for i, c in Counter(ids).items() if c > 1)
             raise DataError(f"{path}: dialogue {dialog_id!r} repeats question_id {dup}")
+        if ids != list(range(len(ids))):
+            raise DataError(_gap_message(path, dialog_id, ids, lines))
         dialogues[dialog_id] = items
     return dialogues
+
+
+def _gap_message(
+    path: str | Path, dialog_id: int | str, ids: list[int], lines: dict[tuple[int | str, int], int]
+) -> str:
+    """The error for a dialogue whose sorted, distinct ``ids`` are not 0, 1, 2, ...: the ids missing below its
+    largest (at most ten named), and the row where the order first breaks."""
+    at = next(k for k, question_id in enumerate(ids) if question_id != k)
+    where = line_place(lines[(dialog_id, ids[at])])
+    if ids[at] < 0:
+        return (f"{path}: dialogue {dialog_id!r}: field 'meta.question_id' is {ids[at]} ({where}): a dialogue's "
+                f"question_ids run 0, 1, 2, ...")
+    missing = sorted(set(range(ids[-1])) - set(ids))
+    named = ", ".join(map(str, missing[:10])) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+    return (f"{path}: dialogue {dialog_id!r}: field 'meta.question_id' skips {named} ({where} has "
+            f"{ids[at]}): a dialogue's questions are asked in question_id order from 0, each with the earlier ones "
+            f"as its context")
 
 
 # ---------------------------------------------------------------------------------------------------------------

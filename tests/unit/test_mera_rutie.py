@@ -482,6 +482,26 @@ def test_load_dialogues_orders_by_question_id_and_rejects_repeats(tmp_path):
         load_dialogues(path)
 
 
+def test_a_dialogue_whose_question_ids_skip_one_is_refused_naming_the_file_dialogue_and_missing_id(tmp_path):
+    """The card asks each dialogue's questions strictly by question_id, and the harness builds question q's context
+    from the dialogue's first q rows: a dialogue that lost a row would ask the next question without that turn (or as
+    its opening), so ids must run 0, 1, 2, ... with no gap."""
+    path = tmp_path / "d.jsonl"
+    rows = [_with("meta.question_id", q) for q in (0, 3, 1)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        load_dialogues(path)
+    assert str(err.value).startswith(f"{path}: dialogue 0: field 'meta.question_id' skips 2 (line 2 has 3): "), err
+    rows = [_with("meta.question_id", q) for q in (1, 2, 4)]  # the opening question lost too
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(DataError, match=r"dialogue 0: field 'meta.question_id' skips 0, 3 \(line 1 has 1\)"):
+        load_dialogues(path)
+    path.write_text(json.dumps(_with("meta.question_id", -1)) + "\n" + json.dumps(_with("meta.question_id", 0)) + "\n",
+                    encoding="utf-8")  # fmt: skip
+    with pytest.raises(DataError, match=r"dialogue 0: field 'meta.question_id' is -1 \(line 1\)"):
+        load_dialogues(path)
+
+
 def test_one_dialogue_written_both_as_a_number_and_as_a_string_is_refused_naming_the_rows(tmp_path):
     """MERA's harness reads ``int(dialog_id)`` (benchmark_tasks/rutie/utils.py process_docs), so 0 and "0" are one
     dialogue there; read as two, the "0" question would be asked alone, without its earlier turns, silently."""
