@@ -70,6 +70,34 @@ def test_a_sample_without_answer_text_fails_alone(tmp_path, sandbox_user):
     assert json.loads((out / "metrics.json").read_text())["pass@k"] == metrics["pass@k"]
 
 
+def _think_in_content(path: str, body: dict) -> tuple[int, dict]:
+    """Reasoning sent inside the content, as a server without a reasoning parser sends it: an answer after a closed
+    ``<think>`` block, one cut by max_tokens inside its ``<think>``, and the reference solution alone."""
+    solved = f"<think>Алгоритм Евклида.</think>\n```python\n{TASK.function}{TASK.canonical_solution}```\n"
+    choices = [(solved, "stop"), ("<think>Нужно найти наибольший общий делитель. Сначала", "length"),
+               (TASK.function + TASK.canonical_solution, "stop")]
+    return 200, {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
+                 "choices": [{"index": i, "message": {"role": "assistant", "content": content}, "finish_reason": why}
+                             for i, (content, why) in enumerate(choices)],
+                 "usage": {"prompt_tokens": 100, "completion_tokens": 30, "total_tokens": 130}}  # fmt: skip
+
+
+def test_an_answer_cut_inside_think_in_its_content_is_not_generated_as_a_reasoning_field_is(tmp_path, sandbox_user):
+    """Under --extraction lenient an answer cut by max_tokens inside a ``<think>`` of its content holds no code: it is
+    not_generated, "reasoning not finished", as the same event is when the reasoning comes in a field of its own,
+    never the stub run alone and counted a wrong answer; a closed block's answer runs and passes."""
+    out = tmp_path / "run"
+    with ScriptedEndpoint(_think_in_content) as endpoint:
+        assert _run(endpoint, out) == 0
+    assert [(e["sample"], e["status"], e["detail"] if e["program"] is None else "ran") for e in
+            _rows(out / "executions.jsonl")] == [
+        (0, "passed", "ran"),
+        (1, "not_generated", "the sample's answer holds no code: reasoning not finished"),
+        (2, "passed", "ran")]  # fmt: skip
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["per_task"] == [{"task_id": "0", "n": 3, "c": 2, "errors": {"not_generated": 1}}]
+
+
 @pytest.mark.parametrize("edit, said", [
     (lambda row: row.pop("completions"), "generations.jsonl:1: field 'completions' is missing"),
     (lambda row: row.pop("task_id"), "generations.jsonl:1: field 'task_id' is missing"),
