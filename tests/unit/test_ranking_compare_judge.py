@@ -5,12 +5,15 @@ sampling or budget are refused, naming each difference, unless ``--allow-other-j
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from eval.cli import main
-from tests.support.eval_ranking import FULLNESS, LITERACY, SAFE, Candidate, rank_argv, tagged_verdict
+from tests.support.eval_ranking import (FULLNESS, LITERACY, SAFE, Candidate, instruction_rows, rank_argv,
+                                        tagged_verdict)
+from tests.support.release_instructions import write_instructions_dataset
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 
@@ -41,16 +44,30 @@ def _rank(tmp_path: Path, data: Path, name: str, judge_yaml: str = "") -> Path:
     return tmp_path / name
 
 
+@pytest.fixture(scope="module")
+def ranked(tmp_path_factory) -> dict:
+    """Two rank runs of the same data under the same default judge settings, made once for the module: what is
+    tested here is compare's reading of their run.json, which each test edits in its own copies (``_copies``)."""
+    root = tmp_path_factory.mktemp("ranked")
+    data = write_instructions_dataset(root / "POLLUX-instructions", instruction_rows())
+    return {"data": data, "a": _rank(root, data, "a"), "b": _rank(root, data, "b")}
+
+
+def _copies(ranked: dict, tmp_path: Path, *names: str) -> list[Path]:
+    """This test's own copies of the module's rank runs ``names``, free to edit."""
+    return [Path(shutil.copytree(ranked[name], tmp_path / name)) for name in names]
+
+
 @pytest.mark.parametrize("yaml, said", [
     ("prompt: en", "prompt 'ru' vs 'en'; prompt_version "),
     ("temperature: 0.3", "temperature 0.0 vs 0.3"),
     ("max_tokens: 512", "max_tokens 1024 vs 512"),
 ])  # fmt: skip
-def test_compare_refuses_runs_judged_with_other_settings(tmp_path: Path, data: Path, capsys, yaml: str,
+def test_compare_refuses_runs_judged_with_other_settings(tmp_path: Path, ranked: dict, capsys, yaml: str,
                                                          said: str) -> None:
     """One served judge, one name: B judged with the English prompt (or another temperature or budget) is refused
     with exit 2, naming the setting and both values; --allow-other-judge compares them and says what differs."""
-    a, b = _rank(tmp_path, data, "a"), _rank(tmp_path, data, "b", yaml)
+    (a,), b = _copies(ranked, tmp_path, "a"), _rank(tmp_path, ranked["data"], "b", yaml)
     capsys.readouterr()
     assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 2
     err = capsys.readouterr().err
@@ -62,10 +79,10 @@ def test_compare_refuses_runs_judged_with_other_settings(tmp_path: Path, data: P
     assert "Judged differently (compared with --allow-other-judge): " in (tmp_path / "c" / "compare.md").read_text()
 
 
-def test_compare_tells_checkpoints_apart_and_needs_run_json(tmp_path: Path, data: Path, capsys) -> None:
+def test_compare_tells_checkpoints_apart_and_needs_run_json(tmp_path: Path, ranked: dict, capsys) -> None:
     """Two checkpoint judges served under one name differ in run.json's judge (their folders); a run folder
     without run.json cannot be checked, so it is refused unless --allow-other-judge."""
-    a, b = _rank(tmp_path, data, "a"), _rank(tmp_path, data, "b")
+    a, b = _copies(ranked, tmp_path, "a", "b")
     assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 0  # the same settings: compared
     for folder, checkpoint in ((a, "/ckpt/judge-step-100"), (b, "/ckpt/judge-step-200")):
         record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
@@ -91,12 +108,12 @@ def _record(folder: Path, judge: str | None = None, **recorded: str | None) -> N
     (folder / "run.json").write_text(json.dumps(run), encoding="utf-8")
 
 
-def test_compare_refuses_one_checkpoint_retrained_in_place(tmp_path: Path, data: Path, capsys) -> None:
+def test_compare_refuses_one_checkpoint_retrained_in_place(tmp_path: Path, ranked: dict, capsys) -> None:
     """One checkpoint folder retrained in place between two ranks: same path, same served name, other weights, which
     only judge-serve's weights_fingerprint tells. Both runs name the judge /ckpt/judge and recorded other
     fingerprints: refused, naming both; a run whose server said nothing (None) is no evidence of a difference, so
     the pair is compared, and so is the same fingerprint."""
-    a, b = _rank(tmp_path, data, "a"), _rank(tmp_path, data, "b")
+    a, b = _copies(ranked, tmp_path, "a", "b")
     _record(a, "/ckpt/judge", weights_fingerprint="sha256:0a1b")
     _record(b, "/ckpt/judge", weights_fingerprint="sha256:9f8e")
     capsys.readouterr()
@@ -140,12 +157,12 @@ ROOT_DIGEST = {"/ckpt/judge": "sha256:aee3f9b4ee96b64c", "/ckpt/other": "sha256:
     (None, ["/ckpt/judge", ROOT_DIGEST["/ckpt/other"]], ["aa", "bb"],
      {"root": ["/ckpt/judge", ROOT_DIGEST["/ckpt/other"]], "weights_fingerprint": ["aa", "bb"]}),
 ])  # fmt: skip
-def test_compare_notes_weights_that_name_a_place_not_the_weights(tmp_path: Path, data: Path, capsys, judge, roots,
+def test_compare_notes_weights_that_name_a_place_not_the_weights(tmp_path: Path, ranked: dict, capsys, judge, roots,
                                                                  prints, notes) -> None:
     """A server's root is a path, and the fingerprint hashes modification times: across machines the same weights
     differ in both. Unless both runs name one judge checkpoint whose fingerprint changed, the runs are compared
     (exit 0) and compare.json's judge_notes, compare.md and the console say what differs."""
-    a, b = _rank(tmp_path, data, "a"), _rank(tmp_path, data, "b")
+    a, b = _copies(ranked, tmp_path, "a", "b")
     for folder, root, fingerprint in zip((a, b), roots, prints):
         _record(folder, judge, root=root, weights_fingerprint=fingerprint)
     capsys.readouterr()
@@ -164,12 +181,12 @@ def test_compare_notes_weights_that_name_a_place_not_the_weights(tmp_path: Path,
     [ROOT_DIGEST["/ckpt/judge"], ROOT_DIGEST["/ckpt/judge"]],  # judge-serve's digest of it, both times
     ["/ckpt/judge", ROOT_DIGEST["/ckpt/judge"]],  # one of each: one folder all the same
 ])  # fmt: skip
-def test_compare_refuses_a_url_judge_whose_server_loaded_one_folder_retrained(tmp_path: Path, data: Path,
+def test_compare_refuses_a_url_judge_whose_server_loaded_one_folder_retrained(tmp_path: Path, ranked: dict,
                                                                                capsys, roots) -> None:
     """Two URL judges (run.json's judge: a URL, compared as '<url>') whose servers loaded the same folder
     /ckpt/judge with other fingerprints: the folder retrained in place, refused, whether a run recorded the path or
     judge-serve's digest of it. Before: a path and its digest read as two folders, the difference only a note."""
-    a, b = _rank(tmp_path, data, "a"), _rank(tmp_path, data, "b")
+    a, b = _copies(ranked, tmp_path, "a", "b")
     _record(a, root=roots[0], weights_fingerprint="aa")
     _record(b, root=roots[1], weights_fingerprint="bb")
     capsys.readouterr()
