@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,22 @@ EXPECTED = {
 def _matrix_csv(path: Path) -> list[list[str]]:
     with path.open(encoding="utf-8", newline="") as handle:
         return list(csv.reader(handle))
+
+
+@pytest.fixture(scope="module")
+def ranked(tmp_path_factory) -> dict:
+    """One finished rank run of the data under the default settings, made once for the module: the tests that begin
+    from such a run (to resume it, or compare against it) each start from their own copy (``_ranked_copy``)."""
+    root = tmp_path_factory.mktemp("ranked")
+    data = write_instructions_dataset(root / "POLLUX-instructions", instruction_rows())
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, root / "bench")) == 0
+    return {"data": data, "run": root / "bench"}
+
+
+def _ranked_copy(ranked: dict, out: Path) -> Path:
+    """This test's own copy of the module's finished rank run, at ``out``, free to resume or edit."""
+    return Path(shutil.copytree(ranked["run"], out))
 
 
 def test_ranking_matrix_by_hand_and_payloads(tmp_path: Path, data: Path, capsys) -> None:
@@ -254,14 +271,14 @@ def test_a_ranking_folder_moved_or_copied_resumes_asking_nothing(tmp_path: Path,
     assert _matrix_csv(moved / "matrix.csv") == _matrix_csv(out / "matrix.csv")
 
 
-def test_a_run_whose_judge_was_never_asked_compares_on_its_configured_judge(tmp_path: Path, data: Path,
+def test_a_run_whose_judge_was_never_asked_compares_on_its_configured_judge(tmp_path: Path, ranked: dict,
                                                                             capsys) -> None:
     """A candidate whose every answer failed leaves its judge unasked (no item to judge): its run.json has the judge's
     configured settings, not a server's word (no served model, no name, the unfitted max_tokens). compare refused it
     as "judged differently" against any run, its way out --allow-other-judge switching the judge check off for every
     pair. Those server-said settings are left out for such a run now; its configured ones are still compared."""
-    with Candidate() as cand, Judge(scores_by_output()) as judge:
-        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "a")) == 0
+    data = ranked["data"]
+    _ranked_copy(ranked, tmp_path / "a")
     with Candidate(fail=set(CASES)) as cand, Judge(scores_by_output()) as judge:
         assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "f", "--model-name", "cand-f")) == 3
         assert judge.bodies("/v1/chat/completions") == []
@@ -456,13 +473,11 @@ def _asked(endpoint) -> list[str]:
     return sorted(b["messages"][0]["content"] for b in endpoint.bodies("/v1/chat/completions"))
 
 
-def test_resume_asks_again_only_what_the_data_changed(tmp_path: Path, data: Path) -> None:
+def test_resume_asks_again_only_what_the_data_changed(tmp_path: Path, ranked: dict) -> None:
     """Same prompt_ids, new data: a changed instruction is answered and judged again; reordered criteria are judged
     again; every other answer and verdict is reused, and no verdict is reused for another (instruction, answer,
     criterion)."""
-    out = tmp_path / "bench"
-    with Candidate() as cand, Judge(scores_by_output()) as judge:
-        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+    out = _ranked_copy(ranked, tmp_path / "bench")
     rows = instruction_rows()
     rows[0]["instruction"] = "Инструкция 1: напиши другой текст."
     rows[2]["criteria"] = rows[2]["criteria"][::-1]  # prompt 3: FULLNESS, then LITERACY
@@ -486,13 +501,11 @@ def test_resume_asks_again_only_what_the_data_changed(tmp_path: Path, data: Path
     ("--max-tokens", "100", "max_tokens: 4096 -> 100"),
     ("--extra-body", '{"top_p": 0.5}', "extra_body: {} -> {'top_p': 0.5}"),
 ])  # fmt: skip
-def test_resume_with_other_candidate_settings_is_refused(tmp_path: Path, data: Path, capsys, flag: str, value: str,
+def test_resume_with_other_candidate_settings_is_refused(tmp_path: Path, ranked: dict, capsys, flag: str, value: str,
                                                          shown: str) -> None:
     """A rerun whose candidate would answer differently (temperature, max_tokens, extra_body) is refused before any
     request, naming the setting with its old and new value (exit 2); --overwrite asks everything again."""
-    out = tmp_path / "bench"
-    with Candidate() as cand, Judge(scores_by_output()) as judge:
-        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+    data, out = ranked["data"], _ranked_copy(ranked, tmp_path / "bench")
     answers = (out / "answers.jsonl").read_bytes()
     capsys.readouterr()
     with Candidate() as cand, Judge(scores_by_output()) as judge:
@@ -598,12 +611,13 @@ def test_an_item_without_a_verdict_is_a_counted_failure(tmp_path: Path, data: Pa
     ("meta", lambda row: {**row, "meta": "Другой набор"}),
     ("instruction", lambda row: {**row, "instruction": row["instruction"].replace("напиши", "перепиши")}),
 ])  # fmt: skip
-def test_compare_refuses_runs_of_other_data(tmp_path: Path, data: Path, capsys, field: str, change) -> None:
+def test_compare_refuses_runs_of_other_data(tmp_path: Path, ranked: dict, capsys, field: str, change) -> None:
     """compare of two runs whose shared prompt_ids hold other content (meta, instruction text) is refused (exit 2),
     naming the prompt_id, what differs and both data sources."""
+    data = ranked["data"]
     other = write_instructions_dataset(tmp_path / "other", [change(row) for row in instruction_rows()])
+    _ranked_copy(ranked, tmp_path / "a")
     with Candidate() as cand, Judge(scores_by_output()) as judge:
-        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "a")) == 0
         assert main(rank_argv(cand.base_url, judge.base_url, other, tmp_path / "b")) == 0
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--n-boot", "10"]) == 2
@@ -612,15 +626,14 @@ def test_compare_refuses_runs_of_other_data(tmp_path: Path, data: Path, capsys, 
     assert str(data) in err and str(other) in err
 
 
-def test_compare_pairs_only_instructions_both_runs_scored(tmp_path: Path, data: Path) -> None:
+def test_compare_pairs_only_instructions_both_runs_scored(tmp_path: Path, ranked: dict) -> None:
     """An instruction a run holds but never scored (its every verdict unparsed) is not one of the instructions the
     comparison pairs: B's prompt 7 has no score, so 6 instructions are shared, not A's 7; each side says which of
     its instructions were left out, and why."""
     table = scores_by_output() | {("Ответ семь.", LITERACY): None}
-    with Candidate() as cand, Judge(scores_by_output()) as judge:
-        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "a")) == 0
+    _ranked_copy(ranked, tmp_path / "a")
     with Candidate() as cand, Judge(table) as judge:
-        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "b")) == 0
+        assert main(rank_argv(cand.base_url, judge.base_url, ranked["data"], tmp_path / "b")) == 0
     from eval.ranking.compare import compare_rankings
 
     result = compare_rankings(tmp_path / "a", tmp_path / "b", n_boot=0)
