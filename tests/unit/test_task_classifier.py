@@ -784,6 +784,13 @@ def test_the_criteria_benchmark_prints_both_readings(tmp_path, capsys):
             in header)
 
 
+@pytest.fixture(scope="module")
+def shipped_tfidf():
+    """The shipped tfidf classifier, loaded once for the tests that only ask it for choices and features; a test
+    that replaces a part of it loads its own."""
+    return TfidfClassifier.load()
+
+
 @pytest.mark.parametrize("text, why", [
     ("写一首关于春天的诗", "no character or word n-gram"), ("§§§ ¶¶¶", "no character or word n-gram"),
     # known n-grams, but only digits, punctuation or a lone letter: the priors moved by them gave a confident
@@ -796,28 +803,27 @@ def test_the_criteria_benchmark_prints_both_readings(tmp_path, capsys):
     ("Tell me a joke about cats.", "too little Cyrillic text"),
 ], ids=["chinese", "symbols", "chinese and digits", "question mark", "one letter", "symbols and a digit",
         "english summary", "english joke"])  # fmt: skip
-def test_text_with_too_thin_evidence_falls_back(text, why):
+def test_text_with_too_thin_evidence_falls_back(shipped_tfidf, text, why):
     """A text none of whose known n-grams holds two Cyrillic letters (English or another script, symbols, digits, one
     letter) has only the models' priors, moved by Latin words, digits and punctuation, for scores, one of which is
     above the fitted threshold: it falls back to the criteria that apply to any text, saying why ("too little
     Cyrillic text": the check counts Cyrillic, not Russian), instead of a confident STEM exercise or translation."""
     from judge.criteria_auto import fallback_criteria
-    from judge.criteria_auto.tfidf import TfidfClassifier
 
-    choice = TfidfClassifier.load().choose(text)
+    choice = shipped_tfidf.choose(text)
     assert (choice.level, choice.fallback) == ("fallback", True)
     assert choice.criteria == tuple(fallback_criteria()) and why in choice.reason
 
 
-def test_the_evidence_floor_is_far_below_every_bundled_instruction():
+def test_the_evidence_floor_is_far_below_every_bundled_instruction(shipped_tfidf):
     """The floor (MIN_LETTER_NGRAMS) leaves real instructions alone: each of the bundled sets' (held-out,
     training, sample) holds at least seven times as many known n-grams of two Cyrillic letters (39 at least, a C#
     snippet with a short Russian request; English quoted in a translation request counts for nothing); a
     three-letter word passes it."""
     from judge import sample_data_path
-    from judge.criteria_auto.tfidf import MIN_LETTER_NGRAMS, TfidfClassifier
+    from judge.criteria_auto.tfidf import MIN_LETTER_NGRAMS
 
-    clf = TfidfClassifier.load()
+    clf = shipped_tfidf
     pairs, _ = load_labelled([heldout_path(), training_path(), sample_data_path()], include_zero_shot=True)
     letters = clf.features.letter_columns()
     evidence = [int(letters[clf.features.transform([p["instruction"]]).indices].sum()) for p in pairs]
@@ -845,16 +851,15 @@ def test_the_classifier_reads_a_bounded_opening_and_ending_of_a_long_instruction
     assert seen == [[MAX_CLASSIFIED_CHARS], [MAX_CLASSIFIED_CHARS]]
 
 
-def test_a_request_after_a_long_pasted_text_is_read():
+def test_a_request_after_a_long_pasted_text_is_read(shipped_tfidf):
     """A request stated after a pasted text longer than MAX_CLASSIFIED_CHARS ("<article> Переведи этот текст на
     английский язык.") was cut off with the rest past the opening, and the text classified on the article alone
     (a persuasion task); its ending is read too, so it is a translation."""
     from judge.criteria_auto.policy import MAX_CLASSIFIED_CHARS
-    from judge.criteria_auto.tfidf import TfidfClassifier
 
     article = "Москва — столица России. " * 1000
     assert len(article) > MAX_CLASSIFIED_CHARS
-    choice = TfidfClassifier.load().choose(article + "\nПереведи этот текст на английский язык.")
+    choice = shipped_tfidf.choose(article + "\nПереведи этот текст на английский язык.")
     assert choice.task_type == "Translation, English-Russian language pair" and choice.level == "leaf"
 
 
@@ -873,7 +878,7 @@ def test_a_choice_without_probabilities_renders_as_strict_json():
     assert row["alternatives"] == [{"label": "Advice", "probability": None}]
 
 
-def test_expand_rows_keeps_the_rows_own_task_and_columns():
+def test_expand_rows_keeps_the_rows_own_task_and_columns(shipped_tfidf):
     """A row that names its task is expanded with that task's criteria (method "given"), not the classifier's
     guess (an English poem request reads as a translation to it); one naming only a task type of several leaves gets
     the criteria they share; a row's other columns reach every item; an unknown task is an error naming the row."""
@@ -881,7 +886,7 @@ def test_expand_rows_keeps_the_rows_own_task_and_columns():
     from judge.criteria_auto.expansion import expand_rows
     from judge.taxonomy import load_taxonomy
 
-    clf = TfidfClassifier.load()
+    clf = shipped_tfidf
     taxonomy = load_taxonomy()
     rows = [{"id": "p", "instruction": "Write a poem about spring.", "answer": "x", "task_type": "Literary text",
              "task_subtype": "Poetry", "my_col": "kept"},
