@@ -22,14 +22,20 @@ ROW = {"instruction": "Напиши стихотворение о весне", "
        "rubrics": "0: нет\n\n1: частично\n\n2: да"}
 
 
+@pytest.fixture(scope="module")
+def shipped_tfidf() -> TfidfClassifier:
+    """The shipped tfidf classifier, loaded once for the tests that only ask it for choices (none changes it)."""
+    return TfidfClassifier.load()
+
+
 @pytest.mark.parametrize("criteria, shown", [("auto", "a string 'auto'"), (["Креативность"], "a list")])
-def test_a_row_naming_its_criterion_and_asking_for_auto_is_refused_naming_both(criteria, shown):
+def test_a_row_naming_its_criterion_and_asking_for_auto_is_refused_naming_both(shipped_tfidf, criteria, shown):
     with pytest.raises(ValueError) as err:
-        expand_rows([ROW | {"criteria": criteria}], TfidfClassifier.load(), "data.jsonl")
+        expand_rows([ROW | {"criteria": criteria}], shipped_tfidf, "data.jsonl")
     assert str(err.value) == (f"data.jsonl: row 0: field 'criteria' ({shown}) beside criteria_name 'Креативность': a "
                               "row names its criterion or asks for the criteria to be chosen (criteria: auto), not "
                               "both; drop one")
-    items, _ = expand_rows([ROW | {"criteria": ""}], TfidfClassifier.load(), "data.jsonl")  # an empty column: none
+    items, _ = expand_rows([ROW | {"criteria": ""}], shipped_tfidf, "data.jsonl")  # an empty column: none
     assert [item["criteria_name"] for item in items] == ["Креативность"]
 
 
@@ -89,14 +95,14 @@ def test_judge_serve_names_auto_for_a_string_that_is_almost_it(criteria):
                               f"'{criteria}'")
 
 
-def test_items_decided_at_the_task_type_carry_the_type_alone():
+def test_items_decided_at_the_task_type_carry_the_type_alone(shipped_tfidf):
     """The shipped classifier is unsure of this instruction's leaf (its share under the leaf threshold) and decides
     at the task type: the items are judged on the type's criteria, and carried the leaf it rejected as their
     task_subtype and task_subsubtype (a brief retelling of a journalistic text), where fallback rows and the llm
     method's type-level choices carry none."""
     row = {"id": "a3", "instruction": "Перескажи кратко содержание романа «Война и мир».",
            "answer": "Война, мир, любовь."}
-    items, choices = expand_rows([row], TfidfClassifier.load(), "data.jsonl")
+    items, choices = expand_rows([row], shipped_tfidf, "data.jsonl")
     assert choices[0]["level"] == "task_type" and choices[0]["alternatives"]  # the leaf ranked, and not taken
     assert {(item["task_subtype"], item["task_subsubtype"]) for item in items} == {("", "")}
     assert {item["task_type"] for item in items} == {choices[0]["task_type"]} != {""}
