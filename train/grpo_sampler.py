@@ -19,6 +19,17 @@ though: accelerate's loader keeps it as ``iteration`` (``set_epoch`` sets it, ``
 each pass ends by counting it on) and registers itself as the active loader before it draws its first batch. So the
 sampler takes the epoch from the active loader when that loader is the one drawing from it, whatever samplers lie
 between, and from ``set_epoch`` otherwise.
+
+The trainer class :func:`replaying_epochs` builds also resumes trl's generation phase. trl generates completions for
+a whole generation batch once every ``steps_per_generation x num_iterations`` micro-steps and trains them a slice a
+micro-step, counting micro-steps in ``GRPOTrainer._step``, which no checkpoint saves: a resumed run counts from 0.
+Where that block is longer than the gradient accumulation, a checkpoint (a ``save_steps`` that is not a multiple of
+it, or any save the stopper makes on a signal) can fall inside a block; transformers then skips the batches already
+trained, and with the count at 0 trl would train the block in progress for a whole block more and from then on
+regenerate half-way through each block, one step behind the uninterrupted run. So a resumed start sets the count to
+the batches transformers skips in the epoch it resumes (epochs start on a block boundary), and trl regenerates for
+the block in progress (fresh completions: the checkpoint holds none), trains its remaining micro-steps and
+regenerates where the uninterrupted run does.
 """
 
 from __future__ import annotations
@@ -79,10 +90,17 @@ def _samplers_under(loader) -> Iterator[object]:
 
 
 def replaying_epochs(trainer_class):
-    """``trainer_class`` (trl's ``GRPOTrainer``) with its training sampler wrapped in :class:`EpochReplaySampler`."""
+    """``trainer_class`` (trl's ``GRPOTrainer``) with its training sampler wrapped in :class:`EpochReplaySampler`
+    and, on a resumed start, its micro-step count put back in phase with the batches (the module docstring)."""
 
     class GRPOTrainerReplayingEpochs(trainer_class):
         def _get_train_sampler(self, dataset=None):
             return EpochReplaySampler(super()._get_train_sampler(dataset))
+
+        def _init_training_state(self, *args, **kwargs):
+            # transformers' Trainer: (epochs trained, batches of the current epoch it skips on a resume, else 0).
+            epochs_trained, skipped_batches = super()._init_training_state(*args, **kwargs)
+            self._step = skipped_batches  # trl's micro-step count, in phase with the loader (the module docstring)
+            return epochs_trained, skipped_batches
 
     return GRPOTrainerReplayingEpochs

@@ -89,3 +89,102 @@ def test_an_unshuffled_sampler_passes_through():
     wrapped = EpochReplaySampler(sampler)
     wrapped.set_epoch(2)
     assert list(wrapped) == PROMPTS and len(wrapped) == len(sampler)
+
+
+# ---- the generation phase of a resumed run -------------------------------------------------------------------------
+# trl's GRPOTrainer generates for a whole generation batch every steps_per_generation (S) x num_iterations (I)
+# micro-steps and trains a slice of it each micro-step; transformers resumes by skipping the batches its saved
+# optimizer steps (each of A micro-steps) trained. Driven here: trl's own RepeatSampler for the batches and trl's own
+# ``_prepare_inputs`` for each micro-step, on the trainer class the recipe builds, with transformers' resume state
+# (``Trainer._init_training_state``: epochs trained, batches of the current epoch skipped) stubbed.
+
+
+def _epoch_batches(epoch: int, prompts: int, per_generation: int, repeats: int) -> list[list[int]]:
+    """The loader's batches of ``epoch``, each one generation batch (per_generation prompts, a group of 2 each)."""
+    from trl.trainer.utils import RepeatSampler
+
+    sampler = RepeatSampler(list(range(prompts)), mini_repeat_count=2, batch_size=per_generation,
+                            repeat_count=repeats, seed=0)
+    for _ in range(epoch + 1):
+        order = list(sampler)  # one pass per epoch, as trl's loader draws them
+    size = 2 * per_generation
+    return [order[i:i + size] for i in range(0, len(order), size)]
+
+
+def _micro_steps(monkeypatch, *, A: int, S: int, I: int, prompts: int, per_generation: int, epochs: int,
+                 resumed_at: int = 0) -> list[tuple[int, int, tuple[int, ...]]]:
+    """(epoch, batch of the epoch, prompts trained) for each micro-step from the optimizer step ``resumed_at`` on,
+    with ``(generated, prompts)`` where the step generated; ``resumed_at`` 0 is an uninterrupted run."""
+    from types import SimpleNamespace
+
+    import torch
+    from transformers import Trainer
+    from trl import GRPOTrainer
+
+    from train.grpo_sampler import replaying_epochs
+
+    per_epoch = len(_epoch_batches(0, prompts, per_generation, S * I))
+    updates_per_epoch = -(-per_epoch // A)  # transformers' num_update_steps_per_epoch
+    epochs_trained, skipped = resumed_at // updates_per_epoch, resumed_at % updates_per_epoch * A
+    monkeypatch.setattr(Trainer, "_init_training_state", lambda self, *a, **k: (epochs_trained, skipped))
+
+    trainer = replaying_epochs(GRPOTrainer).__new__(replaying_epochs(GRPOTrainer))
+    trainer._step, trainer._buffered_inputs, trainer.num_iterations = 0, None, I  # trl's __init__
+    trainer.args = SimpleNamespace(steps_per_generation=S, report_to=[])
+    trainer.model = SimpleNamespace(training=True)
+    trainer.accelerator = SimpleNamespace(is_main_process=True)
+    trainer.state = SimpleNamespace(global_step=resumed_at)
+    generated = []
+
+    def generate(batch):
+        generated.append(True)
+        return {"prompt": torch.tensor(batch)}
+
+    trainer._generate_and_score_completions = generate
+    first_epoch, skip = trainer._init_training_state(None, None, None, "checkpoint" if resumed_at else None, None)
+    steps = []
+    for epoch in range(first_epoch, epochs):
+        for index, batch in enumerate(_epoch_batches(epoch, prompts, per_generation, S * I)):
+            if epoch == first_epoch and index < skip:
+                continue
+            generated.clear()
+            inputs = trainer._prepare_inputs(batch)
+            trainer._step += 1  # trl's training_step, after the loss
+            steps.append((epoch, index, tuple(sorted(set(inputs["prompt"].tolist()))), bool(generated)))
+    return steps
+
+
+@pytest.mark.parametrize("A, S, I, resumed_at", [
+    (2, 2, 2, 1),  # the block is 4 micro-steps, 2 an optimizer step: step 1 ends half-way through block 0
+    (1, 1, 2, 1),  # num_iterations 2 on the default generation batch
+    (1, 1, 3, 5),  # two steps into the second block
+    (2, 2, 1, 1),  # a block per optimizer step: every checkpoint is on a boundary
+])
+def test_a_run_resumed_inside_a_generation_block_trains_the_uninterrupted_runs_blocks(monkeypatch, A, S, I, resumed_at):
+    """From the resumed micro-step on, each micro-step trains the block the uninterrupted run trains there, and
+    generation comes where it comes in that run, but for the first step (the checkpoint holds no completions)."""
+    sizes = {"A": A, "S": S, "I": I, "prompts": 8, "per_generation": 1, "epochs": 1}
+    uninterrupted = _micro_steps(monkeypatch, **sizes)
+    resumed = _micro_steps(monkeypatch, **sizes, resumed_at=resumed_at)
+    expected = uninterrupted[resumed_at * A:]
+    assert [step[:3] for step in resumed] == [step[:3] for step in expected]
+    assert resumed[0][3] and [step[3] for step in resumed[1:]] == [step[3] for step in expected[1:]]
+    assert len({step[2] for step in uninterrupted}) == 8  # every prompt's block trained, each its own
+
+
+def test_a_run_resumed_in_a_later_epoch_whose_batches_do_not_fill_its_last_step_keeps_the_phase(monkeypatch):
+    """A 6-micro-step block (S 2 x I 3), two blocks an epoch, 5 micro-steps an optimizer step: an epoch is 3 steps
+    (5, 5, 2), so the micro-steps before a checkpoint in epoch 1 are not global_step x A; the phase is the batches
+    skipped in the epoch."""
+    sizes = {"A": 5, "S": 2, "I": 3, "prompts": 2, "per_generation": 1, "epochs": 2}
+    uninterrupted = _micro_steps(monkeypatch, **sizes)
+    assert len(uninterrupted) == 24
+    resumed = _micro_steps(monkeypatch, **sizes, resumed_at=4)  # epoch 1, after its first 5 batches
+    expected = uninterrupted[12 + 5:]
+    assert [step[:3] for step in resumed] == [step[:3] for step in expected]
+    assert resumed[0][3] and [step[3] for step in resumed[1:]] == [step[3] for step in expected[1:]]
+
+
+def test_a_fresh_start_keeps_trls_count(monkeypatch):
+    steps = _micro_steps(monkeypatch, A=2, S=2, I=2, prompts=4, per_generation=1, epochs=1)
+    assert [step[3] for step in steps] == [True, False, False, False] * 4
