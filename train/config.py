@@ -820,8 +820,8 @@ class GRPORecipeConfig(TrainConfig):
         "reasoning or [FEEDBACK] of at least two words) and it answers in the form the earlier steps trained (integer: "
         "a bare integer after one reasoning block, so '</think> Оценка 1 из 2' earns 0; tagged: one bare [FEEDBACK] "
         "... [RESULT] n [END] block, no text around it), else 0; agreement_reward: 1 - |score - experts' mode| / "
-        "(scale max - min), 0 for a failed, off-scale or between-levels verdict. Both log verdicts/failed_share. "
-        "Equal weights are trl's default (reward_weights None).",
+        "(scale max - min), 0 for a failed, off-scale or between-levels verdict, so it is refused without a positive "
+        "format_reward. Both log verdicts/failed_share. Equal weights are trl's default (reward_weights None).",
     )
     no_unique_mode: str = option(
         "drop",
@@ -940,6 +940,12 @@ class GRPORecipeConfig(TrainConfig):
             raise ConfigError(f"no_unique_mode 'skip' keeps tied items for the format reward only, and rewards "
                               f"{self.rewards} weights no format_reward: add format_reward to rewards, or set "
                               "no_unique_mode to 'drop' or 'nearest'")
+        # agreement_reward pays 0 both for the farthest score and for no verdict at all: only a weighted format reward
+        # makes failing cost more than disagreeing.
+        if self.rewards.get("agreement_reward", 0) > 0 and not self.rewards.get("format_reward", 0) > 0:
+            raise ConfigError(f"rewards {self.rewards}: agreement_reward pays 0 for a verdict that failed to parse as "
+                              "for the farthest score, so with no format_reward above 0 nothing trains the judge "
+                              "away from failing; add format_reward with a positive weight to rewards")
         # generate() refuses a temperature of 0 with sampling on, and only once the model has loaded.
         if self.temperature <= 0:
             raise ConfigError(f"temperature must be positive, got {self.temperature}")

@@ -216,6 +216,37 @@ def test_skipping_tied_items_without_a_format_reward_is_refused(rewards):
     assert config.no_unique_mode == "skip"
 
 
+# ---- agreement_reward needs a format reward -----------------------------------------------------------------------
+
+AGREEMENT_ALONE = ("rewards {rewards}: agreement_reward pays 0 for a verdict that failed to parse as for the farthest "
+                   "score, so with no format_reward above 0 nothing trains the judge away from failing; add "
+                   "format_reward with a positive weight to rewards")
+
+
+@pytest.mark.parametrize("rewards", [{"agreement_reward": 1.0}, {"agreement_reward": 1.0, "format_reward": 0.0}])
+def test_an_agreement_reward_without_a_format_reward_is_refused(rewards):
+    """On a 0..2 item whose experts' mode is 2 a verdict of 0 and one that never parsed both earn 0 agreement:
+    without a weighted format_reward the policy has no gradient away from failing. Refused when the config loads,
+    one line naming the field; a positive format_reward beside it is accepted."""
+    with pytest.raises(ConfigError) as info:
+        load_config(TINY_GRPO, {"no_unique_mode": "drop", "rewards": rewards})
+    assert str(info.value) == AGREEMENT_ALONE.format(rewards=rewards)
+    config = load_config(TINY_GRPO, {"rewards": {**rewards, "format_reward": 0.5}})
+    assert config.rewards["agreement_reward"] == 1.0 and config.rewards["format_reward"] == 0.5
+    assert list(load_config(TINY_GRPO, {"rewards": {"format_reward": 1.0}}).rewards) == ["format_reward"]
+
+
+def test_judge_train_grpo_refuses_an_agreement_reward_alone_in_one_line(tmp_path, capsys):
+    from train.cli import main as judge_train
+
+    code = judge_train(["grpo", "--config", str(TINY_GRPO), "--output-dir", str(tmp_path / "run"),
+                        "--rewards", '{"agreement_reward": 1.0}'])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err == ("judge-train grpo: error: " + AGREEMENT_ALONE.format(rewards={"agreement_reward": 1.0}) + "\n")
+    assert not (tmp_path / "run").exists()
+
+
 # ---- the base export's manifest ------------------------------------------------------------------------------------
 
 

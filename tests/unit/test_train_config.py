@@ -924,11 +924,12 @@ def test_grpo_numbers_are_checked_when_the_config_loads(overrides, message):
 
 
 def test_grpo_weights_that_can_train_still_load():
-    """One reward weighted 0 beside a positive one is a reward left out, not a run that cannot train; the default
+    """One reward weighted 0 beside a positive one is a reward left out, not a run that cannot train (agreement_reward
+    without a format_reward is refused for another reason: tests/unit/test_grpo_guards.py); the default
     min_russian_share, which the recipe does not read, loads as it always did."""
     config = load_config(REPO / "configs/train/tiny/grpo.yaml",
-                         {"rewards": '{"format_reward": 0.0, "agreement_reward": 1.0}'})
-    assert config.rewards == {"format_reward": 0.0, "agreement_reward": 1.0} and config.min_russian_share == 0.5
+                         {"rewards": '{"format_reward": 1.0, "agreement_reward": 0.0}'})
+    assert config.rewards == {"format_reward": 1.0, "agreement_reward": 0.0} and config.min_russian_share == 0.5
 
 
 def test_grpo_weights_written_with_an_exponent_load_as_numbers(tmp_path):

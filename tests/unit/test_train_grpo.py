@@ -182,11 +182,10 @@ def test_a_tagged_verdict_is_well_formed_only_as_the_one_block_build_data_trains
 
 
 def test_the_agreement_reward_alone_counts_failed_verdicts():
-    """A config may name agreement_reward alone (rewards: {agreement_reward: 1.0}); its failed verdicts are still
-    logged as verdicts/failed_share, the name format_reward logs them under: here 2 of 4 (a cut reasoning, no
-    answer), also for an item with no reference (agreement None)."""
-    config = load_config(TINY_GRPO, {"rewards": {"agreement_reward": 1.0}})
-    assert list(config.rewards) == ["agreement_reward"]
+    """agreement_reward logs its failed verdicts as verdicts/failed_share, the name format_reward logs them under,
+    whatever other reward is weighted beside it (a config weighting it without format_reward is refused:
+    tests/unit/test_grpo_guards.py): here 2 of 4 (a cut reasoning, no answer), also for an item with no reference
+    (agreement None)."""
     rows, _ = grpo.grpo_rows([record("r", [2]), record("tie", [0, 2], answer="4.")], no_unique_mode="skip")
     rows = [rows[0]] * 3 + [rows[1]]
     columns = {key: [row[key] for row in rows] for key in rows[0] if key != "prompt"}
