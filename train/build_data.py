@@ -98,6 +98,9 @@ class BuildReport:
             an earlier record's under another id: kept, and counted so that a copied record shows.
         first_dropped: reason -> the id of the first row dropped for it, where the builder names them (``drop``):
             a count alone does not say which row to look at.
+        looser_row_tolerance: integer-format trace rows judged by a ``tolerance`` they record that is looser than
+            the one the config sets (a row's own rule wins: ``train.seq2seq.integer_rows``); kept or dropped by it
+            all the same, and counted so that a config's stricter tolerance is seen not to reach them.
     """
 
     n_records: int = 0
@@ -110,6 +113,7 @@ class BuildReport:
     eval: dict[str, Any] | None = None
     repeated_content: int = 0
     first_dropped: dict[str, str] = field(default_factory=dict)
+    looser_row_tolerance: int = 0
 
     def drop(self, reason: str, row_id: Any) -> None:
         """Count one row dropped for ``reason``, keeping the first such row's id."""
@@ -137,6 +141,7 @@ class BuildReport:
             **({} if self.eval is None else {"eval": self.eval}),
             **({"repeated_content": self.repeated_content} if self.repeated_content else {}),
             **({"first_dropped": dict(sorted(self.first_dropped.items()))} if self.first_dropped else {}),
+            **({"looser_row_tolerance": self.looser_row_tolerance} if self.looser_row_tolerance else {}),
         }
 
     def count_held_out(self, config, held_out: Sequence[dict[str, Any]], eval_report: BuildReport | None) -> None:

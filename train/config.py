@@ -579,7 +579,9 @@ class Seq2SeqConfig(TrainConfig):
     tolerance: float | None = option(
         None,
         "verdict_format integer: a trace agrees when |reasoning_score - reference| <= this many points, for rows "
-        "that record no rule of their own. null: the traces stage's summary.json beside the data, else 0.",
+        "that record no rule of their own (rows recording a looser one keep it, warned of and counted as "
+        "looser_row_tolerance in run.json's data report). null: the traces stage's summary.json beside the data, "
+        "else 0.",
     )
     no_unique_mode: str | None = option(
         None,

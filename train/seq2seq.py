@@ -309,6 +309,13 @@ def _row_rule(record, rule: dict[str, Any]) -> dict[str, Any]:
     return own
 
 
+def _looser_tolerance(record, config_tolerance: float | None) -> bool:
+    """Whether ``record`` is judged by a tolerance of its own looser than the ``config_tolerance`` the config sets."""
+    tolerance = record.extra.get("tolerance")
+    return (config_tolerance is not None and "tolerance" in record.extra
+            and agreement_rule_problem("tolerance", tolerance) is None and float(tolerance) > config_tolerance)
+
+
 def _trace_references(record, agreement: str, no_unique_mode: str) -> tuple[tuple[float, ...] | None, str | None]:
     """(the values a trace's score must agree with, None) or (None, why the item has none), as the traces stage
     decides it (``train.synthetic.traces.training_records``): always from the row's own ``expert_scores`` under
@@ -335,7 +342,7 @@ def _trace_references(record, agreement: str, no_unique_mode: str) -> tuple[tupl
 def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str = "refuse",
                  source: str = "<records>", traces_settings: dict[str, Any] | None = None,
                  min_russian_share: float = 0.5, split_spec: judge.SplitSpec | None = None,
-                 ) -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
+                 config_tolerance: float | None = None) -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
     """Integer-format training rows from reasoning traces: one row per record with ``reasoning`` and ``reasoning_score``.
 
     The records are ``judge-train data traces`` output (or any POLLUX-format records with those two columns): the
@@ -355,6 +362,8 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         min_russian_share: the least Cyrillic share of the reasoning's letters (``train.build_data.russian_share``),
             as build-data requires of a tagged rationale (its ``min_russian_share``).
         split_spec: the Zero-Shot split ``zero_shot`` applies (default: the packaged one).
+        config_tolerance: the ``tolerance`` the config sets, where it sets one: rows judged by a looser tolerance of
+            their own are judged by it all the same, and counted (``looser_row_tolerance``) and warned of once.
 
     Returns:
         (rows, ``train.build_data.BuildReport``). A row has ``id``, ``record_id`` (the judged item's, ``item_id`` when
@@ -445,8 +454,10 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             report.drop("not_russian", record.id)
         elif (why := _disagreement(record, reasoning, value, scale, _row_rule(record, rule),
                                    min_russian_share)) is not None:
+            report.looser_row_tolerance += _looser_tolerance(record, config_tolerance)
             report.drop(why, record.id)
         else:
+            report.looser_row_tolerance += _looser_tolerance(record, config_tolerance)
             prompt = judge.render_prompt(record)
             # The traces stage's duplicate_trace (one item's trace given twice), across files and ids: a traces.jsonl
             # joined with a dropped.jsonl whose drop_reason was stripped, or two trace folders, would weigh it twice.
@@ -460,6 +471,11 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
                          "instruction_id": instruction_id(record), "prompt": prompt,
                          "reasoning": reasoning.strip(), "score": value, "completion": integer_target(reasoning, value)})  # fmt: skip
     report.n_rows = len(rows)
+    if report.looser_row_tolerance:
+        logger.warning("%s: %d trace row(s) record a tolerance looser than the config's tolerance %s and are judged by "
+                       "their own (a row's recorded agreement and tolerance win over the config's, which apply to rows "
+                       "that record none); counted as looser_row_tolerance in run.json's data report", source,
+                       report.looser_row_tolerance, config_tolerance)
     first = "; ".join(f"{reason} {row_id}" for reason, row_id in sorted(report.first_dropped.items()))
     logger.info("integer-format rows from the traces: %s%s", report.summary(),
                 f" (the first row dropped for each reason: {first})" if first else "")
@@ -515,7 +531,7 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
         rows, report = integer_rows(records, zero_shot=config.zero_shot, missing_reasoning=config.missing_reasoning,
                                     source=source, min_russian_share=config.min_russian_share,
                                     traces_settings=traces_settings_for_config(config, source),
-                                    split_spec=spec)  # fmt: skip
+                                    split_spec=spec, config_tolerance=config.tolerance)  # fmt: skip
         # counted as trained: a template that drops the reasoning from a rendered turn (R1 distills, QwQ) would
         # count the row without it, and the row be dropped only after the split and the max_rows cut
         rows, n_long = build_data.drop_too_long(

@@ -399,6 +399,48 @@ def test_the_agreement_rule_for_your_own_records_is_set_from_the_config(tmp_path
         check_training_data(base)
 
 
+def test_rows_whose_own_tolerance_is_looser_than_the_configs_are_counted_and_said_once(tmp_path, qwen3_tokenizer,
+                                                                                       caplog):
+    """A row the traces stage wrote keeps the tolerance it records (the precedence the config's help and
+    docs/reasoning-judges.md state), so a config that sets a stricter one does not apply to it. Nothing said so: two
+    stage rows at tolerance 1 whose 1 is one point off experts 2, 2, 1 train under tolerance 0. Their rows are kept
+    as before; one warning names the config's tolerance and the count, which run.json's data report records. A row
+    recording the config's tolerance, a record of your own and a config that sets none are not counted."""
+    import dataclasses
+    import logging
+
+    from train.config import load_config
+    from train.seq2seq import integer_rows_for_config
+
+    stage_row = {"agreement": "mode", "experts_reference": [2.0]}
+    records = [trace_record(id="a#0", item_id="a", reasoning_score=1, tolerance=1.0, **stage_row),
+               trace_record(id="b#0", item_id="b", reasoning_score=1, tolerance=1.0, **stage_row),
+               trace_record(id="c#0", item_id="c", reasoning_score=2, tolerance=0.0, **stage_row),
+               trace_record(id="d#0", item_id="d", reasoning_score=2)]  # fmt: skip
+    data = tmp_path / "traces.jsonl"
+    judge.write_jsonl(records, data)
+    base = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), verdict_format="integer",
+                               data=str(data), eval_data=None, eval_fraction=0.0, max_rows=None)
+
+    def built(tolerance):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="train.seq2seq"):
+            train, _, report = integer_rows_for_config(dataclasses.replace(base, tolerance=tolerance),
+                                                       qwen3_tokenizer)
+        warned = [r.getMessage() for r in caplog.records if "looser" in r.getMessage()]
+        return sorted(row["id"] for row in train), report.to_dict(), warned
+
+    ids, report, warned = built(0.0)
+    assert ids == ["a#0", "b#0", "c#0", "d#0"] and report["looser_row_tolerance"] == 2
+    assert warned == [f"{data}: 2 trace row(s) record a tolerance looser than the config's tolerance 0.0 and are "
+                      "judged by their own (a row's recorded agreement and tolerance win over the config's, which "
+                      "apply to rows that record none); counted as looser_row_tolerance in run.json's data report"]
+    ids, report, warned = built(None)
+    assert ids == ["a#0", "b#0", "c#0", "d#0"] and "looser_row_tolerance" not in report and warned == []
+    ids, report, warned = built(1.0)
+    assert ids == ["a#0", "b#0", "c#0", "d#0"] and "looser_row_tolerance" not in report and warned == []
+
+
 def test_export_manifest_records_the_format_and_serve_and_eval_read_it(tmp_path, qwen3_tokenizer):
     """export_seq2seq writes verdict_format into pollux_judge.json; judge.checkpoints (what judge-serve's auto format
     and judge-eval ask) reads integer back with no flag, and a tagged export stays tagged."""
