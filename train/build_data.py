@@ -61,7 +61,8 @@ from judge.verdicts import gives_reasons, rationale_words
 
 __all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "refuse_trace_rows", "zero_shot_records", "scores_off_the_rubric",
            "rows_for_config", "split_rows", "instruction_id", "validation_unit", "drop_too_long", "drop_long_examples",
-           "load_training_records", "write_rows", "main", "VERDICT_OR_THINK_TAG", "russian_share"]
+           "load_training_records", "load_training_records_report", "write_rows", "main", "VERDICT_OR_THINK_TAG",
+           "russian_share"]
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +99,8 @@ class BuildReport:
             an earlier record's under another id: kept, and counted so that a copied record shows.
         first_dropped: reason -> the id of the first row dropped for it, where the builder names them (``drop``):
             a count alone does not say which row to look at.
+        duplicate_input_rows: exact duplicate rows of the input (same id, same content) the loader left out
+            (``judge.LoadReport``'s ``n_duplicates``): ``n_records`` plus these is the rows read.
         looser_row_tolerance: integer-format trace rows judged by a ``tolerance`` they record that is looser than
             the one the config sets (a row's own rule wins: ``train.seq2seq.integer_rows``); kept or dropped by it
             all the same, and counted so that a config's stricter tolerance is seen not to reach them.
@@ -114,6 +117,7 @@ class BuildReport:
     repeated_content: int = 0
     first_dropped: dict[str, str] = field(default_factory=dict)
     looser_row_tolerance: int = 0
+    duplicate_input_rows: int = 0
 
     def drop(self, reason: str, row_id: Any) -> None:
         """Count one row dropped for ``reason``, keeping the first such row's id."""
@@ -127,8 +131,13 @@ class BuildReport:
                     if self.repeated_content else "")  # fmt: skip
         return (
             f"{self.n_records} records, {self.n_verdicts} verdicts -> {self.n_rows} rows kept; "
-            f"dropped {sum(self.dropped.values())}: {reasons}{repeated}"
+            f"dropped {sum(self.dropped.values())}: {reasons}{repeated}{self.duplicates_line()}"
         )
+
+    def duplicates_line(self) -> str:
+        """The summary's words for ``duplicate_input_rows`` ("" when there are none)."""
+        n = self.duplicate_input_rows
+        return f"; {n} exact duplicate input row(s) left out before these counts" if n else ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -142,6 +151,7 @@ class BuildReport:
             **({"repeated_content": self.repeated_content} if self.repeated_content else {}),
             **({"first_dropped": dict(sorted(self.first_dropped.items()))} if self.first_dropped else {}),
             **({"looser_row_tolerance": self.looser_row_tolerance} if self.looser_row_tolerance else {}),
+            **({"duplicate_input_rows": self.duplicate_input_rows} if self.duplicate_input_rows else {}),
         }
 
     def count_held_out(self, config, held_out: Sequence[dict[str, Any]], eval_report: BuildReport | None) -> None:
@@ -150,7 +160,9 @@ class BuildReport:
         if eval_report is not None:
             self.eval = {"source": config.eval_data, "n_records": eval_report.n_records,
                          "n_verdicts": eval_report.n_verdicts, "n_rows": len(held_out),
-                         "dropped": dict(sorted(eval_report.dropped.items()))}  # fmt: skip
+                         "dropped": dict(sorted(eval_report.dropped.items())),
+                         **({"duplicate_input_rows": eval_report.duplicate_input_rows}
+                            if eval_report.duplicate_input_rows else {})}  # fmt: skip
         else:
             self.eval = {"source": f"held out of data by {self.validation_split} (eval_fraction "
                                    f"{config.eval_fraction})", "n_rows": len(held_out), "dropped": {}}
@@ -515,14 +527,16 @@ def rows_for_config(config, tokenizer, text_of: Callable[[dict[str, Any]], str] 
     spec = zero_shot_split(config)
 
     def build(source: str) -> tuple[list[dict], BuildReport]:
+        records, load_report = load_training_records_report(source, allow_benchmark_rows=config.allow_benchmark_rows)
         rows, report = build_rows(
-            load_training_records(source, allow_benchmark_rows=config.allow_benchmark_rows),
+            records,
             recipe=config.recipe,
             zero_shot=config.zero_shot,
             min_russian_share=config.min_russian_share,
             score_target=getattr(config, "score_target", "mean"),
             split_spec=spec,
         )
+        report.duplicate_input_rows = load_report.n_duplicates
         rows, n_long = drop_too_long(rows, tokenizer, config.max_length, text_of=text_of)
         if n_long:
             report.dropped["too_long"] += n_long
@@ -554,7 +568,15 @@ def rows_for_config(config, tokenizer, text_of: Callable[[dict[str, Any]], str] 
 
 
 def load_training_records(data: str, allow_benchmark_rows: bool = False) -> list[JudgeRecord]:
-    """Records from a path or dataset name; ``"sample"`` is the bundled sample data.
+    """Records from a path or dataset name; ``"sample"`` is the bundled sample data
+    (:func:`load_training_records_report` without its load report)."""
+    return load_training_records_report(data, allow_benchmark_rows)[0]
+
+
+def load_training_records_report(data: str, allow_benchmark_rows: bool = False,
+                                 ) -> tuple[list[JudgeRecord], judge.LoadReport]:  # fmt: skip
+    """Records from a path or dataset name (``"sample"`` is the bundled sample data) and ``judge.LoadReport``, whose
+    ``n_duplicates`` (exact duplicate rows left out) a recipe's ``BuildReport`` records as ``duplicate_input_rows``.
 
     Args:
         data: the source (as ``judge.load_records`` takes it) or ``"sample"``.
@@ -580,7 +602,7 @@ def load_training_records(data: str, allow_benchmark_rows: bool = False) -> list
             "output (judge-train data) or your own data; pass --allow-benchmark-rows (config: "
             "allow_benchmark_rows: true) only for a deliberate experiment."
         )
-    return records
+    return records, load_report
 
 
 def write_rows(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:

@@ -102,7 +102,7 @@ class GRPOReport(BuildReport):
         tied = (f"; {self.n_kept_without_unique_mode} kept prompts' experts have no unique mode"
                 if self.n_kept_without_unique_mode else "")
         return (f"{self.n_records} items ({self.n_expert_scores} expert scores) -> {self.n_rows} prompts kept; "
-                f"dropped {sum(self.dropped.values())} items: {reasons}{pooled}{tied}")
+                f"dropped {sum(self.dropped.values())} items: {reasons}{pooled}{tied}{self.duplicates_line()}")
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "n_expert_scores": self.n_expert_scores, "n_pooled_panels": self.n_pooled_panels,
@@ -733,7 +733,8 @@ def grpo_prompts(config: GRPORecipeConfig) -> GRPOPrompts:
     for warning in base_checkpoint.warnings:
         logger.warning("%s", warning)
     # Released benchmark rows are refused before anything is built or imported (trl's GRPO pulls in vLLM: ~7 s).
-    records = build_data.load_training_records(config.data, allow_benchmark_rows=config.allow_benchmark_rows)
+    records, load_report = build_data.load_training_records_report(config.data,
+                                                                   allow_benchmark_rows=config.allow_benchmark_rows)
     per_step = prompts_per_step(config, launch_arithmetic(config))
     template, template_why = prompt_template(config, base_checkpoint)
     # A base the local cache lacks gets the template judge-serve would use for it without a manifest: a guess that the
@@ -743,6 +744,7 @@ def grpo_prompts(config: GRPORecipeConfig) -> GRPOPrompts:
     rows, report = grpo_rows(records, zero_shot=config.zero_shot, no_unique_mode=config.no_unique_mode,
                              verdict_format=config.verdict_format, template=template,
                              split_spec=zero_shot_split(config))  # fmt: skip
+    report.duplicate_input_rows = load_report.n_duplicates
     logger.info("GRPO prompts: %s", report.summary())
     # Too few prompts for one step are refused before the tokenizer, the model or the run folder: screening the
     # prompts (training_data, with the tokenizer) only leaves fewer.

@@ -524,14 +524,16 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
 
     spec = zero_shot_split(config)
 
-    def read(source: str) -> list[judge.JudgeRecord]:
-        return build_data.load_training_records(source, allow_benchmark_rows=config.allow_benchmark_rows)
+    def read(source: str) -> tuple[list[judge.JudgeRecord], judge.LoadReport]:
+        return build_data.load_training_records_report(source, allow_benchmark_rows=config.allow_benchmark_rows)
 
-    def build(source: str, records: list[judge.JudgeRecord]):
+    def build(source: str, read_back: tuple[list[judge.JudgeRecord], judge.LoadReport]):
+        records, load_report = read_back
         rows, report = integer_rows(records, zero_shot=config.zero_shot, missing_reasoning=config.missing_reasoning,
                                     source=source, min_russian_share=config.min_russian_share,
                                     traces_settings=traces_settings_for_config(config, source),
                                     split_spec=spec, config_tolerance=config.tolerance)  # fmt: skip
+        report.duplicate_input_rows = load_report.n_duplicates
         # counted as trained: a template that drops the reasoning from a rendered turn (R1 distills, QwQ) would
         # count the row without it, and the row be dropped only after the split and the max_rows cut
         rows, n_long = build_data.drop_too_long(
@@ -542,8 +544,8 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
         return rows, report
 
     rows, report = build(config.data, read(config.data))
-    eval_records = read(config.eval_data) if config.eval_data else []  # read once: asked for traces, then built
-    eval_traces = holds_traces(eval_records)
+    eval_read = read(config.eval_data) if config.eval_data else ([], None)  # read once: asked for traces, then built
+    eval_traces = holds_traces(eval_read[0])
     if config.eval_data and not eval_traces:
         logger.warning("eval_data %s holds no reasoning traces (records, not `judge-train data traces` rows): the "
                        "validation rows are %.0f%% of the training traces' instructions, held out with all their "
@@ -551,7 +553,7 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
                        100 * config.eval_fraction)
     eval_report = None
     if eval_traces:
-        train, (held_out, eval_report) = rows, build(config.eval_data, eval_records)
+        train, (held_out, eval_report) = rows, build(config.eval_data, eval_read)
     else:
         report.validation_split = build_data.validation_unit(config)
         train, held_out = build_data.split_rows(rows, config.eval_fraction, report.validation_split)
