@@ -50,7 +50,8 @@ print(json.dumps({"class": type(tokenizer).__name__, "first_s": loads[0], "secon
 def parse_args(argv=None) -> argparse.Namespace:
     from judge.plumbing.config_files import ExactArgumentParser
 
-    p = ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0],
+                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--rounds", type=int, default=3, help="processes per arm, interleaved")
     return p.parse_args(argv)
 
@@ -90,8 +91,9 @@ def main(argv=None) -> int:
             for arm in order:
                 for which in ("first", "second"):
                     loads[arm, which].append(result[arm][f"{which}_s"])
-                print(f"round {r}: {arm:>8}: first load {result[arm]['first_s']:5.2f}, second {result[arm]['second_s']:5.2f} "
-                      f"CPU-s (process {result[arm]['process_cpu_s']:5.2f}), {result[arm]['class']}")  # fmt: skip
+                print(f"round {r}: {arm:>8}: first load {result[arm]['first_s']:5.2f}, "
+                      f"second {result[arm]['second_s']:5.2f} CPU-s "
+                      f"(process {result[arm]['process_cpu_s']:5.2f}), {result[arm]['class']}")  # fmt: skip
             for which in ("first", "second"):
                 ratios[which].append(result["compact"][f"{which}_s"] / result["indented"][f"{which}_s"])
             same = result["indented"]["ids"] == result["compact"]["ids"]

@@ -1,14 +1,15 @@
 """A tokenizer folder's ``tokenizer.json`` rewritten in the compact form: one line, each BPE merge one ``"a b"`` string.
 
 transformers 5's ``save_pretrained`` writes ``tokenizer.json`` indented, with each merge as a two-string list (the form
-the ``tokenizers`` library writes since it learned to keep merges whose parts hold a space). For the Qwen2.5 BPE that
-is 18.7 MB against 6.9 MB. Size is not the cost that matters; loading is: ``Qwen2Tokenizer`` (what ``AutoTokenizer``
-picks for a Qwen2.5 folder) parses the whole file with Python's ``json`` module twice per load and rebuilds its BPE
-from the Python lists (transformers/tokenization_utils_tokenizers.py, ``convert_to_native_format``), and each pair is
-a list of two strings where the compact form has one string: every load — judge-serve's at its start, each of a vLLM
-engine's three, judge-train's — spends less CPU on the compact form (measured: docs/performance.md, row "loading a
-Qwen2.5 tokenizer folder"). Both forms are read by transformers and by
-``tokenizers.Tokenizer.from_file`` and give the same ids (tests/unit/test_tokenizer_file.py).
+the ``tokenizers`` library writes since it learned to keep merges whose parts hold a space), a file well over twice the
+compact one's size. Loading is what that costs: ``Qwen2Tokenizer`` (what ``AutoTokenizer`` picks for a Qwen2.5 folder)
+parses the whole file with Python's ``json`` module, once to rebuild its BPE from the Python lists
+(transformers/tokenization_utils_tokenizers.py, ``convert_to_native_format``) and once more for its added tokens
+(transformers/tokenization_utils_base.py, ``_from_pretrained``), and each merge is a list of two strings where the
+compact form has one string. So every load — judge-serve's at its start, each of a vLLM engine's three, judge-train's —
+spends less CPU on the compact form (measured: docs/performance.md, row "loading a Qwen2.5 tokenizer folder"). Both
+forms are read by transformers and by ``tokenizers.Tokenizer.from_file`` and give the same ids
+(tests/unit/test_tokenizer_file.py).
 
 The string form cannot hold a merge whose part contains a space; a file with such a merge, or one whose model is not
 a BPE, is left as it is.

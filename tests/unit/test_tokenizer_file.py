@@ -21,7 +21,8 @@ def _texts() -> list[str]:
     for line in sample_data_path().read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         texts += [row["instruction"], row["answer"]]
-    return texts + ["<|im_start|>user\nОцени<|im_end|>\n<think>x</think>", "  \t\n\n   x", "日本語 🙂 é\u0301 \x00"]
+    edges = ["<|im_start|>user\nОцени<|im_end|>\n<think>x</think>", "  \t\n\n   x", "日本語 🙂 é\u0301 \x00"]
+    return texts + edges
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +97,8 @@ def test_string_merges_are_kept_and_a_folder_without_the_file_is_no_error(tmp_pa
     (tmp_path / "tokenizer.json").write_text(json.dumps({"model": {"type": "BPE", "merges": ["a b", ["ab", "c"]]}},
                                                         indent=2), encoding="utf-8")  # fmt: skip
     assert compact_tokenizer_json(tmp_path) is True
-    assert (tmp_path / "tokenizer.json").read_text(encoding="utf-8") == '{"model":{"type":"BPE","merges":["a b","ab c"]}}'
+    compact = '{"model":{"type":"BPE","merges":["a b","ab c"]}}'
+    assert (tmp_path / "tokenizer.json").read_text(encoding="utf-8") == compact
     assert compact_tokenizer_json(tmp_path / "absent") is False
 
 
