@@ -359,13 +359,18 @@ def test_the_stand_in_split_is_the_installed_vllm_qwen3_reasoning_parsers(qwen3_
     empty reasoning is None), which no chat client can put back."""
     from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
     from vllm.reasoning import ReasoningParserManager
+    from vllm.tokenizers.hf import get_cached_tokenizer
 
     parser_class = ReasoningParserManager.get_reasoning_parser("qwen3")
+    # A fresh parser a generation, as the engine makes one a request, each given the tokenizer the engine holds:
+    # vLLM's cached copy (vllm/tokenizers/hf.py, CachedHfTokenizer), whose vocabulary is read once, not at each
+    # parser's start.
+    tokenizer = get_cached_tokenizer(qwen3_tokenizer)
     request = ChatCompletionRequest(model=SERVED, messages=[{"role": "user", "content": "x"}])
-    split = {text: parser_class(qwen3_tokenizer).extract_reasoning(text, request) for text, _ in GENERATIONS}
+    split = {text: parser_class(tokenizer).extract_reasoning(text, request) for text, _ in GENERATIONS}
     assert split == {text: _split_as_vllm(text) for text, _ in GENERATIONS}
     lossy = ["1", "<think>1</think>", "<think></think>1"]
-    assert [parser_class(qwen3_tokenizer).extract_reasoning(text, request) for text in lossy] == [
+    assert [parser_class(tokenizer).extract_reasoning(text, request) for text in lossy] == [
         ("1", None), ("1", None), (None, "1")]
 
 
