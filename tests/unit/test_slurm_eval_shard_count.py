@@ -24,11 +24,15 @@ def _one_task_array(tmp_path: Path, index: int, *script_args: str, **slurm: str)
     for name in ("srun", "judge-eval"):
         (bin_dir / name).write_text("#!/bin/bash\nexit 0\n", encoding="utf-8")
         (bin_dir / name).chmod(0o755)
-    if not (bin_dir / "python").exists():  # judge-eval's interpreter, beside it as in a venv: eval.sbatch's data checks
-        # A script that runs the tests' own interpreter by its path, not a symlink to it: a venv's python finds its
-        # site-packages through pyvenv.cfg beside the path it was started by, which a symlink elsewhere lacks.
-        (bin_dir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
-        (bin_dir / "python").chmod(0o755)
+    # judge-eval's interpreter, beside it as in a venv: eval.sbatch's data checks (python) and its pairwise check
+    # (python3, the batch shell's, which a venv's bin holds too; otherwise PATH's, a pyenv shim that starts bash and
+    # pyenv before any Python, on each task).
+    for name in ("python", "python3"):
+        if not (bin_dir / name).exists():
+            # A script that runs the tests' own interpreter by its path, not a symlink to it: a venv's python finds
+            # its site-packages through pyvenv.cfg beside the path it was started by, which a symlink elsewhere lacks.
+            (bin_dir / name).write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
+            (bin_dir / name).chmod(0o755)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_NODELIST": "n1", "SLURM_JOB_ID": "9",
            "SLURM_ARRAY_JOB_ID": "8", "SLURM_ARRAY_TASK_ID": str(index), "SLURM_ARRAY_TASK_MIN": str(index),
