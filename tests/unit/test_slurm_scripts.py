@@ -85,6 +85,11 @@ threading.Event().wait()  # serves until killed
 """
 
 
+#: The batch shell's python3 in an eval task's stand-in bin, as in a job's environment: eval.sbatch's pairwise check
+#: runs it on each task, and PATH's may be a pyenv shim, which starts bash and pyenv before any Python.
+EVAL_PYTHON3 = f'exec "{sys.executable}" "$@"\n'
+
+
 @pytest.fixture
 def config_file(tmp_path) -> Path:
     path = tmp_path / "judge.yaml"
@@ -402,7 +407,8 @@ def test_eval_sbatch_hands_judge_api_key_to_judge_eval(tmp_path, given, sent):
     """docs/slurm.md tells users to set JUDGE_API_KEY for a served judge; serve.sbatch gives it to judge-serve as
     JUDGE_SERVE_API_KEY, the variable judge-eval sends first: the array's tasks must do the same."""
     bin_dir = write_executables(tmp_path / "bin", {
-        "srun": 'printf "%s" "${JUDGE_SERVE_API_KEY:-}" >"$FAKE_KEY"\n', "judge-eval": "exit 0\n"})
+        "srun": 'printf "%s" "${JUDGE_SERVE_API_KEY:-}" >"$FAKE_KEY"\n', "judge-eval": "exit 0\n",
+        "python3": EVAL_PYTHON3})
     data = tmp_path / "test.jsonl"
     data.write_text('{"id": 1}\n{"id": 2}\n')
     env = {
@@ -422,7 +428,8 @@ def test_eval_sbatch_sends_a_key_its_env_script_reads_from_a_file(tmp_path):
     """docs/slurm.md keeps the key out of the job's recorded environment (sacct --env-vars) by exporting it in
     JUDGE_ENV_SCRIPT from a file: the script must source that before it hands JUDGE_API_KEY on."""
     bin_dir = write_executables(tmp_path / "bin", {
-        "srun": 'printf "%s" "${JUDGE_SERVE_API_KEY:-}" >"$FAKE_KEY"\n', "judge-eval": "exit 0\n"})
+        "srun": 'printf "%s" "${JUDGE_SERVE_API_KEY:-}" >"$FAKE_KEY"\n', "judge-eval": "exit 0\n",
+        "python3": EVAL_PYTHON3})
     (tmp_path / "key").write_text("k-file\n")
     (tmp_path / "env.sh").write_text(f'export JUDGE_API_KEY=$(<"{tmp_path / "key"}")\n')
     data = tmp_path / "test.jsonl"
@@ -690,7 +697,8 @@ def test_eval_sbatch_refuses_criteria_auto_before_any_work(tmp_path, config, fla
     """Each task expanded its own block: an id-less row took its line in the block as id (`0::censor` in every
     shard), and the merge job scored against the raw rows, which name no criterion, after the whole array judged.
     The task stops before srun (exit 2), pointing at the expansion to run first; other settings pass."""
-    bin_dir = write_executables(tmp_path / "bin", {"srun": 'touch "$FAKE_SRUN_RAN"\n', "judge-eval": "exit 0\n"})
+    bin_dir = write_executables(tmp_path / "bin", {"srun": 'touch "$FAKE_SRUN_RAN"\n', "judge-eval": "exit 0\n",
+                                                   "python3": EVAL_PYTHON3})
     data, yaml = tmp_path / "rows.jsonl", tmp_path / "eval.yaml"
     data.write_text('{"instruction": "a", "answer": "b"}\n')
     yaml.write_text(config or "concurrency: 2\n")
@@ -714,7 +722,8 @@ def test_eval_sbatch_refuses_criteria_auto_before_any_work(tmp_path, config, fla
 
 def _eval_task(tmp_path: Path, data_row: str, flags: list[str], config: str = "concurrency: 2\n"):
     """eval.sbatch as array task 0 of job 7 with stand-in srun and judge-eval: (the process, whether srun ran)."""
-    bin_dir = write_executables(tmp_path / "bin", {"srun": 'touch "$FAKE_SRUN_RAN"\n', "judge-eval": "exit 0\n"})
+    bin_dir = write_executables(tmp_path / "bin", {"srun": 'touch "$FAKE_SRUN_RAN"\n', "judge-eval": "exit 0\n",
+                                                   "python3": EVAL_PYTHON3})
     data, yaml = tmp_path / "rows.jsonl", tmp_path / "eval.yaml"
     data.write_text(data_row, encoding="utf-8")
     yaml.write_text(config, encoding="utf-8")
