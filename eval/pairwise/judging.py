@@ -125,9 +125,9 @@ class PairwiseRow:
     def from_json(cls, data: dict[str, Any], where: str) -> PairwiseRow:
         """A row from its JSON object, checked as ``eval.judging.predictions.PredictionRow.from_json`` checks one: the
         scores read it, so a value of another type (a ``"-1"`` verdict, a ``"yes"`` parse flag: nothing is converted),
-        a NaN, an ``order`` that is neither of ``ORDERS``, a parsed judgment whose score or verdict is not on the pairwise scale, or whose verdict is not its
-        score in the pair's orientation (``original``: the score; ``swapped``: the score negated), is refused rather
-        than scored.
+        a NaN, an ``order`` that is neither of ``ORDERS``, a parsed judgment whose score or verdict is not on the
+        pairwise scale, or whose verdict is not its score in the pair's orientation (``original``: the score;
+        ``swapped``: the score negated), is refused rather than scored.
 
         Raises:
             ValueError: naming ``where`` and the field.

@@ -28,10 +28,6 @@ Files written to the output folder:
 One process, one pass, top to bottom: the predictions are read as one Arrow table, the records as columns
 (``judge.load_record_columns``), joined by id into the item table's numpy columns (``eval.scoring.item_table.build_table``), and every file is written from that table
 and the metrics computed on it (bench/eval_metrics.py --end-to-end times it on the full test's 160,000 items).
-
-Why one module of ~515 lines: that pass and the checks of the run folder it reads (its run.json's data, selection
-and shards, the stale and the ranking folder's predictions) are one step's; apart, each helper would be a module of
-one caller.
 """
 
 from __future__ import annotations
