@@ -26,8 +26,8 @@ def test_answers_above_the_experts_observed_range_stay_in_leniency():
     """No readable scale: the ends are the experts' range 0-1, and the judge's 2s on items 10-19 lie outside it.
     Out of kappa and alpha (``n_items_judge_off_scale`` 10), in leniency: errors 0 x 10 and +1 x 10, mean 0.50,
     s^2 = 0.25 * 20 / 19 = 0.26316, standard error sqrt(s^2 / 20) = 0.11471, t(0.975, 19) = 2.0930: interval
-    [0.2599, 0.7401], lenient over 20 items, none left out, 10 outside the observed range. Left out (as before),
-    leniency was over the ten 0s alone: 0.00, neither."""
+    [0.2599, 0.7401], lenient over 20 items, none left out, 10 outside the observed range. Left out, leniency
+    would be over the ten 0s alone: 0.00, neither."""
     nan = np.full(20, np.nan)
     block = split_section(_table(2.0, low=nan, high=nan))
     lenient = block.overall.leniency
