@@ -323,15 +323,16 @@ def _length_text(length: LengthBias | Unavailable | None) -> str:
 
 def length_flag_text(flag: str) -> str:
     """A length flag (``bias.length_bias``'s ``flag``) as the sentence and the report's row say it: a slope of the
-    judge's residual, with the confound that residual carries (``bias``' "What the residual's slope confounds": a
-    judge that tracks quality less than the experts gets minus the experts' mean's own slope on length), so that it
-    reads as no claim about length beyond that; a value this toolkit does not write is shown as it is."""
+    judge's oriented residual, with the confound that residual carries (``bias``' "What the residual's slope
+    confounds": a judge that tracks quality less than the experts gets minus the experts' mean's own slope on
+    length), so that it reads as no claim about length beyond that; a value this toolkit does not write is shown as
+    it is."""
     side = {"harsh on long answers": ("below", "better"), "lenient on long answers": ("above", "worse")}.get(flag)
     if side is None:
         return flag
-    return (f"{flag} as a residual slope (its score minus the experts' mean, on log length, {side[0]} every "
-            f"expert's; a judge that tracks quality less than the experts reads so where longer answers are "
-            f"{side[1]}: read it beside κ and α)")
+    return (f"{flag} as a residual slope (its score minus the experts' mean, negated on Critical criteria, on log "
+            f"length, {side[0]} every expert's; a judge that tracks quality less than the experts reads so where "
+            f"longer answers are {side[1]}: read it beside κ and α)")
 
 
 def _judge_left_out(agreement) -> list[str]:

@@ -1,7 +1,7 @@
-"""The length flag is a slope of the judge's residual (its score minus the experts' mean) on log length, outside the
-experts' own leave-one-out slopes: the sentence and the report's row say it as that, with the confound it carries (a
-judge that tracks quality less than the experts gets minus the experts' mean's own slope), not as a bias about
-length beyond it."""
+"""The length flag is a slope of the judge's oriented residual (its score minus the experts' mean, negated on Critical
+criteria) on log length, outside the experts' own leave-one-out slopes: the sentence and the report's row say it as
+that, with the confound it carries (a judge that tracks quality less than the experts gets minus the experts' mean's
+own slope), not as a bias about length beyond it."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import numpy as np
 
 from tests.support.validity_tables import item_table, split_section
 
-HARSH = ("harsh on long answers as a residual slope (its score minus the experts' mean, on log length, below every "
-         "expert's; a judge that tracks quality less than the experts reads so where longer answers are better: "
-         "read it beside κ and α)")
-LENIENT = ("lenient on long answers as a residual slope (its score minus the experts' mean, on log length, above "
-           "every expert's; a judge that tracks quality less than the experts reads so where longer answers are "
-           "worse: read it beside κ and α)")
+HARSH = ("harsh on long answers as a residual slope (its score minus the experts' mean, negated on Critical "
+         "criteria, on log length, below every expert's; a judge that tracks quality less than the experts reads so "
+         "where longer answers are better: read it beside κ and α)")
+LENIENT = ("lenient on long answers as a residual slope (its score minus the experts' mean, negated on Critical "
+           "criteria, on log length, above every expert's; a judge that tracks quality less than the experts reads "
+           "so where longer answers are worse: read it beside κ and α)")
 
 
 def _constant_judge_block():
