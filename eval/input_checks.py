@@ -14,9 +14,10 @@ __all__ = ["FLAG_BOUNDS", "MAX_RESAMPLES", "N_BOOT_CAP", "POINTWISE_SCORE_FLAGS"
            "refuse_empty_data", "refuse_out_of_bounds", "refuse_pointwise_flags", "refuse_missing_predictions",
            "refuse_convert_out", "refuse_another_run", "run_marker", "os_error_text"]
 
-#: What marks a folder as holding a run, in the order a refusal names them: its verdicts, else the record every run
-#: writes (``judge-eval run``'s, a ranking's, a MERA task's, a training's).
-RUN_MARKERS = ("predictions.jsonl", "run.json")
+#: What marks a folder as holding a run, in the order a refusal names them: its verdicts (pointwise or pairwise: a
+#: pairwise run scored with ``--data`` needs no run.json beside them), else the record every run writes
+#: (``judge-eval run``'s, a ranking's, a MERA task's, a training's).
+RUN_MARKERS = ("predictions.jsonl", "pairwise_predictions.jsonl", "run.json")
 #: What only a ranking's folder holds (its candidate stage's answers and key, ``eval.ranking.rank``): a ranking
 #: judges through ``judge-eval run`` in its own folder, so its predictions and run.json alone do not tell it from a
 #: plain run's.
@@ -32,10 +33,10 @@ def run_marker(folder: str | Path, markers: tuple[str, ...] = RUN_MARKERS) -> st
 
 def refuse_another_run(out: str | Path, run_dir: str | Path) -> None:
     """ValueError for an ``--out`` that is not the scored run's folder but holds a run of its own (its
-    ``predictions.jsonl`` or ``run.json``: ``run_marker``; another judge's verdicts, a ranking, a training run, a
-    pairwise run): its metrics.json, report.md and report.html would be replaced by this run's, and a later
-    ``judge-eval compare`` would read this judge's figures under that run's name. Refused before anything is read or
-    written.
+    ``predictions.jsonl``, ``pairwise_predictions.jsonl`` or ``run.json``: ``run_marker``; another judge's verdicts,
+    a ranking, a training run, a pairwise run): its metrics.json, report.md and report.html would be replaced by this
+    run's, and a later ``judge-eval compare`` would read this judge's figures under that run's name. Refused before
+    anything is read or written.
 
     Raises:
         ValueError: naming ``--out``, the file that marks it as a run, and what to give instead.

@@ -71,3 +71,17 @@ def test_an_out_of_its_own_or_the_run_folder_itself_is_written(tmp_path):
     fresh = tmp_path / "fresh"
     assert main(["score", "--predictions", str(run), "--data", str(data), "--out", str(fresh), "--n-boot", "0"]) == 0
     assert (fresh / "metrics.json").exists()
+
+
+def test_an_out_holding_only_another_judges_pairwise_predictions_is_refused(tmp_path):
+    """A pairwise run scored with ``--data`` needs no run.json, so its pairwise_predictions.jsonl alone marks the
+    folder as a run: scoring into it would replace that judge's metrics.json with this one's."""
+    run, data = _run(tmp_path, [_row("original", -1.0), _row("swapped", 1.0)])
+    other = tmp_path / "other_run"
+    other.mkdir()
+    (other / "pairwise_predictions.jsonl").write_text(json.dumps(_row("original", 1.0, "judge-B")) + "\n",
+                                                      encoding="utf-8")
+    (other / "metrics.json").write_text('{"judge": "judge-B"}', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"holds another run \(its pairwise_predictions\.jsonl\)"):
+        score_pairwise(run, data, out=other, n_boot=0)
+    assert json.loads((other / "metrics.json").read_text(encoding="utf-8")) == {"judge": "judge-B"}
