@@ -359,7 +359,8 @@ def _lines(result: dict[str, Any], esc: Any, chars: int) -> tuple[list[str], lis
                *_out_of_order_lines(result["models"], names),
                "Left out per run (instructions): " + "; ".join(f"{names[m['run']]} {_excluded_line(m)}"
                                                                for m in result["models"]) + ".",
-               *unjudged_answer_lines(result, [(names[m["run"]], m) for m in result["models"]])]
+               # Escaped whole, as two-run compare writes them: their prompt_ids are the data's text too.
+               *map(esc, unjudged_answer_lines(result, [(raw[m["run"]], m) for m in result["models"]]))]
     summary += [names[m["run"]] + ": " + esc(note) for m in result["models"] if (note := _win_rate_note(m))]
     for pair in result.get("judge_pairs", ()):  # a result before every pair was checked: none
         both = f"{raw[pair['a']]} and {raw[pair['b']]}: "

@@ -313,7 +313,8 @@ def unjudged_answer_lines(result: Mapping[str, Any], sides: list[tuple[str, Mapp
     """Per run (``sides``: its label and its ``empty_answers`` and ``failed_answers``, the prompt_ids), how many of
     its answers came back empty and how many failed, with their prompt_ids and how each is scored: under ``zero``
     (the default) each is scored 0 on every criterion, which moves the run's figures as much as a verdict does, so
-    the count is said beside the rule. A result written before ``failed_answers`` was kept gives the rule alone."""
+    the count is said beside the rule. A result written before ``failed_answers`` was kept gives the rule alone.
+    Plain text, labels and prompt_ids as given: a page escapes each line whole."""
     how = ("scored 0 on every criterion, unjudged" if result.get("empty_answer") == "zero" else
            "not scored, so left out above")
     lines = []

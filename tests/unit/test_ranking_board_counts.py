@@ -108,3 +108,21 @@ def test_the_console_counts_distinct_tests_called_not_cells(tmp_path, capsys):
     assert result["holm_tests"] == 1 and result["n_tests_called"] == 1
     assert "1 distinct test called, in 4 cells" in out
     assert "4 cells with a significant difference" not in out
+
+
+def test_a_leaderboard_escapes_the_prompt_ids_it_names(tmp_path):
+    """A prompt_id may be any string: in compare.html and compare.md it is text, as two-run compare writes it, never
+    a live tag or a table cell of its own."""
+    runs = []
+    for name, unjudged in (("A", ("p<b>|9", "p<b>|10")), ("B", ()), ("C", ())):
+        ids = [f"p<b>|{p}" for p in range(1, 11) if f"p<b>|{p}" not in unjudged]
+        folder = write_rank_run(tmp_path / name, name, [(p, "m", "X", SCALE, 1.0) for p in ids])
+        if unjudged:
+            _unjudged(folder, unjudged, "no_answer")
+        runs.append(str(folder))
+    result = leaderboard(runs, n_boot=200)
+    page = render_leaderboard_page(result)
+    assert "2 (prompt_id p&lt;b&gt;|10, p&lt;b&gt;|9)" in page and "<b>" not in page
+    failed = next(line for line in render_leaderboard_markdown(result).splitlines()
+                  if line.startswith("Failed answers"))
+    assert "2 (prompt_id p&lt;b&gt;&#124;10, p&lt;b&gt;&#124;9)" in failed
