@@ -1,6 +1,6 @@
 """The validity section as report text: one lead sentence per split, then the tables (Markdown and HTML).
 
-Why one module of ~950 lines: the lead sentence, the report's tables and compare's rows say the same figures in the
+Why one module of ~965 lines: the lead sentence, the report's tables and compare's rows say the same figures in the
 same words (``counted``, ``signed``, the coverage and resample notes); split, one figure's wording would live twice.
 
 ``report.md`` and ``report.html`` lead with ``lead_lines`` and show ``markdown_lines`` / ``html_blocks`` after the
@@ -742,6 +742,22 @@ OLDER_ALPHA = "— (scored before α took only items two experts scored: score i
 #: Beside a leniency of a run scored before it left the judge's off-scale answers out, where another run's leaves
 #: them out: the older one may hold such answers as errors, so the two may not be the same statistic.
 OLDER_LENIENCY = " (scored before leniency left off-scale answers out: score it again to compare)"
+#: Beside a leniency without ``n_judge_outside_observed``, where another run's has it: the older one left the judge's
+#: answers outside an unreadable scale's observed range out (counted off the scale), the newer keeps them as errors.
+OLDER_OBSERVED_RANGE = (" (scored before leniency kept answers outside an unreadable scale's observed range: score it "
+                        "again to compare)")
+
+
+def _older_leniency(lenient, counted_off: bool, kept_outside: bool) -> str:
+    """The note after a run's leniency in "Validity side by side" where another run's was taken under a later rule:
+    ``counted_off``, ``kept_outside``: whether some run's leniency has ``n_judge_off_scale``,
+    ``n_judge_outside_observed``. A file without the latter that left no answer off the scale left nothing out that
+    the later rule keeps, so its figure is the same statistic and goes unmarked."""
+    if counted_off and lenient.n_judge_off_scale is None:
+        return OLDER_LENIENCY
+    if kept_outside and lenient.n_judge_outside_observed is None and lenient.n_judge_off_scale:
+        return OLDER_OBSERVED_RANGE
+    return ""
 
 
 def _n_alpha_items(block) -> int | None:
@@ -778,6 +794,8 @@ def _side_by_side(runs: Mapping[str, Metrics]) -> list[tuple[str, list[list[str]
                                for b in blocks.values())
         # likewise a leniency written before the off-scale count took such answers in as errors
         counted_off = any(b.overall.leniency.n_judge_off_scale is not None for b in blocks.values())
+        # and one written before it kept the answers outside an unreadable scale's observed range left them out
+        kept_outside = any(b.overall.leniency.n_judge_outside_observed is not None for b in blocks.values())
         for name in runs:
             if name not in blocks:
                 rows.append([name] + ["—"] * 5 + [NO_SPLIT_VALIDITY if name in names else NO_RUN_VALIDITY])
@@ -793,9 +811,8 @@ def _side_by_side(runs: Mapping[str, Metrics]) -> list[tuple[str, list[list[str]
                          _num(alt.advantage_probability, 3) if tested else "—",
                          _num(ceiling.gap, 3) + _ci(ceiling.gap_ci, 3),
                          OLDER_ALPHA if older else _num(block.overall.alpha_with_judge, 3),
-                         signed(block.overall.leniency.mean_signed_error, digits=3)
-                         + (OLDER_LENIENCY if counted_off and block.overall.leniency.n_judge_off_scale is None
-                            else ""),
+                         signed(block.overall.leniency.mean_signed_error, digits=3) + _older_leniency(
+                             block.overall.leniency, counted_off, kept_outside),
                          block.sentence])
         tables.append((SPLIT_TITLES.get(split, split), rows))
     return tables

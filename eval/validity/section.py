@@ -512,7 +512,7 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
         off = f"; {counted(off, 'off-scale answer')} left out" if off else ""
         parts.append(f"{lenient.direction} overall ({lenient.mean_signed_error:+.2f}{off})")
     if off_scale:
-        kept = lenient.n_judge_outside_observed or 0  # None: a file that left them out of leniency too
+        kept = lenient.n_judge_outside_observed or 0  # None only in a record built by hand: a section counts them
         answers = counted(off_scale, "judge answer")
         if not kept:
             parts.append(f"{answers} off the scale left out of κ, α and leniency")

@@ -87,3 +87,31 @@ def test_compares_paired_leniency_keeps_them_as_the_section_does():
     assert (kept["n"], kept["n_left_out_off_scale"]) == (6, 0)
     out = paired(np.ones(6, dtype=bool))
     assert (out["baseline"], out["run"], out["n"], out["n_left_out_off_scale"]) == (0.0, 0.0, 5, 1)
+
+
+def test_compare_marks_a_leniency_that_left_answers_outside_the_observed_range_out():
+    """A metrics.json without ``n_judge_outside_observed`` left such answers out of leniency, counted in
+    ``n_judge_off_scale``: beside a run that keeps them, its figure is another statistic, and compare says so after
+    it. The block above with no readable scale keeps the ten 2s (+0.500); the same block under the other rule is
+    over the ten 0s alone (0.000, 10 counted off the scale). Two runs under one rule, or a run of the other rule with
+    no answer off the scale (nothing left out, the same figure), are shown as they are."""
+    from types import SimpleNamespace
+
+    from eval.validity.render import OLDER_OBSERVED_RANGE, _side_by_side
+
+    nan = np.full(20, np.nan)
+    block = split_section(_table(2.0, low=nan, high=nan))
+    lenient = dataclasses.replace(block.overall.leniency, n=10, mean_signed_error=0.0, ci=[0.0, 0.0],
+                                  direction="neither", n_judge_off_scale=10, n_judge_outside_observed=None)
+    older = dataclasses.replace(block, overall=dataclasses.replace(block.overall, leniency=lenient))
+    none_off = dataclasses.replace(older, overall=dataclasses.replace(
+        older.overall, leniency=dataclasses.replace(lenient, n_judge_off_scale=0)))
+
+    def shown(**blocks):
+        runs = {name: SimpleNamespace(validity=SimpleNamespace(splits={"standard": b})) for name, b in blocks.items()}
+        return {row[0]: row[5] for row in _side_by_side(runs)[0][1]}
+
+    assert shown(new=block, old=older) == {"new": "+0.500", "old": "0.000" + OLDER_OBSERVED_RANGE}
+    assert shown(old=older, older=older) == {"old": "0.000", "older": "0.000"}
+    assert shown(new=block, newer=block) == {"new": "+0.500", "newer": "+0.500"}
+    assert shown(new=block, old=none_off) == {"new": "+0.500", "old": "0.000"}
