@@ -223,14 +223,23 @@ R1_STYLE = ("{% for m in messages %}{% if m['role'] == 'user' %}<｜User｜>{{ m
             "{% if add_generation_prompt %}<｜Assistant｜><think>\n{% endif %}")
 
 
+#: The copies :func:`_with_template` made, by the session tokenizer's id and the template: a deep copy of the 151k
+#: vocabulary (and the literal-text encoder judge.chat_tokens builds for each tokenizer it meets) is ~2 CPU-s, and five
+#: templates serve ten tests. The tests only read a copy (render, tokenize, decode); none changes it.
+_TEMPLATE_COPIES: dict[tuple[int, str], tuple] = {}
+
+
 def _with_template(tokenizer, template: str):
-    """A copy of the session's tokenizer (real Qwen vocabulary) with another chat template; the fixture stays as
-    it is."""
+    """A copy of the session's tokenizer (real Qwen vocabulary) with another chat template, made once per template;
+    the fixture stays as it is."""
     import copy
 
-    tokenizer = copy.deepcopy(tokenizer)
-    tokenizer.chat_template = template
-    return tokenizer
+    key = (id(tokenizer), template)
+    if key not in _TEMPLATE_COPIES:
+        copied = copy.deepcopy(tokenizer)
+        copied.chat_template = template
+        _TEMPLATE_COPIES[key] = (tokenizer, copied)  # the original kept alive: its id stays its own
+    return _TEMPLATE_COPIES[key][1]
 
 
 @pytest.mark.parametrize(("template", "end_of_turn"),
