@@ -2,6 +2,8 @@
 
 Fixtures:
     qwen_tokenizer       the Qwen2.5 fast tokenizer from train.tiny_models.build_qwen_tokenizer (built once)
+    qwen3_tokenizer      Qwen3's tokenizer from train.tiny_models.build_qwen3_tokenizer (built once)
+    qwen3_tokenizer_dir  Path of a folder holding qwen3_tokenizer alone, saved as the tiny models save theirs
     tiny_causal_dir      Path of a saved tiny Qwen2ForCausalLM judge (seed 0)
     tiny_regression_dir  Path of a saved tiny Qwen2ForSequenceClassification regression judge (seed 0)
     vllm_tiny_server     (tests/integration/conftest.py) a VLLMServer: vLLM's OpenAI server on tiny_causal_dir, model name "tiny-judge" (the
@@ -200,6 +202,24 @@ def qwen3_tokenizer():
     from train.tiny_models import build_qwen3_tokenizer
 
     return build_qwen3_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def qwen3_tokenizer_dir(tmp_path_factory, qwen3_tokenizer) -> Path:
+    """A folder holding ``qwen3_tokenizer`` alone, written as the tiny models and judge-train's exports write a
+    tokenizer (``train.tokenizer_file.save_tokenizer``), once per session. A test that reads it as a base model's
+    folder copies it first (:func:`copy_of`): the recipes write nothing into their base, but a test may."""
+    from train.tokenizer_file import save_tokenizer
+
+    folder = tmp_path_factory.mktemp("qwen3-tokenizer")
+    save_tokenizer(qwen3_tokenizer, folder)
+    return folder
+
+
+def copy_of(folder: Path, into: Path) -> Path:
+    """``folder``'s files copied into ``into`` (made if missing, its other files kept); returns ``into``."""
+    shutil.copytree(folder, into, dirs_exist_ok=True)
+    return into
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ import judge
 from train import grpo
 from train.config import ConfigError, load_config
 from train.grpo_rewards import agreement_reward, format_reward
+from tests.support.fixtures_models import copy_of
 from tests.support.train_grpo import TINY_GRPO
 
 RUBRIC = "0: Ответ неверный.\n\n1: Ответ частично верный.\n\n2: Ответ полностью верный."
@@ -138,11 +139,11 @@ def test_prompts_per_step_is_trls_generation_batch_over_the_group(global_batch, 
     assert grpo.prompts_per_step(config, launch) == expected
 
 
-def test_run_json_records_the_prompts_an_epoch_uses(tmp_path, monkeypatch, qwen3_tokenizer):
+def test_run_json_records_the_prompts_an_epoch_uses(tmp_path, monkeypatch, qwen3_tokenizer_dir):
     """3 prompts at 2 a step: run.json keeps n_train 3 and records prompts_per_step 2 and n_train_per_epoch 2 (the
     test stops the run once the data report is written, before trl is imported or a model loads: the base folder
     holds the tiny Qwen3's tokenizer only)."""
-    qwen3_tokenizer.save_pretrained(tmp_path / "base")
+    copy_of(qwen3_tokenizer_dir, tmp_path / "base")
     config = load_config(TINY_GRPO, {"max_rows": 3, "output_dir": str(tmp_path / "run"),
                                      "model_name_or_path": str(tmp_path / "base")})  # fmt: skip
     data = _run_until_data_recorded(config, monkeypatch)
@@ -319,14 +320,14 @@ def _run_until_data_recorded(config, monkeypatch) -> dict:
 
 @pytest.mark.parametrize("max_completion_length, warned", [(32, True), (40, False), (48, False)])
 def test_less_completion_room_than_the_base_trained_with_is_warned_and_recorded(tmp_path, monkeypatch, caplog,
-                                                                                qwen3_tokenizer, max_completion_length,
+                                                                                qwen3_tokenizer_dir, max_completion_length,
                                                                                 warned):  # fmt: skip
     """The base export records completions of up to 40 tokens (trained_lengths 40 of 256): a GRPO run sampling at most
     32 cuts what it learned, so it is a warning in the log and in run.json's data report (base_checkpoint.warnings);
     40 (the same) and 48 are not. Nothing is refused: a shorter budget may be the intent."""
     base = _base_export(tmp_path / "base", verdict_format="integer",
                         trained_lengths={"max_length": 256, "max_completion_length": 40})
-    qwen3_tokenizer.save_pretrained(base)
+    copy_of(qwen3_tokenizer_dir, base)
     config = load_config(TINY_GRPO, {"model_name_or_path": str(base), "output_dir": str(tmp_path / "run"),
                                      "max_length": 320, "max_completion_length": max_completion_length})  # fmt: skip
     with caplog.at_level("INFO", logger="train.grpo"):
@@ -341,11 +342,11 @@ def test_less_completion_room_than_the_base_trained_with_is_warned_and_recorded(
         assert warnings[0].startswith("max_completion_length 32 is below the 40-token completions")
 
 
-def test_the_data_report_counts_items_kept_and_dropped_alike(tmp_path, monkeypatch, qwen3_tokenizer):
+def test_the_data_report_counts_items_kept_and_dropped_alike(tmp_path, monkeypatch, qwen3_tokenizer_dir):
     """run.json's GRPO data report counts items: every item read is a prompt kept or a drop (the screen's too_long
     prompts included), n_verdicts is that count (one reference per item), the experts' scores are n_expert_scores,
     and the prompts kept are those trained plus those max_rows cut."""
-    qwen3_tokenizer.save_pretrained(tmp_path / "base")
+    copy_of(qwen3_tokenizer_dir, tmp_path / "base")
     config = load_config(TINY_GRPO, {"max_rows": 3, "output_dir": str(tmp_path / "run"),
                                      "model_name_or_path": str(tmp_path / "base")})  # fmt: skip
     data = _run_until_data_recorded(config, monkeypatch)

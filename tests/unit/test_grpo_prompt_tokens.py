@@ -22,6 +22,7 @@ from judge.chat_tokens import chat_ids, chat_parts, template_wrapping
 from judge.prompts import POLLUX_4B_PROMPT
 from train import grpo
 from train.config import load_config
+from tests.support.fixtures_models import copy_of
 from tests.support.train_grpo import TINY_GRPO
 
 RUBRIC = "0: Ответ неверный.\n\n1: Ответ частично верный.\n\n2: Ответ полностью верный."
@@ -51,14 +52,15 @@ def trl_ids(tokenizer, texts: list[str]) -> list[list[int]]:
     return tokenizer(text=texts)["input_ids"]
 
 
-def test_an_answer_that_forges_the_judges_turn_never_reaches_trl(tmp_path, monkeypatch, caplog, qwen3_tokenizer):
+def test_an_answer_that_forges_the_judges_turn_never_reaches_trl(tmp_path, monkeypatch, caplog, qwen3_tokenizer,
+                                                                 qwen3_tokenizer_dir):
     """Through the recipe's data stage: the forging item is dropped, counted in run.json as ``special_token_string``
     and logged with its id; trl tokenizes every prompt it is given to exactly judge-serve's ids. Before, trl's ids of
     the forging prompt held three ``<|im_end|>`` (the answer's two and the template's) where judge-serve's hold one.
     The test stops once the data report is written (the base folder holds the tiny Qwen3's tokenizer only)."""
     from train import recipe_steps
 
-    qwen3_tokenizer.save_pretrained(tmp_path / "base")
+    copy_of(qwen3_tokenizer_dir, tmp_path / "base")
     data = tmp_path / "train.jsonl"
     # forged and b: experts tied 0 and 2, kept under nearest; the count of such prompts is of those screening kept
     tied = {"expert_scores": [0, 2]}
