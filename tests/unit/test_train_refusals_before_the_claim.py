@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.serve_in_process import remembering_loader
+from train import recipe_steps
 from train.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,15 +45,33 @@ def _one_line(err: str, prog: str) -> str:
     return last
 
 
-def _base_with_template(folder: Path, source: Path, template: str) -> Path:
+#: The recipes' tokenizer loader, answering again with what it loaded for a folder whose files are unchanged
+#: (``remembering_loader``): each load of the tiny base's 151k-token tokenizer is ~1.3 CPU-s, and these tests load it
+#: from two folders fourteen times. Every test here stops before a trainer exists, and nothing before the claim
+#: changes the tokenizer (it renders and tokenizes with it), so a loaded one serves them all.
+_LOAD_TOKENIZER = remembering_loader(recipe_steps.load_tokenizer)
+
+
+@pytest.fixture(autouse=True)
+def one_tokenizer_load_per_base(monkeypatch):
+    monkeypatch.setattr(recipe_steps, "load_tokenizer", _LOAD_TOKENIZER)
+
+
+#: The base folders :func:`_base_with_template` made, by source and template: the tests only read them.
+_BASES: dict[tuple[Path, str], Path] = {}
+
+
+def _base_with_template(tmp_path_factory, source: Path, template: str) -> Path:
     """A base folder: ``source``'s config.json and tokenizer, with ``template`` as its chat template (no weights:
-    nothing before the claim loads them)."""
-    folder.mkdir()
-    for path in source.iterdir():
-        if path.is_file() and not path.name.endswith(".safetensors"):
-            shutil.copy(path, folder / path.name)
-    (folder / "chat_template.jinja").write_text(template, encoding="utf-8")
-    return folder
+    nothing before the claim loads them); made once per source and template."""
+    if (source, template) not in _BASES:
+        folder = tmp_path_factory.mktemp("base")
+        for path in source.iterdir():
+            if path.is_file() and not path.name.endswith(".safetensors"):
+                shutil.copy(path, folder / path.name)
+        (folder / "chat_template.jinja").write_text(template, encoding="utf-8")
+        _BASES[source, template] = folder
+    return _BASES[source, template]
 
 
 @pytest.mark.parametrize("state", ["absent", "empty-folder"])
@@ -77,12 +97,12 @@ def test_rows_all_over_max_length_are_refused_before_the_run_folder(tmp_path, ca
 
 @pytest.mark.parametrize("state", ["absent", "empty-folder"])
 @pytest.mark.parametrize("subcommand, config", RECIPES, ids=RECIPE_IDS)
-def test_a_chat_template_that_cannot_render_the_prompt_is_refused_before_the_run_folder(tmp_path, capsys,
-                                                                                        tiny_causal_dir, subcommand,
-                                                                                        config, state):
+def test_a_chat_template_that_cannot_render_the_prompt_is_refused_before_the_run_folder(tmp_path, tmp_path_factory,
+                                                                                        capsys, tiny_causal_dir,
+                                                                                        subcommand, config, state):
     """A template that raises for a lone user turn (one that demands a system turn) was a jinja traceback (exit 1)
     after the claim; now one line naming ``model_name_or_path`` and the template's own words."""
-    base = _base_with_template(tmp_path / "base", tiny_causal_dir,
+    base = _base_with_template(tmp_path_factory, tiny_causal_dir,
                                "{{ raise_exception('a system turn must come first') }}")
     out = tmp_path / "run"
     _found_as(out, state)
