@@ -16,6 +16,9 @@ Fixtures (all session-scoped; reuse them rather than training again):
     train_subprocess_env    environment for recipe subprocesses: any op DeepSpeed JIT-compiles cached under the
                             repository's .cache/torch_extensions (none on CPU today), W&B off, hub off
 
+And one per test: ``recipe_tokenizer_loaded_once``, judge-train's tokenizer loader remembering what it loaded, for
+tests whose in-process launch stops before a trainer exists.
+
 The seq2seq run starts from ``overfit_base_dir``, the regression run from ``tiny_causal_dir``
 (tests/support/fixtures_models.py); both run in this process, without DeepSpeed.
 Their run folders hold run.json (config, git revision, package versions, prompt version, seed, log history).
@@ -133,6 +136,26 @@ def overfit_base_dir(tmp_path_factory, qwen_tokenizer) -> Path:
     model.save_pretrained(str(out))
     save_tokenizer(qwen_tokenizer, out)
     return out
+
+
+#: One remembering loader (``tests.support.serve_in_process.remembering_loader``) over the recipes' tokenizer loader
+#: for the whole session, made at its first use: :func:`recipe_tokenizer_loaded_once`.
+_REMEMBERING_TOKENIZER_LOADER: list = []
+
+
+@pytest.fixture
+def recipe_tokenizer_loaded_once(monkeypatch):
+    """The recipes' tokenizer loader (``train.recipe_steps.load_tokenizer``) answering again with what it loaded for a
+    folder whose files are unchanged: each load of a tiny base's 151k-token tokenizer is ~1.3 CPU-s, and a test that
+    runs judge-train in-process on the session's tiny base loads it again. Only for tests whose launch stops before a
+    trainer exists (a trainer may change the tokenizer it is given); up to there judge-train renders and tokenizes
+    with it and changes nothing. A folder written anew, or another folder, loads again."""
+    from tests.support.serve_in_process import remembering_loader
+    from train import recipe_steps
+
+    if not _REMEMBERING_TOKENIZER_LOADER:
+        _REMEMBERING_TOKENIZER_LOADER.append(remembering_loader(recipe_steps.load_tokenizer))
+    monkeypatch.setattr(recipe_steps, "load_tokenizer", _REMEMBERING_TOKENIZER_LOADER[0])
 
 
 @pytest.fixture(scope="session")

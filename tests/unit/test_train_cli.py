@@ -41,7 +41,8 @@ def _reflowing(tokenizer, prompt, completion=None, thinking=False):
 
 
 def test_a_chat_template_that_rewrites_the_prompt_is_one_line_and_leaves_no_run_folder(tmp_path, capsys, monkeypatch,
-                                                                                       tiny_causal_dir):
+                                                                                       tiny_causal_dir,
+                                                                                       recipe_tokenizer_loaded_once):
     """A template that does not keep the judge prompt verbatim (one that trims or reflows its user turn) is the
     base model's setting, refused as ``model_name_or_path`` in one line with exit 2 (a ValueError was a traceback,
     exit 1). The rows are rendered with the base's tokenizer before the run folder is claimed: no folder is left
@@ -257,7 +258,7 @@ def test_a_held_folder_is_refused_as_held_before_its_rules(tmp_path, capsys):
     assert code == 2 and "is in use by holder (pid" in err and "already holds" not in err, err
 
 
-def test_a_run_logs_its_data_once(tmp_path, capsys, caplog, monkeypatch, tiny_causal_dir):
+def test_a_run_logs_its_data_once(tmp_path, capsys, caplog, monkeypatch, tiny_causal_dir, recipe_tokenizer_loaded_once):
     """The data is read twice before training (``check_training_data``, then the recipe's data step), but its load
     summary and its rows line are each logged once: the check reads quietly and leaves them to the data step. The
     run is refused by its data step (a chat template that reflows the prompt), after both lines are said."""

@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.serve_in_process import remembering_loader
-from train import recipe_steps
 from train.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,16 +43,9 @@ def _one_line(err: str, prog: str) -> str:
     return last
 
 
-#: The recipes' tokenizer loader, answering again with what it loaded for a folder whose files are unchanged
-#: (``remembering_loader``): each load of the tiny base's 151k-token tokenizer is ~1.3 CPU-s, and these tests load it
-#: from two folders fourteen times. Every test here stops before a trainer exists, and nothing before the claim
-#: changes the tokenizer (it renders and tokenizes with it), so a loaded one serves them all.
-_LOAD_TOKENIZER = remembering_loader(recipe_steps.load_tokenizer)
-
-
-@pytest.fixture(autouse=True)
-def one_tokenizer_load_per_base(monkeypatch):
-    monkeypatch.setattr(recipe_steps, "load_tokenizer", _LOAD_TOKENIZER)
+#: These tests load the tiny base's tokenizer from two folders fourteen times, and every one stops before a trainer
+#: exists: one load per folder serves them all.
+pytestmark = pytest.mark.usefixtures("recipe_tokenizer_loaded_once")
 
 
 #: The base folders :func:`_base_with_template` made, by source and template: the tests only read them.
