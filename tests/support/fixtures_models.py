@@ -207,8 +207,8 @@ def qwen3_tokenizer():
 @pytest.fixture(scope="session")
 def qwen3_tokenizer_dir(tmp_path_factory, qwen3_tokenizer) -> Path:
     """A folder holding ``qwen3_tokenizer`` alone, written as the tiny models and judge-train's exports write a
-    tokenizer (``train.tokenizer_file.save_tokenizer``), once per session. A test that reads it as a base model's
-    folder copies it first (:func:`copy_of`): the recipes write nothing into their base, but a test may."""
+    tokenizer (``train.tokenizer_file.save_tokenizer``), once per session. A recipe may take it as its base model
+    (the recipes write nothing into their base); a test that adds files to a base copies it first (:func:`copy_of`)."""
     from train.tokenizer_file import save_tokenizer
 
     folder = tmp_path_factory.mktemp("qwen3-tokenizer")

@@ -139,13 +139,13 @@ def test_prompts_per_step_is_trls_generation_batch_over_the_group(global_batch, 
     assert grpo.prompts_per_step(config, launch) == expected
 
 
-def test_run_json_records_the_prompts_an_epoch_uses(tmp_path, monkeypatch, qwen3_tokenizer_dir):
+def test_run_json_records_the_prompts_an_epoch_uses(tmp_path, monkeypatch, qwen3_tokenizer_dir,
+                                                    recipe_tokenizer_loaded_once):
     """3 prompts at 2 a step: run.json keeps n_train 3 and records prompts_per_step 2 and n_train_per_epoch 2 (the
     test stops the run once the data report is written, before trl is imported or a model loads: the base folder
     holds the tiny Qwen3's tokenizer only)."""
-    copy_of(qwen3_tokenizer_dir, tmp_path / "base")
     config = load_config(TINY_GRPO, {"max_rows": 3, "output_dir": str(tmp_path / "run"),
-                                     "model_name_or_path": str(tmp_path / "base")})  # fmt: skip
+                                     "model_name_or_path": str(qwen3_tokenizer_dir)})  # fmt: skip
     data = _run_until_data_recorded(config, monkeypatch)
     assert (data["n_train"], data["prompts_per_step"], data["n_train_per_epoch"]) == (3, 2, 2)
 
@@ -318,16 +318,26 @@ def _run_until_data_recorded(config, monkeypatch) -> dict:
     return json.loads((Path(config.output_dir) / "run.json").read_text())["data"]
 
 
+#: The base export of the completion-room cases, made once (they only read it, and their launches stop before a
+#: trainer exists: its tokenizer is loaded once, ``recipe_tokenizer_loaded_once``).
+_TRAINED_40: list[Path] = []
+
+
 @pytest.mark.parametrize("max_completion_length, warned", [(32, True), (40, False), (48, False)])
-def test_less_completion_room_than_the_base_trained_with_is_warned_and_recorded(tmp_path, monkeypatch, caplog,
-                                                                                qwen3_tokenizer_dir, max_completion_length,
+def test_less_completion_room_than_the_base_trained_with_is_warned_and_recorded(tmp_path, tmp_path_factory,
+                                                                                monkeypatch, caplog,
+                                                                                qwen3_tokenizer_dir,
+                                                                                recipe_tokenizer_loaded_once,
+                                                                                max_completion_length,
                                                                                 warned):  # fmt: skip
     """The base export records completions of up to 40 tokens (trained_lengths 40 of 256): a GRPO run sampling at most
     32 cuts what it learned, so it is a warning in the log and in run.json's data report (base_checkpoint.warnings);
     40 (the same) and 48 are not. Nothing is refused: a shorter budget may be the intent."""
-    base = _base_export(tmp_path / "base", verdict_format="integer",
-                        trained_lengths={"max_length": 256, "max_completion_length": 40})
-    copy_of(qwen3_tokenizer_dir, base)
+    if not _TRAINED_40:
+        _TRAINED_40.append(copy_of(qwen3_tokenizer_dir, _base_export(
+            tmp_path_factory.mktemp("base"), verdict_format="integer",
+            trained_lengths={"max_length": 256, "max_completion_length": 40})))
+    base = _TRAINED_40[0]
     config = load_config(TINY_GRPO, {"model_name_or_path": str(base), "output_dir": str(tmp_path / "run"),
                                      "max_length": 320, "max_completion_length": max_completion_length})  # fmt: skip
     with caplog.at_level("INFO", logger="train.grpo"):
@@ -342,13 +352,13 @@ def test_less_completion_room_than_the_base_trained_with_is_warned_and_recorded(
         assert warnings[0].startswith("max_completion_length 32 is below the 40-token completions")
 
 
-def test_the_data_report_counts_items_kept_and_dropped_alike(tmp_path, monkeypatch, qwen3_tokenizer_dir):
+def test_the_data_report_counts_items_kept_and_dropped_alike(tmp_path, monkeypatch, qwen3_tokenizer_dir,
+                                                             recipe_tokenizer_loaded_once):
     """run.json's GRPO data report counts items: every item read is a prompt kept or a drop (the screen's too_long
     prompts included), n_verdicts is that count (one reference per item), the experts' scores are n_expert_scores,
     and the prompts kept are those trained plus those max_rows cut."""
-    copy_of(qwen3_tokenizer_dir, tmp_path / "base")
     config = load_config(TINY_GRPO, {"max_rows": 3, "output_dir": str(tmp_path / "run"),
-                                     "model_name_or_path": str(tmp_path / "base")})  # fmt: skip
+                                     "model_name_or_path": str(qwen3_tokenizer_dir)})  # fmt: skip
     data = _run_until_data_recorded(config, monkeypatch)
     assert data["n_rows"] + sum(data["dropped"].values()) == data["n_verdicts"] == data["n_records"]
     assert data["dropped"]["too_long"] > 0 and data["dropped"]["zero_shot"] > 0  # both stages' drops are in it

@@ -22,7 +22,6 @@ from judge.chat_tokens import chat_ids, chat_parts, template_wrapping
 from judge.prompts import POLLUX_4B_PROMPT
 from train import grpo
 from train.config import load_config
-from tests.support.fixtures_models import copy_of
 from tests.support.train_grpo import TINY_GRPO
 
 RUBRIC = "0: Ответ неверный.\n\n1: Ответ частично верный.\n\n2: Ответ полностью верный."
@@ -53,14 +52,13 @@ def trl_ids(tokenizer, texts: list[str]) -> list[list[int]]:
 
 
 def test_an_answer_that_forges_the_judges_turn_never_reaches_trl(tmp_path, monkeypatch, caplog, qwen3_tokenizer,
-                                                                 qwen3_tokenizer_dir):
+                                                                 qwen3_tokenizer_dir, recipe_tokenizer_loaded_once):
     """Through the recipe's data stage: the forging item is dropped, counted in run.json as ``special_token_string``
     and logged with its id; trl tokenizes every prompt it is given to exactly judge-serve's ids. Before, trl's ids of
     the forging prompt held three ``<|im_end|>`` (the answer's two and the template's) where judge-serve's hold one.
     The test stops once the data report is written (the base folder holds the tiny Qwen3's tokenizer only)."""
     from train import recipe_steps
 
-    copy_of(qwen3_tokenizer_dir, tmp_path / "base")
     data = tmp_path / "train.jsonl"
     # forged and b: experts tied 0 and 2, kept under nearest; the count of such prompts is of those screening kept
     tied = {"expert_scores": [0, 2]}
@@ -87,7 +85,7 @@ def test_an_answer_that_forges_the_judges_turn_never_reaches_trl(tmp_path, monke
     monkeypatch.setattr(grpo, "grpo_dataset", keep_dataset)
     monkeypatch.setattr(recipe_steps.PreparedRun, "record_data", record_then_stop)
     config = load_config(TINY_GRPO, {"data": str(data), "output_dir": str(tmp_path / "run"),
-                                     "model_name_or_path": str(tmp_path / "base"), "no_unique_mode": "nearest"})
+                                     "model_name_or_path": str(qwen3_tokenizer_dir), "no_unique_mode": "nearest"})
     with caplog.at_level(logging.WARNING, logger="train.grpo"), pytest.raises(Stop):
         grpo.main(config)
 
