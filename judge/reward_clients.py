@@ -78,7 +78,7 @@ variable ``api_key_env`` names). A refusal (``RewardRequestRefused``) carries ju
 ``items[k]`` named as the caller's sample, ``samples[i]``: the i-th sample given (trl: the i-th prompt and completion
 of the generation batch), whichever request it went in.
 
-Why one module of ~1,270 lines: the trl and verl adapters are thin over one client (the request, its splitting under
+Why one module of ~1,285 lines: the trl and verl adapters are thin over one client (the request, its splitting under
 judge-serve's bounds, the retry policy, the refusal's mapping back to the caller's samples); apart, each adapter
 would import the other's private request code, and a reader of one framework's reward would read two files.
 """
@@ -541,22 +541,28 @@ class JudgeRewardClient:
 
     async def arewards(self, samples: Sequence[RewardSample], first: int = 0) -> list[Reward | None]:
         """The samples' rewards (one request), awaited; as ``rewards``."""
+        return (await self._arewards_requested(samples, first))[1]
+
+    async def _arewards_requested(self, samples: Sequence[RewardSample],
+                                  first: int = 0) -> tuple[bool, list[Reward | None]]:
+        """As ``arewards``, with whether a request was made: none for samples with nothing to judge or a body over
+        ``max_body_bytes``, whose values say nothing of whether judge-serve answers."""
         import httpx
 
         body = judge_request_body(samples, self.model)
         if not body["items"]:
-            return [None] * len(samples)
+            return False, [None] * len(samples)
         rows = _sent_rows(samples, first)
         data = encoded_body(body)
         if self.max_body_bytes is not None and len(data) > self.max_body_bytes:
-            return self._unsendable(samples, rows, len(data))
+            return False, self._unsendable(samples, rows, len(data))
         async with httpx.AsyncClient(timeout=request_timeout(self.timeout_s)) as client:
 
             async def attempt() -> dict[str, Any]:
                 return _checked(await client.post(self.url, content=data, headers=self._headers()), rows, self.url)
 
             try:
-                return rewards_from_response(samples, await self.retry.acall(attempt), self.rule, first)
+                return True, rewards_from_response(samples, await self.retry.acall(attempt), self.rule, first)
             except httpx.HTTPError as err:
                 raise self._named(err)
 
@@ -947,7 +953,9 @@ def trl_reward_function(
         max_failed_calls: how many calls in a row in which every request sent failed after the retries stop
             training (``EndpointUnusable`` naming the URL), 1 or more (default ``DEFAULT_MAX_FAILED_CALLS``): a
             judge-serve that died after the first contact would otherwise give None at every step. A call with an
-            answer between starts the count again; a call that sent nothing (only empty or cut answers) leaves it.
+            answer between starts the count again; a request counts only where one was made, so a call that sent
+            nothing (only empty, cut or oversize answers) leaves the count, as does an oversize answer beside
+            failed requests.
 
     Raises:
         ValueError: a bound that is no bound (``timeout_s`` and ``max_body_bytes`` as ``JudgeRewardClient``; a
@@ -1026,9 +1034,13 @@ def trl_reward_function(
         chunks = request_chunks(samples, max_items, max_judgments, max_body_bytes, model)
         firsts = [sum(map(len, chunks[:k])) for k in range(len(chunks))]  # each chunk's first row in the batch
         started = time.monotonic()
-        answers = await asyncio.gather(*(client.arewards(chunk, first) for chunk, first in zip(chunks, firsts)),
-                                       return_exceptions=True)
+        outcomes = await asyncio.gather(*(client._arewards_requested(chunk, first)
+                                          for chunk, first in zip(chunks, firsts)), return_exceptions=True)
         latency = time.monotonic() - started
+        # A failure is a request that failed (a transient one; any other is raised below). A chunk that made no
+        # request (an oversize answer, valued without judge-serve) says nothing of whether judge-serve answers.
+        answers = [o if isinstance(o, BaseException) else o[1] for o in outcomes]
+        requested = [isinstance(o, BaseException) or o[0] for o in outcomes]
         # A refusal (a bad row, a wrong key) would come back every step: raised, not turned into missing rewards.
         lasting = next((a for a in answers if isinstance(a, BaseException) and not is_transient(a)), None)
         if lasting is not None:
@@ -1055,11 +1067,11 @@ def trl_reward_function(
                 failures += r.failed if r is not None else 0
                 refused += engine_refusals(r)
                 rationales.append(" | ".join(_verdict_text(c) for c in r.criteria) if r is not None else "(empty answer)")
-        sent = [answer for chunk, answer in zip(chunks, answers) if any(s.answer for s in chunk)]
-        if sent:
+        sent = [answer for answer, made in zip(answers, requested) if made]
+        if sent:  # a call that made no request leaves the count, and cannot stop the run by itself
             failed_calls = failed_calls + 1 if all(isinstance(a, BaseException) for a in sent) else 0
-        if failed_calls >= max_failed_calls:
-            raise _judge_gone(client.url, max_failed_calls, sent[-1])
+            if failed_calls >= max_failed_calls:
+                raise _judge_gone(client.url, max_failed_calls, sent[-1])
         for i, r in cut_rewards.items():
             values[i] = _value(r, client.rule)
             rationales[i] = " | ".join(_verdict_text(c) for c in r.criteria)

@@ -1,7 +1,8 @@
 """The trl reward function stops training when judge-serve dies mid-run: after ``max_failed_calls`` calls in a row
 (3 by default) in which every request failed after its retries, it raises ``EndpointUnusable`` naming the URL, where
 it would otherwise give None (NaN, no advantage) for every judged sample of every step and never stop. A call with an
-answer between starts the count again, and a call that sent nothing (only empty answers) leaves it as it is."""
+answer between starts the count again, and a call that sent nothing (only empty, cut or oversize answers: no request
+made) leaves it as it is."""
 
 from __future__ import annotations
 
@@ -61,6 +62,39 @@ def test_an_answer_between_failed_calls_starts_the_count_again_and_an_empty_call
         with pytest.raises(EndpointUnusable, match=r"failed every request of 2 reward calls in a row"):
             _call(reward)                # 2
     assert endpoint.requests == [("/v1/judge", SENT)] * 4
+
+
+def test_an_oversize_answer_beside_failed_requests_does_not_start_the_count_again():
+    # the oversize answer is never sent: its failure value is no answer from judge-serve
+    with ScriptedEndpoint(lambda path, body: DOWN) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT, max_failed_calls=1,
+                                     max_items=1, max_body_bytes=4000)
+        with pytest.raises(EndpointUnusable, match=r"failed every request of 1 reward calls in a row"):
+            asyncio.run(reward(prompts=["Вопрос", "Вопрос"], completions=["Ответ", "x" * 5000]))
+    assert endpoint.requests == [("/v1/judge", SENT)]
+
+
+def test_a_call_whose_only_answer_is_oversize_leaves_the_count():
+    with ScriptedEndpoint(lambda path, body: DOWN) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT, max_failed_calls=2,
+                                     max_body_bytes=4000)
+        assert _call(reward) == [None]            # 1 failed call
+        assert _call(reward, "x" * 5000) == [0.0]  # not sent (its failure value): still 1
+        with pytest.raises(EndpointUnusable, match=r"failed every request of 2 reward calls in a row"):
+            _call(reward)                         # 2
+    assert endpoint.requests == [("/v1/judge", SENT)] * 2
+
+
+def test_a_call_that_sends_nothing_after_the_stop_gets_its_values():
+    # trl calls no more after the stop, but a caller that catches EndpointUnusable may
+    answers = iter([JUDGED, DOWN])
+    with ScriptedEndpoint(lambda path, body: next(answers)) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT, max_failed_calls=1)
+        assert _call(reward) == [1.0]
+        with pytest.raises(EndpointUnusable):
+            _call(reward)
+        assert _call(reward, "  ") == [0.0]
+    assert endpoint.requests == [("/v1/judge", SENT)] * 2
 
 
 def test_a_judge_gone_from_its_port_stops_training_naming_the_connection_error():
