@@ -7,7 +7,7 @@ levels on one line (``0: плохо; 1: средне; 2: хорошо``), text t
 and ``5: отлично``: the scale 1..5), or a mapping from level to description, possibly nested by language (``{"ru":
 {"0": ...}, "en": {...}}``). ``scale_of`` reads all of them into one ``Scale``.
 
-Why one module of ~525 lines: every shape above is read with one set of level patterns and refused in one wording
+Why one module of ~545 lines: every shape above is read with one set of level patterns and refused in one wording
 (a level that is no integer reads alike from a mapping's key and a text's line), and the panel-mode helpers at the
 end are the few lines that other modules share with the scale; split, the patterns and the refusals would drift
 apart between the readers.
@@ -151,7 +151,8 @@ _LEVEL_LINE = re.compile(
 )
 # A line written as a level line but with a decimal number ("0.5: частично", "0,5 - частично"): no level, and read as
 # text it would join the level above it (_refuse_decimal_levels). The separator may not touch a digit, so a range
-# ("0.5-1.5 балла") or a section number ("1.5.2 раздел") is text.
+# ("0.5-1.5 балла") or a three-part section number ("1.5.2 раздел") is text. A two-part one ("2.1. подробности",
+# "1.1: пример") matches: _refuse_decimal_levels tells it by its run, counted from 1.
 _DECIMAL_LEVEL_LINE = re.compile(
     r"^([\s\u200b\u200c\u200d\u2060\ufeff]*+)(?:[-–—+]\s++|[*•]\s*+)?\**+\s*+((?:[-–—+]|\u2212\s*+)?\d++[.,]\d++)"
     r"\s*+\**+\s*+(:|-|–|—|\.|\))(?!\d)"
@@ -281,7 +282,11 @@ def _refuse_decimal_levels(text: str, lines: list[_Line]) -> None:
     """Refuses a decimal written as a level line ("0.5: частично" among "0: / 1:"), as a rubric mapping's key "0.5"
     is refused: a level is an integer, and read as text the line would join the level above it ("0 / 0,5 / 1" read as
     the flag {0, 1}, whose every 0.5 verdict fails). Only a line of a separator kind the integer level lines use, and
-    not indented deeper than they are, counts: deeper, or of another kind, it is a level's text.
+    not indented deeper than they are, counts: deeper, or of another kind, it is a level's text. Nor does outline
+    numbering, unsigned and dot-written, "A.B" whose run "A.1" to "A.B" the text numbers ("2.1. подробности",
+    "1.1: пример" under level 1): a sub-item is counted from 1, where a decimal level ("0.5", "1.5") halves the step
+    between two levels, and a comma ("0,5") writes a decimal only. A scale in tenths written with dots ("0.1:" to
+    "0.9:" between "0:" and "1:") reads as such a run, its lines the text of level 0.
 
     Raises:
         ScaleError: naming the decimal as written.
@@ -289,14 +294,30 @@ def _refuse_decimal_levels(text: str, lines: list[_Line]) -> None:
     outer: dict[str, int] = {}
     for line in lines:
         outer[line.kind] = min(outer.get(line.kind, line.indent), line.indent)
-    for line in text.splitlines():
-        match = _DECIMAL_LEVEL_LINE.match(line)
-        if match is None:
-            continue
+    matches = [match for line in text.splitlines() if (match := _DECIMAL_LEVEL_LINE.match(line))]
+    outline = _outline_numbers({match.group(2) for match in matches})
+    for match in matches:
         kind = _SEPARATOR_KIND[match.group(3)]
         indent = len(match.group(1).translate(_DROP_INVISIBLE).expandtabs(4))
-        if kind in outer and indent <= outer[kind]:
+        if kind in outer and indent <= outer[kind] and match.group(2) not in outline:
             raise _not_an_integer(re.sub(r"^[–—\u2212]\s*", "-", match.group(2)))
+
+
+def _outline_numbers(numbers: set[str]) -> set[str]:
+    """Of ``numbers`` (the text's decimal-shaped line numbers, as written), those that number sub-items: unsigned,
+    dot-written "A.B", with "A.1" to "A.B" all written (a sub-item is counted from 1)."""
+    parts: dict[str, set[str]] = {}
+    for written in numbers:
+        head, dot, part = written.partition(".")
+        if dot and head.isascii() and head.isdigit():
+            parts.setdefault(head, set()).add(part)
+    outline = set()
+    for head, written_parts in parts.items():
+        k = 1  # "A.3" numbers a sub-item only after "A.1" and "A.2"; counted as text, so no part is too long
+        while str(k) in written_parts:
+            outline.add(f"{head}.{k}")
+            k += 1
+    return outline
 
 
 def _kinds(kinds) -> str:

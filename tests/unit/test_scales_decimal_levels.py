@@ -1,6 +1,7 @@
 """A rubric text whose level lines include a decimal ("0.5:", "0,5:", "2.5 —") is refused, as the rubric mapping's
-``{"0.5": ...}`` is, with the same words: read as text, the decimal line joined the level above it, and "0 / 0,5 / 1"
-became the flag {0, 1} whose every 0.5 verdict failed."""
+``{"0.5": ...}`` is, with the same words: read as text, the decimal line would join the level above it, and
+"0 / 0,5 / 1" would be the flag {0, 1} whose every 0.5 verdict fails. Outline numbering under a level ("2.1.",
+"1.1:", a dot-written run counted from 1) is that level's text."""
 
 import pytest
 
@@ -15,6 +16,12 @@ DECIMAL = [
     ("a decimal after the last level", "0: нет\n1: да\n1.5: с запасом", "1.5"),
     ("a decimal before the first level", "0.5: мало\n1: средне\n2: много", "0.5"),
     ("a negative decimal", "-1: хуже\n-0.5: чуть хуже\n0: равны", "-0.5"),
+    # "N." levels: a decimal of theirs is refused as the other kinds' is
+    ("a '.' decimal among 'N.' levels", "0. нет\n0.5. частично\n1. да", "0.5"),
+    ("a ',' decimal among 'N.' levels", "0. нет\n0,5. частично\n1. да", "0,5"),
+    # counted from 1 an outline would have "1.1" first; a comma is never outline numbering
+    ("a run not counted from 1", "1: a\n1.2: b\n2: c", "1.2"),
+    ("a ',' decimal after a run", "1: a\n1.1: b\n1,5: c\n2: d", "1,5"),
 ]
 
 
@@ -42,6 +49,12 @@ KEPT = [
     ("a section number", "0: плохо\n1: хорошо\n1.5.2 раздел", (0, 1)),
     # A list of another kind ("N." under "N:") is text, as its integer lines are.
     ("a decimal of another separator kind", "0: нет\n1: да:\n1.5) подпункт", (0, 1)),
+    # Outline numbering: a dot-written run under its level, counted from 1, is the level's text.
+    ("an outline sub-item under 'N.' levels", "1. плохо\n2. хорошо\n2.1. подробности", (1, 2)),
+    ("an outline sub-item under 'N:' levels", "1: плохо\n1.1: пример\n2: хорошо", (1, 2)),
+    ("an outline run under 'N:' levels", "0: нет\n1: да\n1.1: первое\n1.2: второе\n1.3: третье\n2: вполне",
+     (0, 1, 2)),
+    ("outline runs under 'N.' levels", "1. плохо\n1.1. пример\n2. хорошо\n2.1. пример\n2.2. ещё", (1, 2)),
 ]
 
 
