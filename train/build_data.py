@@ -655,7 +655,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             spec = judge.load_split_spec(args.split_file or None)
         except (OSError, ValueError) as err:
             raise ValueError(f"--split-file: {err}") from None
-        records = load_training_records(args.data, allow_benchmark_rows=args.allow_benchmark_rows)
+        records, load_report = load_training_records_report(args.data, allow_benchmark_rows=args.allow_benchmark_rows)
         rows, report = build_rows(
             records,
             recipe=args.recipe,
@@ -664,6 +664,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             score_target=args.score_target,
             split_spec=spec,
         )
+        report.duplicate_input_rows = load_report.n_duplicates  # its summary says them, as a run's data step logs them
     except (judge.LeakageError, judge.RecordError, OSError, ValueError) as err:
         # ValueError: an unknown file type, a shard folder missing shards, a bound refused; OSError: a source that is
         # not there (judge.record_sources) or not readable. One line, as `judge-train run` says them.

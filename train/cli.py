@@ -255,7 +255,7 @@ def check_training_data(config, *, download: bool = True, quiet: bool = False) -
     """
     from judge import LeakageError, RecordError
     from judge.checkpoints import CheckpointNotFound, NotDownloadedHere, resolve_checkpoint
-    from train.build_data import build_rows, load_training_records
+    from train.build_data import build_rows, load_training_records_report
     from train.config import TINY_MODEL, TINY_QWEN3, ConfigError
 
     reading = _read_quietly if quiet else contextlib.nullcontext
@@ -301,7 +301,8 @@ def check_training_data(config, *, download: bool = True, quiet: bool = False) -
             if not source:
                 continue
             try:
-                records = load_training_records(source, allow_benchmark_rows=config.allow_benchmark_rows)
+                records, load_report = load_training_records_report(source,
+                                                                     allow_benchmark_rows=config.allow_benchmark_rows)
             except (LeakageError, RecordError):
                 raise  # they name the source, row and field themselves
             except (OSError, ValueError) as err:
@@ -315,16 +316,6 @@ def check_training_data(config, *, download: bool = True, quiet: bool = False) -
 
                 rows, report = grpo_rows(records, zero_shot=config.zero_shot, no_unique_mode=config.no_unique_mode,
                                          verdict_format=config.verdict_format, split_spec=spec)  # fmt: skip
-                if field == "data" and rows:
-                    # Fewer prompts than one step samples: the recipe's own refusal (train.grpo.check_prompt_count),
-                    # made here before the run folder. judge-train submit counts them without the job's ranks (one,
-                    # unless WORLD_SIZE is set): a step samples at most as many prompts on fewer ranks, so no job that
-                    # could train is refused.
-                    from train.grpo import check_prompt_count, prompts_per_step
-                    from train.training_arguments import launch_arithmetic
-
-                    per_step = prompts_per_step(config, launch_arithmetic(config))
-                    check_prompt_count(len(rows[: config.max_rows]), per_step, config, report.summary())
             elif getattr(config, "verdict_format", "tagged") == "integer":  # reasoning traces (train.seq2seq)
                 from train.seq2seq import holds_traces, integer_rows, traces_settings_for_config
 
@@ -339,8 +330,20 @@ def check_training_data(config, *, download: bool = True, quiet: bool = False) -
                 rows, report = build_rows(records, recipe=config.recipe, zero_shot=config.zero_shot,
                                           min_russian_share=config.min_russian_share,
                                           score_target=getattr(config, "score_target", "mean"), split_spec=spec)
+            # the copies the loader left out, in the summary a refusal gives, as the recipe's data step logs it
+            report.duplicate_input_rows = load_report.n_duplicates
             if not rows:
                 raise ConfigError(f"{field}: no training rows left in {source}: {report.summary()}")
+            if config.recipe == "grpo" and field == "data":
+                # Fewer prompts than one step samples: the recipe's own refusal (train.grpo.check_prompt_count),
+                # made here before the run folder. judge-train submit counts them without the job's ranks (one,
+                # unless WORLD_SIZE is set): a step samples at most as many prompts on fewer ranks, so no job that
+                # could train is refused.
+                from train.grpo import check_prompt_count, prompts_per_step
+                from train.training_arguments import launch_arithmetic
+
+                per_step = prompts_per_step(config, launch_arithmetic(config))
+                check_prompt_count(len(rows[: config.max_rows]), per_step, config, report.summary())
 
 
 @contextlib.contextmanager

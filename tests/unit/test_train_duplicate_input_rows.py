@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 
-from tests.support.sample_training_lines import kept_lines, write_lines
+from tests.support.sample_training_lines import kept_lines, sample_lines, write_lines
 from tests.support.train_grpo import TINY_GRPO
 from tests.support.train_integer_sft import trace_record
 from train import build_data
@@ -67,3 +67,30 @@ def test_the_grpo_data_step_counts_duplicate_input_rows(tmp_path):
     assert counts["duplicate_input_rows"] == 1 and counts["n_records"] + counts["duplicate_input_rows"] == 41
     assert counts["n_rows"] + sum(counts["dropped"].values()) == counts["n_records"]
     assert "1 exact duplicate input row(s) left out" in report.summary()
+
+
+def test_judge_train_build_data_says_the_duplicate_input_rows_it_left_out(tmp_path, capsys):
+    data = _with_a_copy(tmp_path / "data.jsonl", kept_lines()[:12])
+    assert build_data.main(["--data", str(data), "--zero-shot", "drop"]) == 0
+    assert "1 exact duplicate input row(s) left out before these counts" in capsys.readouterr().out
+    assert build_data.main(["--data", str(write_lines(tmp_path / "plain.jsonl", kept_lines()[:12])),
+                            "--zero-shot", "drop"]) == 0
+    assert "duplicate" not in capsys.readouterr().out
+
+
+def test_judge_train_check_s_refusal_counts_the_duplicate_input_rows(tmp_path):
+    """``judge-train run`` and ``check`` refuse data whose every row is dropped with the data report's summary: the
+    copies left out before its counts are in it, as the recipe's data step logs them."""
+    import pytest
+
+    from train.cli import check_training_data
+    from train.config import ConfigError, load_config
+
+    kept = {line["id"] for line in kept_lines()}
+    held_out = [line for line in sample_lines() if line["id"] not in kept][:3]  # Zero-Shot rows, every one dropped
+    data = _with_a_copy(tmp_path / "data.jsonl", held_out)
+    config = load_config("configs/train/tiny/seq2seq.yaml", {"data": str(data), "eval_data": None,
+                                                             "zero_shot": "drop"})
+    with pytest.raises(ConfigError, match=r"^data: no training rows left in .*; 1 exact duplicate input row\(s\) "
+                                          r"left out before these counts$"):
+        check_training_data(config)
