@@ -162,7 +162,9 @@ class BuildReport:
                          "n_verdicts": eval_report.n_verdicts, "n_rows": len(held_out),
                          "dropped": dict(sorted(eval_report.dropped.items())),
                          **({"duplicate_input_rows": eval_report.duplicate_input_rows}
-                            if eval_report.duplicate_input_rows else {})}  # fmt: skip
+                            if eval_report.duplicate_input_rows else {}),
+                         **({"looser_row_tolerance": eval_report.looser_row_tolerance}
+                            if eval_report.looser_row_tolerance else {})}  # fmt: skip
         else:
             self.eval = {"source": f"held out of data by {self.validation_split} (eval_fraction "
                                    f"{config.eval_fraction})", "n_rows": len(held_out), "dropped": {}}

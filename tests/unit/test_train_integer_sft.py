@@ -441,6 +441,27 @@ def test_rows_whose_own_tolerance_is_looser_than_the_configs_are_counted_and_sai
     assert ids == ["a#0", "b#0", "c#0", "d#0"] and "looser_row_tolerance" not in report and warned == []
 
 
+def test_eval_traces_whose_own_tolerance_is_looser_are_counted_in_the_eval_report(tmp_path, qwen3_tokenizer):
+    """The held-out traces of ``eval_data`` are built by the same rule and warned of for their source: run.json's
+    ``eval`` counts them as its ``data`` does, where the training traces have none."""
+    import dataclasses
+
+    from train.config import load_config
+    from train.seq2seq import integer_rows_for_config
+
+    stage_row = {"agreement": "mode", "experts_reference": [2.0]}
+    data, eval_data = tmp_path / "traces.jsonl", tmp_path / "eval_traces.jsonl"
+    judge.write_jsonl([trace_record(id=f"{item}#0", item_id=item, reasoning_score=2) for item in "abc"], data)
+    judge.write_jsonl([trace_record(id="e#0", item_id="e", reasoning_score=1, tolerance=1.0, **stage_row),
+                       trace_record(id="f#0", item_id="f", reasoning_score=2)], eval_data)
+    config = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), verdict_format="integer",
+                                 data=str(data), eval_data=str(eval_data), max_rows=None, tolerance=0.0)
+    _, held_out, report = integer_rows_for_config(config, qwen3_tokenizer)
+    counts = report.to_dict()
+    assert len(held_out) == 2 and "looser_row_tolerance" not in counts
+    assert counts["eval"]["looser_row_tolerance"] == 1
+
+
 def test_export_manifest_records_the_format_and_serve_and_eval_read_it(tmp_path, qwen3_tokenizer):
     """export_seq2seq writes verdict_format into pollux_judge.json; judge.checkpoints (what judge-serve's auto format
     and judge-eval ask) reads integer back with no flag, and a tagged export stays tagged."""
