@@ -305,8 +305,10 @@ class ServeConfig:
     reward_key_env: str = _f(
         "JUDGE_SERVE_REWARD_KEY",
         "Environment variable holding the reward key: POST /get_reward/<key> needs no Authorization header "
-        "(OpenRLHF's --reward.remote_url); unset: that route refuses every request. Visible ASCII, no / ? # % (it "
-        "travels in the URL path; secrets.token_urlsafe makes one).",
+        "(OpenRLHF's --reward.remote_url); unset: that route refuses every request. Visible ASCII; judge-serve "
+        "refuses at start a key with / ? # % or a comma (it travels in the URL path, and OpenRLHF splits "
+        "--reward.remote_url on commas), one of only dots (resolved away as . and ..) or one ending in .py in any "
+        "case (OpenRLHF loads such a URL as a Python file); secrets.token_urlsafe makes a good one.",
     )
 
     # --- bounds and timeouts

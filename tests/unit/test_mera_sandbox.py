@@ -180,7 +180,7 @@ MODULE_DATA_PROGRAMS = {
 def test_memory_mb_holds_one_run_of_the_module_level_whatever_the_number_of_tests(sandbox_user, program, deadline):
     """A program whose module level holds a third of memory_mb passes six tests: each function it defines keeps its
     namespace alive through a cycle, and a test's namespace left to the cyclic collector (which a program of few
-    objects never starts) held every test's copy at once, a MemoryError by the third test. No bubblewrap needed:
+    objects never starts) would hold every test's copy at once, a MemoryError by the third test. No bubblewrap needed:
     the limit is the child's own RLIMIT_AS."""
     job = ExecJob(program=program, entry_point="f", tests=[{"x": i} for i in range(6)],
                   expected=[str(i) for i in range(6)])  # fmt: skip

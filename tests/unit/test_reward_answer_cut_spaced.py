@@ -1,8 +1,8 @@
 """``/get_reward``'s answer where OpenRLHF cut a long prompt from the left (``prompt_token_ids[-max_prompt_length:]``)
 and the tokenizer's decoding also gave the kept tail back spaced otherwise (``clean_up_tokenization_spaces``: "там
-?" decoded "там?"): the query starts with a tail of the prompt only on the characters other than whitespace. Such a
-query was refused with a 400 (OpenRLHF then retries, leaves the reward None and fails the step). Untrusted input:
-the search stays linear and bounded, and the answer is never text of the prompt."""
+?" decoded "там?"): the query starts with a tail of the prompt only on the characters other than whitespace. Its answer
+is found: a 400 would cost OpenRLHF the step (it retries, leaves the reward None and fails the step). Untrusted
+input: the search stays linear and bounded, and the answer is never text of the prompt."""
 
 from __future__ import annotations
 
