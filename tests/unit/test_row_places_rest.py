@@ -165,7 +165,7 @@ def test_a_pairwise_prediction_after_a_blank_line_is_named_by_its_line(tmp_path)
     blank line was "row 2"."""
     from eval.pairwise.judging import read_pairwise_rows
 
-    good = {"id": "p1", "order": "ab", "judge": "j", "raw_output": "x", "feedback": "", "score": 1.0, "verdict": 1.0,
+    good = {"id": "p1", "order": "original", "judge": "j", "raw_output": "x", "feedback": "", "score": 1.0, "verdict": 1.0,
             "parse_ok": True, "error": None, "reason": "", "latency_s": 0.1}
     path = _lines(tmp_path / "pairwise_predictions.jsonl", [good, None, {k: v for k, v in good.items() if k != "order"}])
     with pytest.raises(ValueError, match=r"pairwise_predictions\.jsonl: line 3"):

@@ -138,7 +138,7 @@ def test_a_pairwise_row_unreadable_in_both_formats_is_offered_without_the_chat_m
     from eval.judging.format_choice import FormatWatch
     from eval.pairwise.judging import PairwiseRow
 
-    row = PairwiseRow(id="p1", order="ab", judge="assistant", raw_output=CHAT_ANSWER, feedback="", score=None,
+    row = PairwiseRow(id="p1", order="original", judge="assistant", raw_output=CHAT_ANSWER, feedback="", score=None,
                       verdict=None, parse_ok=False, error="no_score", reason="no integer", latency_s=0.1)
     watch = FormatWatch("integer")
     assert [watch.offer([row]) for _ in range(N_FIRST_MISREAD)] == [None] * N_FIRST_MISREAD
