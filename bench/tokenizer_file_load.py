@@ -58,12 +58,10 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def folders(scratch: Path) -> dict[str, Path]:
     """The same tokenizer saved by ``save_pretrained``, then a copy of that folder compacted."""
-    from train.tiny_models import build_qwen_tokenizer, tiny_qwen2_config
+    from serve_tokenizer_load import tiny_judge_folder  # the same folder that bench loads: save_pretrained's file
     from train.tokenizer_file import compact_tokenizer_json
 
-    indented, compact = scratch / "indented", scratch / "compact"
-    build_qwen_tokenizer().save_pretrained(indented)
-    tiny_qwen2_config("causal").to_json_file(indented / "config.json")
+    indented, compact = tiny_judge_folder(scratch / "indented"), scratch / "compact"
     shutil.copytree(indented, compact)
     if not compact_tokenizer_json(compact):
         raise SystemExit(f"{compact}: tokenizer.json was not compacted")

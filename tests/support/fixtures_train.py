@@ -16,8 +16,8 @@ Fixtures (all session-scoped; reuse them rather than training again):
     train_subprocess_env    environment for recipe subprocesses: any op DeepSpeed JIT-compiles cached under the
                             repository's .cache/torch_extensions (none on CPU today), W&B off, hub off
 
-And one per test: ``recipe_tokenizer_loaded_once``, judge-train's tokenizer loader remembering what it loaded, for
-tests whose in-process launch stops before a trainer exists.
+And one per test: ``recipe_tokenizer_loaded_once``, judge-train's tokenizer loader remembering what it loaded
+(``remembered_recipe_tokenizers``, one per session), for tests whose in-process launch stops before a trainer exists.
 
 The seq2seq run starts from ``overfit_base_dir``, the regression run from ``tiny_causal_dir``
 (tests/support/fixtures_models.py); both run in this process, without DeepSpeed.
@@ -138,24 +138,26 @@ def overfit_base_dir(tmp_path_factory, qwen_tokenizer) -> Path:
     return out
 
 
-#: One remembering loader (``tests.support.serve_in_process.remembering_loader``) over the recipes' tokenizer loader
-#: for the whole session, made at its first use: :func:`recipe_tokenizer_loaded_once`.
-_REMEMBERING_TOKENIZER_LOADER: list = []
+@pytest.fixture(scope="session")
+def remembered_recipe_tokenizers():
+    """One remembering loader (``tests.support.serve_in_process.remembering_loader``) over the recipes' tokenizer
+    loader for the whole session: what :func:`recipe_tokenizer_loaded_once` puts in its place."""
+    from tests.support.serve_in_process import remembering_loader
+    from train import recipe_steps
+
+    return remembering_loader(recipe_steps.load_tokenizer)
 
 
 @pytest.fixture
-def recipe_tokenizer_loaded_once(monkeypatch):
+def recipe_tokenizer_loaded_once(monkeypatch, remembered_recipe_tokenizers):
     """The recipes' tokenizer loader (``train.recipe_steps.load_tokenizer``) answering again with what it loaded for a
     folder whose files are unchanged: each load of a tiny base's 151k-token tokenizer is ~1.3 CPU-s, and a test that
     runs judge-train in-process on the session's tiny base loads it again. Only for tests whose launch stops before a
     trainer exists (a trainer may change the tokenizer it is given); up to there judge-train renders and tokenizes
     with it and changes nothing. A folder written anew, or another folder, loads again."""
-    from tests.support.serve_in_process import remembering_loader
     from train import recipe_steps
 
-    if not _REMEMBERING_TOKENIZER_LOADER:
-        _REMEMBERING_TOKENIZER_LOADER.append(remembering_loader(recipe_steps.load_tokenizer))
-    monkeypatch.setattr(recipe_steps, "load_tokenizer", _REMEMBERING_TOKENIZER_LOADER[0])
+    monkeypatch.setattr(recipe_steps, "load_tokenizer", remembered_recipe_tokenizers)
 
 
 @pytest.fixture(scope="session")
