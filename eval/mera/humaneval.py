@@ -44,7 +44,8 @@ Execution differs from the harness (``utils.py`` ``check_correctness``, ``unsafe
   its number of tests, one deadline fixed when it starts: a slow sample with many tests can pass here and time out
   there. ``--deadline harness`` gives the whole sample the harness's one ``--exec-timeout`` + 1, fixed when it is
   ready (after the interpreter's start, which the harness's 4 s include), and runs it as the harness does: the
-  program once (its module level paid for once), then one call per test, state kept between calls included.
+  program once (its module level paid for once), then one call per test, state kept between calls included, but
+  not the harness's 3 s alarm on the module level alone: a top level of 3 to 4 s passes here, fails every test there.
 * **Interpreter.** The harness runs in the evaluation environment (numpy and the rest of its packages importable);
   the sandbox runs ``python -S``, the standard library only: ``import numpy`` is a runtime error here.
 * **None.** Here a call returning ``None`` is compared as ``"None"`` and a call that raises fails. The harness
