@@ -151,10 +151,10 @@ def remembered_recipe_tokenizers():
 @pytest.fixture
 def recipe_tokenizer_loaded_once(monkeypatch, remembered_recipe_tokenizers):
     """The recipes' tokenizer loader (``train.recipe_steps.load_tokenizer``) answering again with what it loaded for a
-    folder whose files are unchanged: each load of a tiny base's 151k-token tokenizer is ~1.3 CPU-s, and a test that
-    runs judge-train in-process on the session's tiny base loads it again. Only for tests whose launch stops before a
-    trainer exists (a trainer may change the tokenizer it is given); up to there judge-train renders and tokenizes
-    with it and changes nothing. A folder written anew, or another folder, loads again."""
+    folder whose files are unchanged: loading a tiny base's 151k-token tokenizer is the slow part of such a test, and
+    a test that runs judge-train in-process on the session's tiny base loads it again. Only for tests whose launch
+    stops before a trainer exists (a trainer may change the tokenizer it is given); up to there judge-train renders
+    and tokenizes with it and changes nothing. A folder written anew, or another folder, loads again."""
     from train import recipe_steps
 
     monkeypatch.setattr(recipe_steps, "load_tokenizer", remembered_recipe_tokenizers)

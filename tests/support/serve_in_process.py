@@ -126,11 +126,12 @@ def attached_engine_get(path: str) -> tuple:
 
 def remembering_loader(load: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``load`` (``serve.supervision.load_tokenizer``), answering again with what it loaded for the same local folder
-    whose files are unchanged: each load of the tiny judges' 151k-token tokenizer is ~1.5 CPU-s, and the in-process
-    judge-serves of the unit tests start on a handful of folders. The key is the resolved folder and the name, size
-    and mtime of each file in it, so a folder rewritten in place, or a copy elsewhere, loads again; a failed load is
-    not remembered, and anything but a readable local folder goes to ``load`` each time. judge-serve only reads its
-    tokenizer (it renders and tokenizes with it, serve/jobs.py), so one tokenizer may serve several apps."""
+    whose files are unchanged: loading the tiny judges' 151k-token tokenizer is the slow part of a start, and the
+    in-process judge-serves of the unit tests start on a handful of folders. The key is the resolved folder and the
+    name, size and mtime of each file in it, so a folder rewritten in place, or a copy elsewhere, loads again; a
+    failed load is not remembered, and anything but a readable local folder goes to ``load`` each time. judge-serve
+    only reads its tokenizer (it renders and tokenizes with it, serve/jobs.py), so one tokenizer may serve several
+    apps."""
     loaded: dict[tuple, Any] = {}
 
     def key(folder) -> tuple | None:

@@ -224,8 +224,8 @@ R1_STYLE = ("{% for m in messages %}{% if m['role'] == 'user' %}<｜User｜>{{ m
 
 
 #: The copies :func:`_with_template` made, by the session tokenizer's id and the template: a deep copy of the 151k
-#: vocabulary (and the literal-text encoder judge.chat_tokens builds for each tokenizer it meets) is ~2 CPU-s, and five
-#: templates serve ten tests. The tests only read a copy (render, tokenize, decode); none changes it.
+#: vocabulary (and the literal-text encoder judge.chat_tokens builds for each tokenizer it meets) is the slow part, and
+#: five templates serve ten tests. The tests only read a copy (render, tokenize, decode); none changes it.
 _TEMPLATE_COPIES: dict[tuple[int, str], tuple] = {}
 
 
