@@ -47,9 +47,14 @@ def rank_argv(candidate: str, judge: str, data: Path, out: Path, *extra: str) ->
             "--n-boot", "200", "--max-retries", "0", *extra]
 
 
+def instructions_dataset(root: Path) -> Path:
+    """The instructions dataset of :func:`instruction_rows`, written at ``root / "POLLUX-instructions"``."""
+    return write_instructions_dataset(root / "POLLUX-instructions", instruction_rows())
+
+
 @pytest.fixture()
 def data(tmp_path: Path) -> Path:
-    return write_instructions_dataset(tmp_path / "POLLUX-instructions", instruction_rows())
+    return instructions_dataset(tmp_path)
 
 
 class Candidate(ScriptedEndpoint):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import shutil
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,8 @@ from eval.ranking.matrix import RankedItem, pollux_matrix
 from eval.cli import main
 from judge.records import RecordError
 from tests.support.eval_ranking import (CASES, FULLNESS, GEN, LITERACY, RUBRICS, SAFE, TECH, Candidate, Judge,
-                                       instruction_rows, rank_argv, scores_by_output)
+                                       instruction_rows, instructions_dataset, rank_argv, scores_by_output)
+from tests.support.fixtures_models import copy_of
 from tests.support.release_instructions import write_instructions_dataset
 
 
@@ -59,17 +59,12 @@ def _matrix_csv(path: Path) -> list[list[str]]:
 @pytest.fixture(scope="module")
 def ranked(tmp_path_factory) -> dict:
     """One finished rank run of the data under the default settings, made once for the module: the tests that begin
-    from such a run (to resume it, or compare against it) each start from their own copy (``_ranked_copy``)."""
+    from such a run (to resume it, or compare against it) each start from their own copy (``copy_of``)."""
     root = tmp_path_factory.mktemp("ranked")
-    data = write_instructions_dataset(root / "POLLUX-instructions", instruction_rows())
+    data = instructions_dataset(root)
     with Candidate() as cand, Judge(scores_by_output()) as judge:
         assert main(rank_argv(cand.base_url, judge.base_url, data, root / "bench")) == 0
     return {"data": data, "run": root / "bench"}
-
-
-def _ranked_copy(ranked: dict, out: Path) -> Path:
-    """This test's own copy of the module's finished rank run, at ``out``, free to resume or edit."""
-    return Path(shutil.copytree(ranked["run"], out))
 
 
 def test_ranking_matrix_by_hand_and_payloads(tmp_path: Path, data: Path, capsys) -> None:
@@ -278,7 +273,7 @@ def test_a_run_whose_judge_was_never_asked_compares_on_its_configured_judge(tmp_
     as "judged differently" against any run, its way out --allow-other-judge switching the judge check off for every
     pair. Those server-said settings are left out for such a run now; its configured ones are still compared."""
     data = ranked["data"]
-    _ranked_copy(ranked, tmp_path / "a")
+    copy_of(ranked["run"], tmp_path / "a")
     with Candidate(fail=set(CASES)) as cand, Judge(scores_by_output()) as judge:
         assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "f", "--model-name", "cand-f")) == 3
         assert judge.bodies("/v1/chat/completions") == []
@@ -477,7 +472,7 @@ def test_resume_asks_again_only_what_the_data_changed(tmp_path: Path, ranked: di
     """Same prompt_ids, new data: a changed instruction is answered and judged again; reordered criteria are judged
     again; every other answer and verdict is reused, and no verdict is reused for another (instruction, answer,
     criterion)."""
-    out = _ranked_copy(ranked, tmp_path / "bench")
+    out = copy_of(ranked["run"], tmp_path / "bench")
     rows = instruction_rows()
     rows[0]["instruction"] = "Инструкция 1: напиши другой текст."
     rows[2]["criteria"] = rows[2]["criteria"][::-1]  # prompt 3: FULLNESS, then LITERACY
@@ -505,7 +500,7 @@ def test_resume_with_other_candidate_settings_is_refused(tmp_path: Path, ranked:
                                                          shown: str) -> None:
     """A rerun whose candidate would answer differently (temperature, max_tokens, extra_body) is refused before any
     request, naming the setting with its old and new value (exit 2); --overwrite asks everything again."""
-    data, out = ranked["data"], _ranked_copy(ranked, tmp_path / "bench")
+    data, out = ranked["data"], copy_of(ranked["run"], tmp_path / "bench")
     answers = (out / "answers.jsonl").read_bytes()
     capsys.readouterr()
     with Candidate() as cand, Judge(scores_by_output()) as judge:
@@ -616,7 +611,7 @@ def test_compare_refuses_runs_of_other_data(tmp_path: Path, ranked: dict, capsys
     naming the prompt_id, what differs and both data sources."""
     data = ranked["data"]
     other = write_instructions_dataset(tmp_path / "other", [change(row) for row in instruction_rows()])
-    _ranked_copy(ranked, tmp_path / "a")
+    copy_of(ranked["run"], tmp_path / "a")
     with Candidate() as cand, Judge(scores_by_output()) as judge:
         assert main(rank_argv(cand.base_url, judge.base_url, other, tmp_path / "b")) == 0
     capsys.readouterr()
@@ -631,7 +626,7 @@ def test_compare_pairs_only_instructions_both_runs_scored(tmp_path: Path, ranked
     comparison pairs: B's prompt 7 has no score, so 6 instructions are shared, not A's 7; each side says which of
     its instructions were left out, and why."""
     table = scores_by_output() | {("Ответ семь.", LITERACY): None}
-    _ranked_copy(ranked, tmp_path / "a")
+    copy_of(ranked["run"], tmp_path / "a")
     with Candidate() as cand, Judge(table) as judge:
         assert main(rank_argv(cand.base_url, judge.base_url, ranked["data"], tmp_path / "b")) == 0
     from eval.ranking.compare import compare_rankings

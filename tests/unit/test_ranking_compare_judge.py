@@ -5,15 +5,14 @@ sampling or budget are refused, naming each difference, unless ``--allow-other-j
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from eval.cli import main
-from tests.support.eval_ranking import (FULLNESS, LITERACY, SAFE, Candidate, instruction_rows, rank_argv,
+from tests.support.eval_ranking import (FULLNESS, LITERACY, SAFE, Candidate, instructions_dataset, rank_argv,
                                         tagged_verdict)
-from tests.support.release_instructions import write_instructions_dataset
+from tests.support.fixtures_models import copy_of
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 
@@ -47,15 +46,10 @@ def _rank(tmp_path: Path, data: Path, name: str, judge_yaml: str = "") -> Path:
 @pytest.fixture(scope="module")
 def ranked(tmp_path_factory) -> dict:
     """Two rank runs of the same data under the same default judge settings, made once for the module: what is
-    tested here is compare's reading of their run.json, which each test edits in its own copies (``_copies``)."""
+    tested here is compare's reading of their run.json, which each test edits in its own copies (``copy_of``)."""
     root = tmp_path_factory.mktemp("ranked")
-    data = write_instructions_dataset(root / "POLLUX-instructions", instruction_rows())
+    data = instructions_dataset(root)
     return {"data": data, "a": _rank(root, data, "a"), "b": _rank(root, data, "b")}
-
-
-def _copies(ranked: dict, tmp_path: Path, *names: str) -> list[Path]:
-    """This test's own copies of the module's rank runs ``names``, free to edit."""
-    return [Path(shutil.copytree(ranked[name], tmp_path / name)) for name in names]
 
 
 @pytest.mark.parametrize("yaml, said", [
@@ -67,7 +61,7 @@ def test_compare_refuses_runs_judged_with_other_settings(tmp_path: Path, ranked:
                                                          said: str) -> None:
     """One served judge, one name: B judged with the English prompt (or another temperature or budget) is refused
     with exit 2, naming the setting and both values; --allow-other-judge compares them and says what differs."""
-    (a,), b = _copies(ranked, tmp_path, "a"), _rank(tmp_path, ranked["data"], "b", yaml)
+    a, b = copy_of(ranked["a"], tmp_path / "a"), _rank(tmp_path, ranked["data"], "b", yaml)
     capsys.readouterr()
     assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 2
     err = capsys.readouterr().err
@@ -82,7 +76,7 @@ def test_compare_refuses_runs_judged_with_other_settings(tmp_path: Path, ranked:
 def test_compare_tells_checkpoints_apart_and_needs_run_json(tmp_path: Path, ranked: dict, capsys) -> None:
     """Two checkpoint judges served under one name differ in run.json's judge (their folders); a run folder
     without run.json cannot be checked, so it is refused unless --allow-other-judge."""
-    a, b = _copies(ranked, tmp_path, "a", "b")
+    a, b = (copy_of(ranked[n], tmp_path / n) for n in ("a", "b"))
     assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 0  # the same settings: compared
     for folder, checkpoint in ((a, "/ckpt/judge-step-100"), (b, "/ckpt/judge-step-200")):
         record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
@@ -113,7 +107,7 @@ def test_compare_refuses_one_checkpoint_retrained_in_place(tmp_path: Path, ranke
     only judge-serve's weights_fingerprint tells. Both runs name the judge /ckpt/judge and recorded other
     fingerprints: refused, naming both; a run whose server said nothing (None) is no evidence of a difference, so
     the pair is compared, and so is the same fingerprint."""
-    a, b = _copies(ranked, tmp_path, "a", "b")
+    a, b = (copy_of(ranked[n], tmp_path / n) for n in ("a", "b"))
     _record(a, "/ckpt/judge", weights_fingerprint="sha256:0a1b")
     _record(b, "/ckpt/judge", weights_fingerprint="sha256:9f8e")
     capsys.readouterr()
@@ -162,7 +156,7 @@ def test_compare_notes_weights_that_name_a_place_not_the_weights(tmp_path: Path,
     """A server's root is a path, and the fingerprint hashes modification times: across machines the same weights
     differ in both. Unless both runs name one judge checkpoint whose fingerprint changed, the runs are compared
     (exit 0) and compare.json's judge_notes, compare.md and the console say what differs."""
-    a, b = _copies(ranked, tmp_path, "a", "b")
+    a, b = (copy_of(ranked[n], tmp_path / n) for n in ("a", "b"))
     for folder, root, fingerprint in zip((a, b), roots, prints):
         _record(folder, judge, root=root, weights_fingerprint=fingerprint)
     capsys.readouterr()
@@ -186,7 +180,7 @@ def test_compare_refuses_a_url_judge_whose_server_loaded_one_folder_retrained(tm
     """Two URL judges (run.json's judge: a URL, compared as '<url>') whose servers loaded the same folder
     /ckpt/judge with other fingerprints: the folder retrained in place, refused, whether a run recorded the path or
     judge-serve's digest of it. Before: a path and its digest read as two folders, the difference only a note."""
-    a, b = _copies(ranked, tmp_path, "a", "b")
+    a, b = (copy_of(ranked[n], tmp_path / n) for n in ("a", "b"))
     _record(a, root=roots[0], weights_fingerprint="aa")
     _record(b, root=roots[1], weights_fingerprint="bb")
     capsys.readouterr()
