@@ -6,6 +6,9 @@ Fixtures:
     qwen3_tokenizer_dir  Path of a folder holding qwen3_tokenizer alone, saved as the tiny models save theirs
     tiny_causal_dir      Path of a saved tiny Qwen2ForCausalLM judge (seed 0)
     tiny_regression_dir  Path of a saved tiny Qwen2ForSequenceClassification regression judge (seed 0)
+    shipped_tfidf        the shipped judge.criteria_auto.TfidfClassifier (loaded once), for tests that only ask it for
+                         choices and features (choose, expand_rows fill its lazy caches alone); a test that changes
+                         a part of it loads its own
     vllm_tiny_server     (tests/integration/conftest.py) a VLLMServer: vLLM's OpenAI server on tiny_causal_dir, model name "tiny-judge" (the
                          generating engine of the session's seq2seq judge-serve: one engine per model)
 
@@ -234,3 +237,11 @@ def tiny_regression_dir(tmp_path_factory, qwen_tokenizer) -> Path:
     return build_tiny_qwen2(
         tmp_path_factory.mktemp("tiny-regression"), kind="regression", seed=0, tokenizer=qwen_tokenizer
     )
+
+
+@pytest.fixture(scope="session")
+def shipped_tfidf():
+    """The shipped tfidf classifier, loaded once; read only (see the module's Fixtures)."""
+    from judge.criteria_auto import TfidfClassifier
+
+    return TfidfClassifier.load()

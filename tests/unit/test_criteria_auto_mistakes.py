@@ -22,12 +22,6 @@ ROW = {"instruction": "Напиши стихотворение о весне", "
        "rubrics": "0: нет\n\n1: частично\n\n2: да"}
 
 
-@pytest.fixture(scope="module")
-def shipped_tfidf() -> TfidfClassifier:
-    """The shipped tfidf classifier, loaded once for the tests that only ask it for choices (none changes it)."""
-    return TfidfClassifier.load()
-
-
 @pytest.mark.parametrize("criteria, shown", [("auto", "a string 'auto'"), (["Креативность"], "a list")])
 def test_a_row_naming_its_criterion_and_asking_for_auto_is_refused_naming_both(shipped_tfidf, criteria, shown):
     with pytest.raises(ValueError) as err:

@@ -41,11 +41,11 @@ class _Counting:
     ({"task_type": "Literary text", "task_subsubtype": "x"},
      "data.jsonl: row 0: field 'task_subsubtype' is 'x' but field 'task_subtype' is empty"),
 ], ids=["type int", "type list", "subtype int", "subsubtype dict", "subtype alone", "subsubtype without subtype"])
-def test_a_task_column_that_is_no_text_or_has_no_parent_is_refused(columns, message):
+def test_a_task_column_that_is_no_text_or_has_no_parent_is_refused(columns, message, shipped_tfidf):
     """A task_type of 5 or a list was taken for "no task" and the row classified; a subtype without its task type was
     dropped; a subtype of 5 ended in an AttributeError traceback. Each is refused naming the row and the field."""
     with pytest.raises(ValueError) as err:
-        expand_rows([{**BASE, **columns}], TfidfClassifier.load(), "data.jsonl")
+        expand_rows([{**BASE, **columns}], shipped_tfidf, "data.jsonl")
     assert str(err.value).startswith(message)
 
 
@@ -57,46 +57,46 @@ def test_a_task_column_that_is_no_text_or_has_no_parent_is_refused(columns, mess
      "task type 'Code creation', subtype 'Python', has no sub-subtype 'x'; it has no sub-subtypes"),
     ({"task_type": "AI as a Character", "task_subtype": "Nope"}, "task_subtype", "unknown task type 'Nope'"),
 ], ids=["type", "subtype", "sub-subtype of a leaf without any", "type given through its group"])
-def test_an_unknown_task_level_is_named_by_its_own_field(columns, field, said):
+def test_an_unknown_task_level_is_named_by_its_own_field(columns, field, said, shipped_tfidf):
     """An unknown subtype or sub-subtype was reported as field 'task_type', a sub-subtype as a "subtype", and a
     leaf without sub-subtypes listed "options: []"."""
     with pytest.raises(ValueError) as err:
-        expand_rows([{**BASE, **columns}], TfidfClassifier.load(), "data.jsonl")
+        expand_rows([{**BASE, **columns}], shipped_tfidf, "data.jsonl")
     assert str(err.value) == f"data.jsonl: row 0: field '{field}': {said}"
 
 
-def test_a_long_unknown_task_level_is_clipped_in_the_error():
+def test_a_long_unknown_task_level_is_clipped_in_the_error(shipped_tfidf):
     """The value echoed back is clipped (a client's may be megabytes long)."""
     with pytest.raises(ValueError) as err:
         expand_rows([{**BASE, "task_type": "Literary text", "task_subtype": "Poetry", "task_subsubtype": "y" * 5000}],
-                    TfidfClassifier.load(), "data.jsonl")
+                    shipped_tfidf, "data.jsonl")
     assert "field 'task_subsubtype'" in str(err.value) and "[5000 characters]" in str(err.value)
     assert len(str(err.value)) < 400
 
 
-def test_the_items_of_a_row_that_fell_back_have_no_task_columns():
+def test_the_items_of_a_row_that_fell_back_have_no_task_columns(shipped_tfidf):
     """A row the classifier was unsure of (an English instruction) is judged on the fallback set: its items carried
     the rejected top-1 leaf's path in task_type/task_subtype, so per-task-type reports and --split counted them under
     that type. They are empty, as a failed choice's are; the guess stays in task_choice."""
     items, (choice,) = expand_rows([{"instruction": "Tell me a joke about cats.", "answer": "x"}],
-                                   TfidfClassifier.load())
+                                   shipped_tfidf)
     assert choice["level"] == "fallback" and choice["label"]  # the guess, recorded
     assert {(i["task_type"], i["task_subtype"], i["task_subsubtype"]) for i in items} == {("", "", "")}
     assert all(i["task_choice"]["label"] == choice["label"] for i in items)
     # a row judged at its leaf keeps its path
-    items, _ = expand_rows([BASE], TfidfClassifier.load())
+    items, _ = expand_rows([BASE], shipped_tfidf)
     assert {i["task_type"] for i in items} == {"Literary text"}
 
 
-def test_an_item_id_two_rows_give_is_refused_naming_both_rows():
+def test_an_item_id_two_rows_give_is_refused_naming_both_rows(shipped_tfidf):
     """A pass-through row (criteria_name) of id "1::censor" and an expanded row of id 1 gave two items of one id,
     found only when the generated file was loaded. Refused at expansion, naming the rows, whichever comes first."""
     explicit = {**BASE, "criteria_name": "Грамотность", "rubrics": "0: плохо\n\n1: хорошо", "id": "1::censor"}
     with pytest.raises(ValueError, match=r"data.jsonl: row 1: item id '1::censor' is also the id of an item of row 0"):
-        expand_rows([explicit, {**BASE, "id": "1"}], TfidfClassifier.load(), "data.jsonl")
+        expand_rows([explicit, {**BASE, "id": "1"}], shipped_tfidf, "data.jsonl")
     with pytest.raises(ValueError, match=r"data.jsonl: row 1: item id '1::censor' is also the id of an item of row 0"):
-        expand_rows([{**BASE, "id": 1}, explicit], TfidfClassifier.load(), "data.jsonl")
-    items, _ = expand_rows([{**explicit, "id": "2::censor"}, {**BASE, "id": "1"}], TfidfClassifier.load())
+        expand_rows([{**BASE, "id": 1}, explicit], shipped_tfidf, "data.jsonl")
+    items, _ = expand_rows([{**explicit, "id": "2::censor"}, {**BASE, "id": "1"}], shipped_tfidf)
     assert len({i["id"] for i in items}) == len(items)
 
 
@@ -175,7 +175,7 @@ def test_a_labelled_row_with_a_blank_subtype_is_read_at_its_own_levels():
 NAMED = {"instruction": "Реши 2+2", "answer": "4", "criteria_name": "Проактивность", "rubrics": "0: нет\n\n1: да"}
 
 
-def test_a_named_row_without_an_id_gets_its_content_id_beside_expanded_rows(tmp_path):
+def test_a_named_row_without_an_id_gets_its_content_id_beside_expanded_rows(tmp_path, shipped_tfidf):
     """A file mixing rows (documented) failed whenever its named rows had no id, as ids are optional: the expanded
     items had ids and the named row none, and loading auto_items.jsonl refused the mix ("line 25: field 'id': is
     missing"). The named row gets the id a load gives it without auto: sha256 of its id fields, as JSON."""
@@ -185,18 +185,18 @@ def test_a_named_row_without_an_id_gets_its_content_id_beside_expanded_rows(tmp_
 
     data = tmp_path / "mix.jsonl"
     _write(data, [BASE, NAMED])
-    records = judge.load_records(expand_file(data, tmp_path / "out", TfidfClassifier.load()))
+    records = judge.load_records(expand_file(data, tmp_path / "out", shipped_tfidf))
     fields = ["Реши 2+2", "", "4", "Проактивность", "0: нет\n\n1: да", "", "", "", ""]
     key = json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     assert records[-1].instruction == "Реши 2+2" and records[-1].id == hashlib.sha256(key).hexdigest()[:16]
     assert all(r.id.startswith(f"{judge.content_id(BASE)}::") for r in records[:-1])
     # The same named row twice is one item, as a load without auto keeps one of two copies.
-    items, _ = expand_rows([NAMED, BASE, NAMED], TfidfClassifier.load())
+    items, _ = expand_rows([NAMED, BASE, NAMED], shipped_tfidf)
     assert [i["id"] for i in items if "::" not in i["id"]] == [records[-1].id] * 2
     assert len(judge.records_from_rows(items)) == len(items) - 1
     # Another row under that id is refused, naming both rows of the data.
     with pytest.raises(ValueError, match=r"^data: row 1: item id '\w+' is also the id of an item of row 0"):
-        expand_rows([{**NAMED, "id": "x"}, {**NAMED, "id": "x", "answer": "5"}], TfidfClassifier.load())
+        expand_rows([{**NAMED, "id": "x"}, {**NAMED, "id": "x", "answer": "5"}], shipped_tfidf)
 
 
 def test_a_bad_named_row_is_refused_at_its_own_line_before_anything_is_written(tmp_path):
@@ -250,21 +250,21 @@ def test_a_column_an_auto_row_cannot_carry_is_refused(columns, message):
     assert clf.asked == []
 
 
-def test_a_blank_id_is_no_id_as_the_loader_reads_it():
+def test_a_blank_id_is_no_id_as_the_loader_reads_it(shipped_tfidf):
     """A row id of " " was taken as an id: two such rows were refused as repeating one id, and one gave items
     ' ::<criterion>'. Blank text is no id, as for the record loader (judge.records): the rows' content ids are used."""
     from judge.records import content_id
 
     rows = [{**BASE, "id": " "}, {**BASE, "id": "\t", "answer": "Лето."}]
-    items, _ = expand_rows(rows, TfidfClassifier.load(), "data.jsonl")
+    items, _ = expand_rows(rows, shipped_tfidf, "data.jsonl")
     assert {i["id"].split("::")[0] for i in items} == {content_id(rows[0]), content_id(rows[1])}
 
 
-def test_what_an_auto_row_carries_into_its_items():
+def test_what_an_auto_row_carries_into_its_items(shipped_tfidf):
     """The row's other columns reach every item unchanged; a criteria of "auto" (what is asked) and empty
     per-criterion columns carry nothing and are dropped."""
     row = {**BASE, "criteria": "auto", "rubrics": "", "model_id": "m1", "reference_answer": "Весна.", "mine": [1]}
-    items, _ = expand_rows([row], TfidfClassifier.load())
+    items, _ = expand_rows([row], shipped_tfidf)
     assert items and all(i["model_id"] == "m1" and i["reference_answer"] == "Весна." and i["mine"] == [1]
                          and "criteria" not in i and i["rubrics"] for i in items)
 
@@ -281,7 +281,7 @@ def test_data_whose_every_row_is_named_says_nothing_was_classified(caplog):
         "classified, the rows are judged as given"]
 
 
-def test_rows_without_an_id_keep_their_item_ids_when_rows_are_added_or_moved(tmp_path, caplog):
+def test_rows_without_an_id_keep_their_item_ids_when_rows_are_added_or_moved(tmp_path, caplog, shipped_tfidf):
     """A row without an id was named by its position: a row added above it, or the rows reordered, gave every row
     below another id, so a resumed run classified them all again and judged all their items again. Its id is its
     content id now (what a load without auto gives it), so only the added row is classified; an id-less row given
@@ -309,12 +309,12 @@ def test_rows_without_an_id_keep_their_item_ids_when_rows_are_added_or_moved(tmp
     # the same row twice: one row's items, with a warning naming both places
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="judge.criteria_auto.expansion"):
-        items, choices = expand_rows([BASE, advice, BASE], TfidfClassifier.load(), "data.jsonl")
+        items, choices = expand_rows([BASE, advice, BASE], shipped_tfidf, "data.jsonl")
     assert len(choices) == 2 and len(items) == len({i["id"] for i in items})
     assert "1 exact duplicate rows left out (row 2 = row 0)" in caplog.text
     with pytest.raises(ValueError, match=r"^data.jsonl: row 1: the row has no id, and its content id '\w{16}' .* is "
                                          r"also that of row 0, whose other columns differ: give the rows ids$"):
-        expand_rows([BASE, {**BASE, "source": "b"}], TfidfClassifier.load(), "data.jsonl")
+        expand_rows([BASE, {**BASE, "source": "b"}], shipped_tfidf, "data.jsonl")
 
 
 def test_a_folder_whose_rows_were_named_by_position_keeps_their_ids(tmp_path):
@@ -335,30 +335,30 @@ def test_a_folder_whose_rows_were_named_by_position_keeps_their_ids(tmp_path):
     assert {i.split("::")[0] for i in ids} == {"0", "1"}
 
 
-def test_a_pairwise_row_is_named_as_one_not_as_a_row_missing_its_answer():
+def test_a_pairwise_row_is_named_as_one_not_as_a_row_missing_its_answer(shipped_tfidf):
     """A pairwise file under criteria: auto was refused as "'answer' must be a non-empty string", which left its
     maker looking for a missing field; the row is named as a pair, with what criteria: auto takes instead. A row
     with an answer beside answer_1 stays an (instruction, answer) row, checked as any other."""
     pair = {"instruction": BASE["instruction"], "answer_1": "Весна.", "answer_2": "Лето."}
     with pytest.raises(ValueError) as err:
-        expand_rows([BASE, pair], TfidfClassifier.load(), "pairs.jsonl")
+        expand_rows([BASE, pair], shipped_tfidf, "pairs.jsonl")
     assert str(err.value) == ("pairs.jsonl: row 1: a pairwise row (answer_1, answer_2); criteria: auto chooses the "
                               "criteria to judge one answer by: give (instruction, answer) rows, or judge the pairs as "
                               "they are, without criteria: auto")
     with pytest.raises(ValueError, match="row 0: 'answer' must be a non-empty string for criteria: auto"):
-        expand_rows([{**pair, "answer": " "}], TfidfClassifier.load(), "pairs.jsonl")
+        expand_rows([{**pair, "answer": " "}], shipped_tfidf, "pairs.jsonl")
 
 
-def test_a_row_given_twice_is_left_out_once_counted_with_or_without_its_id(caplog):
+def test_a_row_given_twice_is_left_out_once_counted_with_or_without_its_id(caplog, shipped_tfidf):
     """The same row twice is one row, whether it gives an id or not, as a load (judge.records) leaves out an exact
     duplicate of either kind: an id-less copy was left out while a copy with its id was refused ("its items' ids would
     collide"). Each is counted in the warning naming both places; the same id on other content is still refused."""
     with_id = {**BASE, "id": "q"}
     with caplog.at_level(logging.WARNING, logger="judge.criteria_auto.expansion"):
-        items, choices = expand_rows([with_id, BASE, with_id, BASE], TfidfClassifier.load(), "data.jsonl")
+        items, choices = expand_rows([with_id, BASE, with_id, BASE], shipped_tfidf, "data.jsonl")
     assert [c["row"] for c in choices] == [0, 1]
     assert len(items) == len({i["id"] for i in items}) == 2 * len([i for i in items if i["id"].startswith("q::")])
     assert ("criteria auto: 2 exact duplicate rows left out (row 2 = row 0, row 3 = row 1), as a load leaves them "
             "out") in caplog.text
     with pytest.raises(ValueError, match=r"^data.jsonl: row 1: id 'q' repeats the id of row 0 with other content: "):
-        expand_rows([with_id, {**with_id, "answer": "Лето."}], TfidfClassifier.load(), "data.jsonl")
+        expand_rows([with_id, {**with_id, "answer": "Лето."}], shipped_tfidf, "data.jsonl")

@@ -784,13 +784,6 @@ def test_the_criteria_benchmark_prints_both_readings(tmp_path, capsys):
             in header)
 
 
-@pytest.fixture(scope="module")
-def shipped_tfidf():
-    """The shipped tfidf classifier, loaded once for the tests that only ask it for choices and features; a test
-    that replaces a part of it loads its own."""
-    return TfidfClassifier.load()
-
-
 @pytest.mark.parametrize("text, why", [
     ("写一首关于春天的诗", "no character or word n-gram"), ("§§§ ¶¶¶", "no character or word n-gram"),
     # known n-grams, but only digits, punctuation or a lone letter: the priors moved by them gave a confident
