@@ -318,26 +318,26 @@ def _run_until_data_recorded(config, monkeypatch) -> dict:
     return json.loads((Path(config.output_dir) / "run.json").read_text())["data"]
 
 
-#: The base export of the completion-room cases, made once (they only read it, and their launches stop before a
-#: trainer exists: its tokenizer is loaded once, ``recipe_tokenizer_loaded_once``).
-_TRAINED_40: list[Path] = []
+@pytest.fixture(scope="module")
+def base_trained_40(tmp_path_factory, qwen3_tokenizer_dir) -> Path:
+    """The base export of the completion-room cases, trained on completions of up to 40 tokens, made once for the
+    module (they only read it, and their launches stop before a trainer exists: its tokenizer is loaded once,
+    ``recipe_tokenizer_loaded_once``)."""
+    return copy_of(qwen3_tokenizer_dir, _base_export(
+        tmp_path_factory.mktemp("base"), verdict_format="integer",
+        trained_lengths={"max_length": 256, "max_completion_length": 40}))
 
 
 @pytest.mark.parametrize("max_completion_length, warned", [(32, True), (40, False), (48, False)])
-def test_less_completion_room_than_the_base_trained_with_is_warned_and_recorded(tmp_path, tmp_path_factory,
-                                                                                monkeypatch, caplog,
-                                                                                qwen3_tokenizer_dir,
+def test_less_completion_room_than_the_base_trained_with_is_warned_and_recorded(tmp_path, monkeypatch, caplog,
+                                                                                base_trained_40,
                                                                                 recipe_tokenizer_loaded_once,
                                                                                 max_completion_length,
                                                                                 warned):  # fmt: skip
     """The base export records completions of up to 40 tokens (trained_lengths 40 of 256): a GRPO run sampling at most
     32 cuts what it learned, so it is a warning in the log and in run.json's data report (base_checkpoint.warnings);
     40 (the same) and 48 are not. Nothing is refused: a shorter budget may be the intent."""
-    if not _TRAINED_40:
-        _TRAINED_40.append(copy_of(qwen3_tokenizer_dir, _base_export(
-            tmp_path_factory.mktemp("base"), verdict_format="integer",
-            trained_lengths={"max_length": 256, "max_completion_length": 40})))
-    base = _TRAINED_40[0]
+    base = base_trained_40
     config = load_config(TINY_GRPO, {"model_name_or_path": str(base), "output_dir": str(tmp_path / "run"),
                                      "max_length": 320, "max_completion_length": max_completion_length})  # fmt: skip
     with caplog.at_level("INFO", logger="train.grpo"):

@@ -48,21 +48,17 @@ def _one_line(err: str, prog: str) -> str:
 pytestmark = pytest.mark.usefixtures("recipe_tokenizer_loaded_once")
 
 
-#: The base folders :func:`_base_with_template` made, by source and template: the tests only read them.
-_BASES: dict[tuple[Path, str], Path] = {}
-
-
-def _base_with_template(tmp_path_factory, source: Path, template: str) -> Path:
-    """A base folder: ``source``'s config.json and tokenizer, with ``template`` as its chat template (no weights:
-    nothing before the claim loads them); made once per source and template."""
-    if (source, template) not in _BASES:
-        folder = tmp_path_factory.mktemp("base")
-        for path in source.iterdir():
-            if path.is_file() and not path.name.endswith(".safetensors"):
-                shutil.copy(path, folder / path.name)
-        (folder / "chat_template.jinja").write_text(template, encoding="utf-8")
-        _BASES[source, template] = folder
-    return _BASES[source, template]
+@pytest.fixture(scope="module")
+def raising_template_base(tmp_path_factory, tiny_causal_dir) -> Path:
+    """A base folder: ``tiny_causal_dir``'s config.json and tokenizer, with a chat template that raises for a lone
+    user turn (no weights: nothing before the claim loads them); made once for the module, the tests only read it."""
+    folder = tmp_path_factory.mktemp("base")
+    for path in tiny_causal_dir.iterdir():
+        if path.is_file() and not path.name.endswith(".safetensors"):
+            shutil.copy(path, folder / path.name)
+    (folder / "chat_template.jinja").write_text("{{ raise_exception('a system turn must come first') }}",
+                                                encoding="utf-8")
+    return folder
 
 
 @pytest.mark.parametrize("state", ["absent", "empty-folder"])
@@ -88,13 +84,12 @@ def test_rows_all_over_max_length_are_refused_before_the_run_folder(tmp_path, ca
 
 @pytest.mark.parametrize("state", ["absent", "empty-folder"])
 @pytest.mark.parametrize("subcommand, config", RECIPES, ids=RECIPE_IDS)
-def test_a_chat_template_that_cannot_render_the_prompt_is_refused_before_the_run_folder(tmp_path, tmp_path_factory,
-                                                                                        capsys, tiny_causal_dir,
+def test_a_chat_template_that_cannot_render_the_prompt_is_refused_before_the_run_folder(tmp_path, capsys,
+                                                                                        raising_template_base,
                                                                                         subcommand, config, state):
     """A template that raises for a lone user turn (one that demands a system turn) was a jinja traceback (exit 1)
     after the claim; now one line naming ``model_name_or_path`` and the template's own words."""
-    base = _base_with_template(tmp_path_factory, tiny_causal_dir,
-                               "{{ raise_exception('a system turn must come first') }}")
+    base = raising_template_base
     out = tmp_path / "run"
     _found_as(out, state)
     code = main([subcommand, "--config", str(TINY / config), "--model-name-or-path", str(base),

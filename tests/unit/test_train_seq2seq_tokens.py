@@ -10,6 +10,9 @@ Run: .venv/bin/python -m pytest tests/unit/test_train_seq2seq_tokens.py -q
 
 from __future__ import annotations
 
+import copy
+import functools
+
 import pytest
 
 import judge
@@ -223,23 +226,16 @@ R1_STYLE = ("{% for m in messages %}{% if m['role'] == 'user' %}<｜User｜>{{ m
             "{% if add_generation_prompt %}<｜Assistant｜><think>\n{% endif %}")
 
 
-#: The copies :func:`_with_template` made, by the session tokenizer's id and the template: a deep copy of the 151k
-#: vocabulary (and the literal-text encoder judge.chat_tokens builds for each tokenizer it meets) is the slow part, and
-#: five templates serve ten tests. The tests only read a copy (render, tokenize, decode); none changes it.
-_TEMPLATE_COPIES: dict[tuple[int, str], tuple] = {}
-
-
+@functools.cache
 def _with_template(tokenizer, template: str):
-    """A copy of the session's tokenizer (real Qwen vocabulary) with another chat template, made once per template;
-    the fixture stays as it is."""
-    import copy
-
-    key = (id(tokenizer), template)
-    if key not in _TEMPLATE_COPIES:
-        copied = copy.deepcopy(tokenizer)
-        copied.chat_template = template
-        _TEMPLATE_COPIES[key] = (tokenizer, copied)  # the original kept alive: its id stays its own
-    return _TEMPLATE_COPIES[key][1]
+    """A copy of the session's tokenizer (real Qwen vocabulary) with another chat template, made once per tokenizer
+    and template (a tokenizer hashes by identity); the fixture stays as it is. Remembered because a deep copy of the
+    151k vocabulary (and the literal-text encoder judge.chat_tokens builds for each tokenizer it meets) is the slow
+    part, and five templates serve ten tests. The tests only read a copy (render, tokenize, decode); none changes
+    it."""
+    copied = copy.deepcopy(tokenizer)
+    copied.chat_template = template
+    return copied
 
 
 @pytest.mark.parametrize(("template", "end_of_turn"),
