@@ -191,8 +191,8 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
     """Generate (or take canonical solutions), execute in the sandbox, write pass@k. Returns the metrics.
 
     ``task_data``: ``read_task_data(config)``, when the caller has read it (read here otherwise)."""
-    from eval.mera.client import REASONING_NOT_FINISHED, check_endpoint
-    from eval.mera.extraction import MERA_STOPS, after_reasoning, build_program
+    from eval.mera.client import check_endpoint
+    from eval.mera.extraction import MERA_STOPS, build_program
     from eval.mera.humaneval import NOT_GENERATED, chat_messages, generations_record, not_generated, summarize
     from eval.mera.progress import claim_run_folder
     from eval.mera.progress_rows import resumed_generations
@@ -334,12 +334,8 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
     stops = () if config.self_check else MERA_STOPS  # canonical code is not model output: never cut it
     jobs, keys = [], []
     for task in tasks:
-        skipped = not_generated(done[task.task_id])
+        skipped = not_generated(done[task.task_id], config.extraction)
         for s, completion in enumerate(done[task.task_id]["completions"]):
-            if s not in skipped and config.extraction == "lenient" and after_reasoning(completion) is None:
-                # Cut inside a <think> of its content (a server without a reasoning parser): no answer came, as
-                # the client says of the same event when the reasoning has a field of its own.
-                skipped[s] = f"the sample's answer holds no code: {REASONING_NOT_FINISHED}"
             if s in skipped:  # nothing to run: the sample is a failure of its own kind, not an empty program's
                 keys.append((task.task_id, s, None, skipped[s]))
                 continue

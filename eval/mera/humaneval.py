@@ -71,6 +71,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from eval.mera.client import REASONING_NOT_FINISHED
+from eval.mera.extraction import after_reasoning
 from eval.mera.sandbox import MAX_TESTS_CHARS, PASSED, SANDBOX_ERROR, STATUSES, ExecJob, tests_as_literal
 from eval.mera.task_rows import DataError, iter_task_rows, line_place
 from judge.records import kind_words, value_words
@@ -418,11 +420,12 @@ def generations_record(record: dict[str, Any], gens: Sequence[Any], n: int) -> d
     return record
 
 
-def not_generated(record: Mapping[str, Any]) -> dict[int, str]:
+def not_generated(record: Mapping[str, Any], extraction: str = "mera") -> dict[int, str]:
     """Which samples of a ``generations.jsonl`` record were never produced, each with why (the detail of its
     execution record): all of them after a refusal (``error``: the context window, or any request the endpoint
     refused), those whose answer held no text (``sample_failures``), the last ``n_missing`` when the server returned
-    fewer than asked."""
+    fewer than asked; under ``extraction`` ``"lenient"``, those cut inside a ``<think>`` of their content (a server
+    without a reasoning parser): no answer came, as the client says when the reasoning has a field of its own."""
     n = len(record["completions"])
     if record.get("error"):
         return dict.fromkeys(range(n), f"the endpoint produced no completion for this sample: {record['error']}")
@@ -430,7 +433,9 @@ def not_generated(record: Mapping[str, Any]) -> dict[int, str]:
                for s, why in enumerate(record.get("sample_failures") or ()) if why}
     skipped.update(dict.fromkeys(range(n - int(record.get("n_missing") or 0), n),
                                  "the endpoint returned fewer samples than asked"))  # fmt: skip
-    return skipped
+    unfinished = {s: f"the sample's answer holds no code: {REASONING_NOT_FINISHED}" for s, c
+                  in enumerate(record["completions"]) if extraction == "lenient" and after_reasoning(c) is None}
+    return unfinished | skipped  # a sample's own reason first
 
 
 def summarize(outcomes: Mapping[str, Sequence[str]], ks: Sequence[int] = PASS_AT_K) -> dict[str, Any]:
