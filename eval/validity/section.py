@@ -303,11 +303,18 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
         flip = np.asarray(best_low, dtype=bool) & np.isfinite(low) & np.isfinite(high)
         judge_side = np.where(flip, low + high - judge_side, judge_side)
         mode_side = np.where(flip, low + high - mode_side, mode_side)
-        oriented = int(flip.sum())
-    out["marginal_homogeneity"] = marginal_homogeneity(judge_side, mode_side, domain,
+        # An unreadable scale's rating ends are its criterion's range over the whole table, wider than this split's
+        # experts may span: a flipped level can lie outside the cell's domain. The test's table takes those levels
+        # in; kappa keeps the cell's domain, since its quadratic weights are read on it.
+        sides = np.r_[judge_side, mode_side]
+        homogeneity_domain = np.union1d(domain, sides[np.isfinite(sides)])
+        oriented = int((flip & np.isfinite(judge_side) & np.isfinite(mode_side)).sum())
+    else:
+        homogeneity_domain = domain
+    out["marginal_homogeneity"] = marginal_homogeneity(judge_side, mode_side, homogeneity_domain,
                                                        None if answers is None else answers[index])
     if oriented is not None:
-        out["marginal_homogeneity"]["n_items_oriented"] = oriented
+        out["marginal_homogeneity"].update(n_items_oriented=oriented, margin_levels=homogeneity_domain.tolist())
     if not out["marginal_homogeneity"]["n"]:  # an empty table is not one whose items all lie on the diagonal
         out["marginal_homogeneity"]["why"] = ("no item has both a judge score on its scale and a unique experts' "
                                               "mode: no table to test")

@@ -366,6 +366,10 @@ class MarginalHomogeneity(_SectionRecord):
     # item's scale (low + high - level) as leniency orients them; absent from a criterion's table (one orientation,
     # its own levels) and from files written before the overall table was oriented
     n_items_oriented: int | None = optional_field()
+    # the levels the oriented table's margins run over: the cell's value domain and any level a flip reads outside
+    # it (an unreadable scale's ends are its criterion's range over the whole table); absent where
+    # ``n_items_oriented`` is, the margins then running over the cell's value domain
+    margin_levels: list[float] | None = optional_field()
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from eval.validity.section import ValiditySettings, validity_section
 from tests.support.validity_tables import item_table, split_section
 
 
@@ -54,3 +55,27 @@ def test_a_criterion_cell_keeps_its_own_levels():
     assert (critical.judge_margin, critical.experts_margin) == ([20.0, 20.0, 0.0], [0.0, 20.0, 20.0])
     assert critical.statistic == pytest.approx(40.0) and critical.df == 2
     assert critical.n_items_oriented is None
+
+
+def test_a_critical_item_flipped_outside_its_splits_levels_stays_in_the_overall_table():
+    """Criterion "k" (Critical, no readable scale: its rating ends are its experts' range over the whole table,
+    0-3), three experts agreeing per item and the judge agreeing with them. Split A: 20 items at 0; split B: 40 items
+    at 1, 2, 3 (14, 13, 13), so B's value domain is [1, 2, 3]. Flipped (3 - level), B's items read 2, 1, 0: the 13 at
+    level 3 read 0, outside B's domain, and must still enter its overall table, as they enter the criterion's.
+    Oriented margins over [0, 1, 2, 3]: 13, 13, 14, 0 on both sides (the judge agrees everywhere)."""
+    truth = np.r_[np.zeros(20), np.tile([1.0, 2.0, 3.0], 14)[:40]]
+    n = len(truth)
+    ids = np.tile(np.array(["a", "b", "c"], dtype=object), (n, 1))
+    nan = np.full(n, np.nan)
+    table = item_table(truth.copy(), np.column_stack([truth] * 3), ids, low=nan, high=nan,
+                       criteria=np.array(["k"] * n, dtype=object))
+    table = dataclasses.replace(table, best_low=np.ones(n, dtype=bool))
+    section = validity_section(table, "mode", {"A": np.arange(20), "B": np.arange(20, n)},
+                               ValiditySettings(n_boot=0, alpha_boot=0))
+    split = section.splits["B"]
+    overall = split.overall.marginal_homogeneity
+    assert overall.n == split.by_criterion["k"].marginal_homogeneity.n == 40
+    assert overall.n_items_oriented == 40
+    assert overall.margin_levels == [0.0, 1.0, 2.0, 3.0]
+    assert overall.judge_margin == overall.experts_margin == [13.0, 13.0, 14.0, 0.0]
+    assert split.overall.value_domain == [1.0, 2.0, 3.0]  # kappa's domain stays the split's own
