@@ -89,6 +89,31 @@ def test_compares_paired_leniency_keeps_them_as_the_section_does():
     assert (out["baseline"], out["run"], out["n"], out["n_left_out_off_scale"]) == (0.0, 0.0, 5, 1)
 
 
+def test_compare_keeps_an_answer_outside_the_observed_range_in_the_paired_leniency():
+    """The six items above as compare pairs two scored runs (``_paired_validity`` on each run's item table and
+    section), their tables without readable scales (NaN ends, as a rubric without levels leaves them): A's 2 lies
+    outside the experts' observed range 0-1, so it stays in the paired leniency, +1/6 over 6 items with none left
+    out, as A's own section keeps it. Read as a readable scale, item 1 would leave both means (0 / 5, one counted)."""
+    from types import SimpleNamespace
+
+    from eval.scoring.compare import ScoredRun, _paired_validity
+    from eval.validity.section import ValiditySettings, validity_section
+
+    experts = np.array([[0, 0], [1, 1], [0, 1], [1, 0], [0, 0], [1, 1]], dtype=float)
+    ids = np.tile(np.array(["a", "b"], dtype=object), (6, 1))
+    nan = np.full(6, np.nan)
+    runs = []
+    for name, judge in (("a", [0, 2, 0, 1, 0, 1]), ("b", [0, 1, 1, 0, 0, 1])):
+        table = item_table(np.array(judge, dtype=float), experts, ids, low=nan, high=nan)
+        section = validity_section(table, "mean", {"standard": np.arange(6)}, ValiditySettings(n_boot=0, alpha_boot=0))
+        runs.append(ScoredRun(folder=name, name=name, metrics=SimpleNamespace(validity=section), table=table,
+                              extra={}))
+    own = runs[0].metrics.validity.splits["standard"].overall.leniency
+    assert own.mean_signed_error == pytest.approx(1 / 6) and own.n == 6
+    paired = _paired_validity(runs[0], runs[1], np.arange(6), np.arange(6), 0, 0)["standard"].leniency
+    assert paired.baseline == pytest.approx(own.mean_signed_error)
+    assert (paired.run, paired.n, paired.n_left_out_off_scale) == (0.0, 6, 0)
+
 def test_compare_marks_a_leniency_that_left_answers_outside_the_observed_range_out():
     """A metrics.json without ``n_judge_outside_observed`` left such answers out of leniency, counted in
     ``n_judge_off_scale``: beside a run that keeps them, its figure is another statistic, and compare says so after
