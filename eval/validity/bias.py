@@ -220,6 +220,9 @@ def leniencies(judge: np.ndarray, expert_mean: np.ndarray, best_low: np.ndarray 
     codes = None if clusters is None else np.asarray(clusters, dtype=np.intp)
     means = _cluster_means([oriented[index] for index in kept],
                            [None if codes is None else codes[index] for index in kept], level)
+    # ``& answered``: the section's ``outside_observed`` implies an answer; a hand caller's may not
+    outside = (None if outside_observed is None
+               else np.asarray(outside_observed, dtype=bool) & answered & rated)
     out = []
     for index, found in zip(cells, means):
         low, high = found["ci"]
@@ -231,9 +234,8 @@ def leniencies(judge: np.ndarray, expert_mean: np.ndarray, best_low: np.ndarray 
             index = np.asarray(index)
             out[-1].update(n_judge_failed=int((rated[index] & ~answered[index]).sum()),
                            n_judge_off_scale=int((rated[index] & off[index]).sum()))
-        if outside_observed is not None:
-            outside = np.asarray(outside_observed, dtype=bool)[np.asarray(index)] & answered[index]
-            out[-1]["n_judge_outside_observed"] = int((rated[index] & outside).sum())
+        if outside is not None:
+            out[-1]["n_judge_outside_observed"] = int(outside[np.asarray(index)].sum())
     return out
 
 
