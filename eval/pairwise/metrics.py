@@ -430,12 +430,13 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
         if not Path(data).is_file():  # a bare OS error otherwise, naming neither run.json nor the way out
             raise ConfigError(f"data: {run_file} names --data {data}, which is not here (moved, or judged on another "
                               "machine); pass the pairs the run judged with --data PAIRS.jsonl")
-    rows = read_pairwise_rows(run_dir / PAIRWISE_PREDICTIONS if path.is_dir() else path)
+    file = run_dir / PAIRWISE_PREDICTIONS if path.is_dir() else path
+    rows = read_pairwise_rows(file)
     judges = sorted({r.judge for r in rows})
     if len(judges) > 1:  # agreement and position consistency would set one judge's verdicts against another's
-        raise ValueError(f"predictions: {run_dir / PAIRWISE_PREDICTIONS if path.is_dir() else path} holds predictions "
-                         f"of {judges}, not of one judge; score each judge's run from a folder of its own")
-    name = name or next((r.judge for r in rows), "")
+        raise ValueError(f"predictions: {file} holds predictions of {judges}, not of one judge; score each judge's "
+                         "run from a folder of its own")
+    name = name or (judges[0] if judges else "")
     # The pairs the run asked (its --limit, as judge-eval run read them): the others were never judged, not failed.
     pairs = load_pairs(data)[: config.get("limit") or None]
     orders = ORDERS if config.get("pairwise_orders", "both") == "both" else ORDERS[:1]
