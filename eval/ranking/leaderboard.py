@@ -461,8 +461,9 @@ def render_leaderboard_page(result: dict[str, Any]) -> str:
 def leaderboard_command(args: Any) -> int:
     """``judge-eval compare`` of K >= 3 rank runs (``eval.cli``): compare.json, compare.md, compare.html in
     ``--out``, else compare.md on stdout."""
-    from eval.ranking.report import write_ranking_compare
-
+    from eval.ranking.report import unjudged_answer_lines, write_ranking_compare
+    from eval.reports.names import shown_names
+    from eval.scoring.compare import console_name
     from eval.scoring.interval_options import extreme_rate_choice
 
     result = leaderboard(args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha,
@@ -475,13 +476,8 @@ def leaderboard_command(args: Any) -> int:
     written = write_ranking_compare(args.out, result, markdown, render_leaderboard_page(result))
     # A model's name as judge-eval compare prints a run's: an escape sequence or line break in it shown, not acted on,
     # and two labels cut alike told apart by the mark compare.md and compare.html give them.
-    from eval.reports.names import shown_names
-    from eval.scoring.compare import console_name
-
     labels = _labels(result)
     shown = shown_names(labels.values(), as_text=console_name)
-    from eval.ranking.report import unjudged_answer_lines
-
     named = [(shown[labels[m["run"]]], m) for m in result["models"]]
     print("\n".join([*(f"{m['rank']}. {name}: {_num(m['mean'])} {_interval(m['ci'])}" for name, m in named),
                       *unjudged_answer_lines(result, named), *written]))
