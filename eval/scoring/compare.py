@@ -606,9 +606,9 @@ def _readable(table: item_table.ItemTable, index: np.ndarray) -> np.ndarray | No
     """Where the item's own scale is readable, so that a score off its ends is out of the paired leniency, as the
     section leaves it out (elsewhere the ends are the experts' observed range, and the score stays in); None for a
     table written before it kept its scale ends, whose ends compare takes from the criterion cells (``_scale_ends``)."""
-    if table.scale_low is None or table.scale_high is None:
-        return None
-    return np.isfinite(table.scale_low[index]) & np.isfinite(table.scale_high[index])
+    from eval.validity.section import readable_scales
+
+    return None if table.scale_low is None or table.scale_high is None else readable_scales(table)[index]
 
 
 def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[np.ndarray, np.ndarray]:
@@ -651,6 +651,8 @@ def _left_out_by_section(run: ScoredRun) -> np.ndarray:
     ``criteria_left_out``, and a table without scale ends (items.parquet written before it kept them) came with such
     a section, so their paired figures keep the items as their sections did; a run scored when the rule still read a
     criterion without ends of its own against the table's range keeps out what its section kept out."""
+    from eval.validity.section import readable_scales
+
     table = run.table
     out = np.zeros(len(table), dtype=bool)
     validity = run.metrics.validity
@@ -661,7 +663,7 @@ def _left_out_by_section(run: ScoredRun) -> np.ndarray:
     for label, members in item_table.label_groups(table.criteria_name).items():
         if label in named:  # the section's own groups (``label_groups``), so a label is matched as it was named
             out[members] = True
-    return out & ~(np.isfinite(table.scale_low) & np.isfinite(table.scale_high))
+    return out & ~readable_scales(table)
 
 
 def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray, n_boot: int,

@@ -1,6 +1,6 @@
 """The ``validity`` section of ``metrics.json``: can this judge stand in for an expert, and where is it biased?
 
-Why one module of ~670 lines: the rules below (which items every figure covers, how a judge's score becomes a level)
+Why one module of ~680 lines: the rules below (which items every figure covers, how a judge's score becomes a level)
 hold for every cell at once, and the per-table precomputations that carry them feed every cell; split, each half
 would restate them.
 
@@ -97,7 +97,7 @@ from eval.validity.render import length_flag_text, signed
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
 
 __all__ = ["ValiditySettings", "alt_test_judge", "item_scale_ends", "judge_levels", "off_scale_levels",
-           "rating_ends", "split_sentence", "too_wide_to_rate", "validity_section"]
+           "rating_ends", "readable_scales", "split_sentence", "too_wide_to_rate", "validity_section"]
 
 _GROUPINGS = {"task_type": "task_type", "criterion": "criteria_name"}
 
@@ -187,6 +187,14 @@ def alt_test_judge(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray |
     return np.where(outside, judge, levels)
 
 
+def readable_scales(table) -> np.ndarray:
+    """True on each item whose own scale is readable (both ends finite); all False for a table without scale ends
+    (an items.parquet written before it kept them)."""
+    if table.scale_low is None or table.scale_high is None:
+        return np.zeros(len(table), dtype=bool)
+    return np.isfinite(table.scale_low) & np.isfinite(table.scale_high)
+
+
 def item_scale_ends(table) -> tuple[np.ndarray, np.ndarray]:
     """Each item's scale ends for the ceiling's ``worst`` failures: its own where readable, else the lowest and
     highest expert score of its criterion over the table (NaN where its criterion has none, or only one level)."""
@@ -195,7 +203,7 @@ def item_scale_ends(table) -> tuple[np.ndarray, np.ndarray]:
     n = len(table)
     low = np.full(n, np.nan) if table.scale_low is None else np.asarray(table.scale_low, dtype=float)
     high = np.full(n, np.nan) if table.scale_high is None else np.asarray(table.scale_high, dtype=float)
-    known = np.isfinite(low) & np.isfinite(high)
+    known = readable_scales(table)
     if known.all() or not n:
         return low, high
     experts = table.experts
@@ -224,9 +232,7 @@ def too_wide_to_rate(table, ends: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     its experts' lowest and highest score over the table), rounded out to whole levels (``rating_ends``), span more
     levels than a rubric may hold: no rubric's scale, so its criterion is left out of the section, counted and named
     (module docstring). A readable scale is never wider (``judge.scale_of`` refuses one)."""
-    own = np.zeros(len(table), dtype=bool)
-    if table.scale_low is not None and table.scale_high is not None:
-        own = np.isfinite(table.scale_low) & np.isfinite(table.scale_high)
+    own = readable_scales(table)
     # judge.scales.MAX_LEVELS, 101: the levels of 0..100, the widest scale a POLLUX-style rubric is written on
     # (POLLUX's own criteria have 2 or 3 levels, arXiv 2505.24616v3, Section 2.2) and the most ``judge.scale_of``
     # reads from a rubric. Past it every distinct answer of the judge between the ends was a level of its own: a
@@ -659,9 +665,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     # A judge score off a readable scale is no rating of it: out of leniency as of kappa and alpha, counted. Off an
     # unreadable one it lies outside the experts' observed range, which says nothing against it: a signed error
     # needs no scale, so it stays in leniency, counted apart (``bias.leniencies``).
-    readable = np.zeros(len(table), dtype=bool)
-    if table.scale_low is not None and table.scale_high is not None:
-        readable = np.isfinite(table.scale_low) & np.isfinite(table.scale_high)
+    readable = readable_scales(table)
     off = np.isfinite(off_scale)
     for (_, cell), result in zip(placed, leniencies(table.judge, mean, table.best_low, cells, settings.level,
                                                     answers, off_scale=off & readable,
