@@ -315,19 +315,20 @@ def unjudged_answer_lines(result: Mapping[str, Any], sides: list[tuple[str, Mapp
     (the default) each is scored 0 on every criterion, which moves the run's figures as much as a verdict does, so
     the count is said beside the rule. A result written before ``failed_answers`` was kept gives the rule alone.
     Plain text, labels and prompt_ids as given: a page escapes each line whole."""
-    how = ("scored 0 on every criterion, unjudged" if result.get("empty_answer") == "zero" else
-           "not scored, so left out above")
-    lines = []
-    empty = [f"{label} {len(ids)}" + (f" (prompt_id {_id_list(ids)})" if ids else "")
-             for label, side in sides for ids in [side.get("empty_answers", [])]]
-    lines.append(f"Empty answers ({how}; --empty-answer {result.get('empty_answer')}): {', '.join(empty)}.")
+    zero = "scored 0 on every criterion, unjudged"
+
+    def counts(key: str) -> str:
+        """Each run's count of ``key``'s prompt_ids, with the ids, joined."""
+        return ", ".join(f"{label} {len(ids)}" + (f" (prompt_id {_id_list(ids)})" if ids else "")
+                         for label, side in sides for ids in [side.get(key, [])])
+
+    how = zero if result.get("empty_answer") == "zero" else "not scored, so left out above"
+    lines = [f"Empty answers ({how}; --empty-answer {result.get('empty_answer')}): {counts('empty_answers')}."]
     if "no_answer" in result:  # a result before the setting: failed answers were never scored
-        scored = "scored 0 on every criterion, unjudged" if result["no_answer"] == "zero" else "not scored"
-        counts = ("" if any("failed_answers" not in side for _, side in sides) else ": " + ", ".join(
-            f"{label} {len(ids)}" + (f" (prompt_id {_id_list(ids)})" if ids else "")
-            for label, side in sides for ids in [side["failed_answers"]]))
+        scored = zero if result["no_answer"] == "zero" else "not scored"
+        failed = "" if any("failed_answers" not in side for _, side in sides) else ": " + counts("failed_answers")
         lines.append("Failed answers (no answer to judge: its request failed, or the instruction was too long; "
-                     f"{scored}; --no-answer {result['no_answer']}){counts}.")
+                     f"{scored}; --no-answer {result['no_answer']}){failed}.")
     return lines
 
 
