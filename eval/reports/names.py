@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["BIDI_CONTROLS", "NAME_CHARS", "one_line", "reads_as", "shown_name", "shown_names"]
+__all__ = ["BIDI_CONTROLS", "NAME_CHARS", "all_read_apart", "one_line", "reads_as", "shown_name", "shown_names"]
 
 # Bidirectional controls (embeddings, overrides, isolates, marks): one in a name would show the rest of its line in
 # another order than it is written. Other control characters (an escape sequence) have no place in a report either.
@@ -37,6 +37,13 @@ def reads_as(text: Any) -> str:
     by a mark, since neither escaping nor the reader's eye keeps them apart."""
     visible = "".join(ch for ch in one_line(text) if unicodedata.category(ch) != "Cf")
     return " ".join(visible.split())
+
+
+def all_read_apart(labels: Iterable[Any]) -> bool:
+    """Whether no two of ``labels`` read alike (``reads_as``), so that none can stand for another's."""
+    labels = list(labels)
+    return len({reads_as(label) for label in labels}) == len(labels)
+
 
 #: The most characters of a name (evaluated model, task type, criterion, judge, run) the pages show: the loader takes
 #: names of any length, and a page writes each several times (tables per split, the plot's labels, the filters), so

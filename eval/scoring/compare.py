@@ -1191,18 +1191,15 @@ def distinct_names(names: list[str], folders: list, as_text=str) -> list[str]:
     equals another run's name or two folders share their last part. Names are unique as a reader sees them
     (``reads_as``: two apart only by a zero-width character read alike). ``as_text`` writes a folder as the names
     are written (``md_text`` for a page)."""
-    from eval.reports.names import reads_as
+    from eval.reports.names import all_read_apart, reads_as
 
-    def unique(candidates: list[str]) -> bool:
-        return len({reads_as(c) for c in candidates}) == len(candidates)
-
-    if unique(names):
+    if all_read_apart(names):
         return list(names)
     seen = [reads_as(name) for name in names]
     for label in (lambda f: Path(f).name, lambda f: str(f)):
         told = [f"{name} ({as_text(label(folder))})" if seen.count(key) > 1 else name
                 for name, key, folder in zip(names, seen, folders)]
-        if unique(told):
+        if all_read_apart(told):
             return told
     return [f"{name} (#{k + 1})" for k, name in enumerate(names)]
 
@@ -1215,19 +1212,16 @@ def named_as(result: Comparison, as_text: Callable[[str], str]) -> Comparison:
     their folders' names, written and cut with them, and where those read alike too, each by the mark the pages give
     names that read alike (" (#" and the first hex digits of the full name's SHA-256: ``shown_names``), which does
     not depend on the order of the runs. A label is never longer than the cut and such a mark."""
-    from eval.reports.names import reads_as, shown_names
-
-    def unique(labels: list[str]) -> bool:
-        return len({reads_as(label) for label in labels}) == len(labels)
+    from eval.reports.names import all_read_apart, reads_as, shown_names
 
     names = list(result.runs)
     shown = [as_text(name) for name in names]
-    if not unique(shown):
+    if not all_read_apart(shown):
         seen = [reads_as(label) for label in shown]
         told = [as_text(f"{name} ({Path(folder).name})") if seen.count(key) > 1 else label
                 for name, label, key, folder in zip(names, shown, seen, result.folders)]
         marked = shown_names(names, as_text=as_text)
-        shown = told if unique(told) else [marked[name] for name in names]
+        shown = told if all_read_apart(told) else [marked[name] for name in names]
     return with_run_names(result, dict(zip(result.runs, shown)), as_text)
 
 

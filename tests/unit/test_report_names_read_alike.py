@@ -87,3 +87,11 @@ def test_report_md_cuts_the_judges_and_the_datas_names_as_report_html_does():
     assert not any(letter * 301 in text for letter in "JMC")
     short = render_markdown(sixty_item_metrics(models=("m1", "m2")))
     assert max(map(len, text.splitlines())) < max(map(len, short.splitlines())) + 1_000
+
+
+def test_labels_apart_only_by_a_zero_width_character_do_not_read_apart():
+    """``all_read_apart``: "run" and "ru\u200bn" show alike, so they are not apart; "run" and "run 2" are."""
+    from eval.reports.names import all_read_apart
+
+    assert not all_read_apart(["run", "ru\u200bn"])
+    assert all_read_apart(["run", "run 2"]) and all_read_apart([])
