@@ -233,6 +233,14 @@ def _bare(text: str) -> str:
     return "".join(text.split())
 
 
+def _after_bare(query: str, count: int) -> int | None:
+    """Where ``query``'s first ``count`` characters other than whitespace end (the whitespace before each
+    skipped); None when it has fewer. One possessive pass: each step's whitespace and character cannot overlap, so
+    nothing backtracks."""
+    end = re.match(r"(?:\s*+\S){%d}" % count, query)
+    return end.end() if end is not None else None
+
+
 def _spaced_response(query: str, prompt: str) -> str | None:
     """What follows ``prompt`` at the start of ``query`` when the two are compared on their characters other than
     whitespace, which either may have more or fewer of (a suffix of ``query``); None when the query's first
@@ -248,10 +256,10 @@ def _spaced_response(query: str, prompt: str) -> str | None:
         return None  # nothing to align on: only the exact match can place a whitespace prompt
     if not _bare(query).startswith(bare):
         return None  # refused at C speed; only a query that matches pays the character-by-character pass below
-    end = re.match(r"(?:\s*+\S){%d}" % len(bare), query)
-    if end is None or _bare(end.group()) != bare:
+    end = _after_bare(query, len(bare))
+    if end is None or _bare(query[:end]) != bare:
         return None
-    return query[end.end():]
+    return query[end:]
 
 
 def _spaced_tail_response(query: str, prompt: str) -> str | None:
@@ -259,18 +267,16 @@ def _spaced_tail_response(query: str, prompt: str) -> str | None:
     characters other than whitespace (a suffix of ``query``): a prompt OpenRLHF cut from the left whose decoding also
     dropped or added spaces. ``_tail_response`` on the two texts without whitespace, so with its bounds (at least
     ``MIN_PROMPT_TAIL`` characters in common, a linear search over at most ``MAX_TAIL_SEARCH`` of them), then the
-    tail's length carried back to the query by the possessive pass ``_spaced_response`` uses; None when the query
-    starts with no such tail."""
+    tail's length carried back to the query by ``_after_bare``; None when the query starts with no such tail."""
     bare_query = _bare(query)
-    body = bare_query.lstrip("\ufffd")
-    rest = _tail_response(body, _bare(prompt))
+    rest = _tail_response(bare_query, _bare(prompt))
     if rest is None:
         return None
     kept = len(bare_query) - len(rest)  # the replacement characters and the tail, whitespace aside
     if not kept:
-        return None
-    end = re.match(r"(?:\s*+\S){%d}" % kept, query)
-    return query[end.end():] if end is not None else None
+        return None  # an empty prompt: nothing to align on
+    end = _after_bare(query, kept)
+    return query[end:] if end is not None else None
 
 
 def _nfc_response(query: str, prompt: str,

@@ -51,6 +51,12 @@ def test_a_query_that_only_shares_a_short_start_is_refused():
     assert answer_of(tail + " Ответ.", PROMPT) is None
 
 
+def test_a_whitespace_prompt_does_not_place_a_query_that_opens_with_a_replacement_character():
+    """A prompt of only whitespace has nothing to align on, even after a replacement character that a cut would
+    leave: the whole-prompt spacing-blind match refuses it, and the cut one refuses it too."""
+    assert answer_of("\ufffd answer", "   ") is None
+
+
 def test_the_spacing_blind_tail_search_is_bounded_on_a_repetitive_prompt(monkeypatch):
     """A repetitive prompt defeats the quick tries, and the linear search runs; it is given at most MAX_TAIL_SEARCH
     characters of the prompt and of the query, whatever their lengths (untrusted input: no unbounded work)."""
