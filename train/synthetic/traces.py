@@ -252,18 +252,16 @@ def training_records(input_path: str | Path, config: TracesConfig, counts: dict 
         judge.LeakageError: Zero-Shot items with ``zero_shot: refuse``.
     """
     import judge
-    from train.build_data import load_training_records, scores_off_the_rubric, zero_shot_records
+    from train.build_data import load_training_records_report, scores_off_the_rubric, zero_shot_records
     from train.config import SAMPLE_DATA
 
     source = Path(input_path)
     if source.is_dir() and (source / "train.jsonl").is_file():
         source = source / "train.jsonl"
-    # Loaded with its report, whose count of exact duplicate rows load_training_records only logs; a source in the
-    # benchmark's schema goes through load_training_records after all, for its refusal and its message.
-    records, load_report = judge.load_records_report(
-        str(judge.sample_data_path()) if str(input_path) == SAMPLE_DATA else str(source))
-    if load_report.n_benchmark_rows and not config.allow_benchmark_rows:
-        records = load_training_records(str(source), allow_benchmark_rows=False)
+    # With its report: summary.json counts the input rows and the exact duplicates the loader left out.
+    records, load_report = load_training_records_report(
+        SAMPLE_DATA if str(input_path) == SAMPLE_DATA else str(source),
+        allow_benchmark_rows=config.allow_benchmark_rows)
     records, held_out = zero_shot_records(records, config.zero_shot, config.zero_shot_split())
     skipped = [(record, "zero_shot") for record in held_out]
     items = []
