@@ -311,9 +311,8 @@ def _row_rule(record, rule: dict[str, Any]) -> dict[str, Any]:
 
 def _looser_tolerance(record, config_tolerance: float | None) -> bool:
     """Whether ``record`` is judged by a tolerance of its own looser than the ``config_tolerance`` the config sets."""
-    tolerance = record.extra.get("tolerance")
-    return (config_tolerance is not None and "tolerance" in record.extra
-            and agreement_rule_problem("tolerance", tolerance) is None and float(tolerance) > config_tolerance)
+    return (config_tolerance is not None
+            and _row_rule(record, {"tolerance": config_tolerance})["tolerance"] > config_tolerance)
 
 
 def _trace_references(record, agreement: str, no_unique_mode: str) -> tuple[tuple[float, ...] | None, str | None]:
@@ -452,12 +451,13 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             # The judge learns to reason in the language it is trained on: an English trace teaches English
             # reasoning, as an English rationale would teach English feedback (build-data drops that one too).
             report.drop("not_russian", record.id)
-        elif (why := _disagreement(record, reasoning, value, scale, _row_rule(record, rule),
-                                   min_russian_share)) is not None:
-            report.looser_row_tolerance += _looser_tolerance(record, config_tolerance)
-            report.drop(why, record.id)
         else:
+            # judged by its own rule whether it agrees or not: counted either way
             report.looser_row_tolerance += _looser_tolerance(record, config_tolerance)
+            why = _disagreement(record, reasoning, value, scale, _row_rule(record, rule), min_russian_share)
+            if why is not None:
+                report.drop(why, record.id)
+                continue
             prompt = judge.render_prompt(record)
             # The traces stage's duplicate_trace (one item's trace given twice), across files and ids: a traces.jsonl
             # joined with a dropped.jsonl whose drop_reason was stripped, or two trace folders, would weigh it twice.
