@@ -131,6 +131,14 @@ class Scale:
 # Characters a line may open with that show nothing: a byte order mark, zero-width spaces and joiners. Before a
 # level they hid it ("\ufeff0: ..." made a 0/1/2 rubric the flag 1/2).
 _INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+
+
+def _line_pattern(number: str) -> re.Pattern[str]:
+    """A level line whose number, after any sign, is ``number`` (a regular expression)."""
+    return re.compile(r"^([\s\u200b\u200c\u200d\u2060\ufeff]*+)(?:[-–—+]\s++|[*•]\s*+)?\**+\s*+((?:[-–—+]|\u2212\s*+)?"
+                      + number + r")\s*+\**+\s*+(:|-|–|—|\.|\))(?!\d)")
+
+
 # A level-like line: optional bullet/emphasis, an integer (possibly signed), then a separator: a colon, a dash
 # (hyphen, en or em dash), a full stop or a closing parenthesis. "2024 год" must not count, hence the required
 # separator; a separator touching a digit joins two numbers ("10:00", "3-4 опечатки", "1.5"), which is text, never a
@@ -145,18 +153,12 @@ _INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
 # Possessive (``*+``): with plain ``\s*`` runs side by side, a line of spaces without a digit backtracked in
 # quadratic time (8,000 spaces: 1.75 s, holding the GIL), and a rubric is a client's text. No match changes: each
 # run is followed by something it cannot consume.
-_LEVEL_LINE = re.compile(
-    r"^([\s\u200b\u200c\u200d\u2060\ufeff]*+)(?:[-–—+]\s++|[*•]\s*+)?\**+\s*+((?:[-–—+]|\u2212\s*+)?\d+)\s*+\**+\s*+"
-    r"(:|-|–|—|\.|\))(?!\d)"
-)
+_LEVEL_LINE = _line_pattern(r"\d+")
 # A line written as a level line but with a decimal number ("0.5: частично", "0,5 - частично"): no level, and read as
 # text it would join the level above it (_refuse_decimal_levels). The separator may not touch a digit, so a range
 # ("0.5-1.5 балла") or a three-part section number ("1.5.2 раздел") is text. A two-part one ("2.1. подробности",
 # "1.1: пример") matches: _refuse_decimal_levels tells it by its run, counted from 1.
-_DECIMAL_LEVEL_LINE = re.compile(
-    r"^([\s\u200b\u200c\u200d\u2060\ufeff]*+)(?:[-–—+]\s++|[*•]\s*+)?\**+\s*+((?:[-–—+]|\u2212\s*+)?\d++[.,]\d++)"
-    r"\s*+\**+\s*+(:|-|–|—|\.|\))(?!\d)"
-)
+_DECIMAL_LEVEL_LINE = _line_pattern(r"\d++[.,]\d++")
 # A level's separator, by kind: lines of one kind make one list.
 _SEPARATOR_KIND = {":": "N:", "-": "N -", "–": "N -", "—": "N -", ".": "N.", ")": "N)"}
 # "N:" and "N -" are how rubrics write their levels (the taxonomy's are all "N: ..."); "N." and "N)" are also how
@@ -256,7 +258,7 @@ def _levels_from_keys(keys) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class _Line:
-    """A level-like line of a rubric text (``_LEVEL_LINE``)."""
+    """A level-like line of a rubric text (``_LEVEL_LINE``, or ``_DECIMAL_LEVEL_LINE`` for one with a decimal)."""
 
     index: int  # its line number
     indent: int  # its leading whitespace, tabs as 4
@@ -265,20 +267,27 @@ class _Line:
     kind: str  # its separator's kind (_SEPARATOR_KIND)
 
 
-def _level_like_lines(text: str) -> list[_Line]:
-    lines = []
+def _level_like_lines(text: str) -> tuple[list[_Line], list[_Line]]:
+    """(the lines written as integer level lines, ``_LEVEL_LINE``; those written as level lines with a decimal
+    number, ``_DECIMAL_LEVEL_LINE``), in one pass over ``text``: a line cannot be both, since a decimal's separator
+    touches a digit."""
+    lines: list[_Line] = []
+    decimals: list[_Line] = []
     for index, line in enumerate(text.splitlines()):
         match = _LEVEL_LINE.match(line)
+        found = lines
+        if match is None:
+            match, found = _DECIMAL_LEVEL_LINE.match(line), decimals
         if match:
             written = match.group(2)
             signed = written[0] in "-–—\u2212"
             number = "-" + written[1:].lstrip() if signed else written
             indent = len(match.group(1).translate(_DROP_INVISIBLE).expandtabs(4))
-            lines.append(_Line(index, indent, number, signed and written[0] != "\u2212", _SEPARATOR_KIND[match.group(3)]))
-    return lines
+            found.append(_Line(index, indent, number, signed and written[0] != "\u2212", _SEPARATOR_KIND[match.group(3)]))
+    return lines, decimals
 
 
-def _refuse_decimal_levels(text: str, lines: list[_Line]) -> None:
+def _refuse_decimal_levels(lines: list[_Line], decimals: list[_Line]) -> None:
     """Refuses a decimal written as a level line ("0.5: частично" among "0: / 1:"), as a rubric mapping's key "0.5"
     is refused: a level is an integer, and read as text the line would join the level above it ("0 / 0,5 / 1" read as
     the flag {0, 1}, whose every 0.5 verdict fails). Only a line of a separator kind the integer level lines use, and
@@ -294,13 +303,10 @@ def _refuse_decimal_levels(text: str, lines: list[_Line]) -> None:
     outer: dict[str, int] = {}
     for line in lines:
         outer[line.kind] = min(outer.get(line.kind, line.indent), line.indent)
-    matches = [match for line in text.splitlines() if (match := _DECIMAL_LEVEL_LINE.match(line))]
-    outline = _outline_numbers({match.group(2) for match in matches})
-    for match in matches:
-        kind = _SEPARATOR_KIND[match.group(3)]
-        indent = len(match.group(1).translate(_DROP_INVISIBLE).expandtabs(4))
-        if kind in outer and indent <= outer[kind] and match.group(2) not in outline:
-            raise _not_an_integer(re.sub(r"^[–—\u2212]\s*", "-", match.group(2)))
+    outline = _outline_numbers({line.number for line in decimals})
+    for line in decimals:
+        if line.kind in outer and line.indent <= outer[line.kind] and line.number not in outline:
+            raise _not_an_integer(line.number)
 
 
 def _outline_numbers(numbers: set[str]) -> set[str]:
@@ -382,8 +388,8 @@ def _level_list(text: str) -> tuple[list[int], int] | None:
         ScaleError: naming why, when which lines are the levels is unclear.
     """
     by_kind: dict[str, list[_Line]] = {}
-    level_like = _level_like_lines(text)
-    _refuse_decimal_levels(text, level_like)
+    level_like, decimals = _level_like_lines(text)
+    _refuse_decimal_levels(level_like, decimals)
     for line in level_like:
         by_kind.setdefault(line.kind, []).append(line)
     lists = {kind: lines for kind, lines in by_kind.items() if len(lines) >= 2}
@@ -504,7 +510,7 @@ def scale_of(rubrics: str | Mapping) -> Scale:
         match = pattern.search(rubrics.replace("\u2212", "-"))
         if match:
             return _rubric_scale(Scale.range(_level(match.group(1)), _level(match.group(2))).levels, rubrics)
-    kinds = {line.kind: None for line in _level_like_lines(rubrics)}
+    kinds = {line.kind: None for line in _level_like_lines(rubrics)[0]}
     if len(kinds) > 1:  # "0: плохо" then "1 — хорошо": one level line of each kind
         raise ScaleError(f"the rubric's level lines are written in different ways ({_kinds(kinds)}): {_LAYOUT}")
     raise ScaleError(f"no scale found in rubric text {rubrics[:80]!r}: {_LAYOUT}")
