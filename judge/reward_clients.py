@@ -99,6 +99,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from judge.plumbing.console_logging import visible
+from judge.plumbing.failing_streak import FailingStreak
 from judge.plumbing.json_reading import (JSON_REFUSALS, counted, json_or_none, unreadable_answer, unreadable_json,
                                         value_words)
 from judge.plumbing.retry import (DEFAULT_WAIT_BUDGET_S, EndpointUnusable, GenerationAborted, RetryPolicy,
@@ -973,12 +974,14 @@ def trl_reward_function(
     ends = _end_token_ids(end_token_ids)
     warned_blind = contacted = False
     watch = FailedVerdictsWatch()
-    failed_calls = 0  # calls in a row in which every request sent failed after the retries
-
+    # calls in a row in which every request sent failed after the retries: one streak key per call, so it counts calls
+    streak = FailingStreak(max_failed_calls)
+    n_calls = 0
 
     async def reward(prompts, completions, completion_ids=None, log_extra=None, log_metric=None,
                      **columns) -> list[float | None]:
-        nonlocal warned_blind, contacted, failed_calls
+        nonlocal warned_blind, contacted, n_calls
+        n_calls += 1
         _check_columns(columns, criteria_column if fixed is None else None, instruction_column, reference_column)
         _check_lengths(prompts, completions, columns,
                        (criteria_column if fixed is None else None, instruction_column, reference_column))
@@ -1069,9 +1072,11 @@ def trl_reward_function(
                 rationales.append(" | ".join(_verdict_text(c) for c in r.criteria) if r is not None else "(empty answer)")
         sent = [answer for answer, made in zip(answers, requested) if made]
         if sent:  # a call that made no request leaves the count, and cannot stop the run by itself
-            failed_calls = failed_calls + 1 if all(isinstance(a, BaseException) for a in sent) else 0
-            if failed_calls >= max_failed_calls:
-                raise _judge_gone(client.url, max_failed_calls, sent[-1])
+            streak.offer(sent[-1] if all(isinstance(a, BaseException) for a in sent) else None, key=n_calls)
+            if streak.stopped is not None:
+                # taken, so that a later call stops again only by failing too, as the streak's first stop did
+                last, streak.stopped = streak.stopped, None
+                raise _judge_gone(client.url, max_failed_calls, last)
         for i, r in cut_rewards.items():
             values[i] = _value(r, client.rule)
             rationales[i] = " | ".join(_verdict_text(c) for c in r.criteria)

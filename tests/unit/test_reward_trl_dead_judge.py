@@ -97,6 +97,19 @@ def test_a_call_that_sends_nothing_after_the_stop_gets_its_values():
     assert endpoint.requests == [("/v1/judge", SENT)] * 2
 
 
+def test_after_the_stop_an_answered_call_gets_its_values_and_only_failing_again_stops_again():
+    # a caller that catches EndpointUnusable and goes on: the stop is not kept for the calls after it
+    answers = iter([DOWN, JUDGED, DOWN])
+    with ScriptedEndpoint(lambda path, body: next(answers)) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT, max_failed_calls=1)
+        with pytest.raises(EndpointUnusable):
+            _call(reward)
+        assert _call(reward) == [1.0]
+        with pytest.raises(EndpointUnusable, match=r"failed every request of 1 reward calls in a row"):
+            _call(reward)
+    assert endpoint.requests == [("/v1/judge", SENT)] * 3
+
+
 def test_a_judge_gone_from_its_port_stops_training_naming_the_connection_error():
     answers = iter([JUDGED])
     endpoint = ScriptedEndpoint(lambda path, body: next(answers))
