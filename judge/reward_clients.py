@@ -104,7 +104,7 @@ from judge.plumbing.json_reading import (JSON_REFUSALS, counted, json_or_none, u
                                         value_words)
 from judge.plumbing.retry import (DEFAULT_WAIT_BUDGET_S, EndpointUnusable, GenerationAborted, RetryPolicy,
                                   failure_said, is_transient, list_models, retry_stop_said, retryable_status,
-                                  server_message)
+                                  server_message, status_of)
 from judge.rewards import (CriterionReward, FailedVerdictsWatch, Reward, RewardRule, completion_text, content_text,
                            cut_completions, engine_refusals, failures_by_criterion, label_criterion, policy_answer,
                            prompt_opens_reasoning, reward_of)
@@ -893,12 +893,11 @@ DEFAULT_MAX_FAILED_CALLS = 3
 def _judge_gone(url: str, calls: int, last: BaseException) -> EndpointUnusable:
     """The stop of a run whose judge-serve failed every request of ``calls`` calls in a row, ``last`` the last
     failure (its status kept)."""
-    status = getattr(getattr(last, "response", None), "status_code", None)
     error = EndpointUnusable(
         f"judge-serve at {url} failed every request of {calls} reward calls in a row, each after the retry policy's "
         f"tries (last {failure_said(last)}): from here on every judged sample would get None (no reward) at every "
         f"step; check judge-serve (its /health and log) and resume from the last checkpoint "
-        f"(max_failed_calls={calls})", status if isinstance(status, int) else None)
+        f"(max_failed_calls={calls})", status_of(last))
     error.__cause__ = last
     return error
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import httpx
 
-from judge.plumbing.retry import EndpointUnusable, RetryPolicy, failure_said, retryable_status
+from judge.plumbing.retry import EndpointUnusable, RetryPolicy, failure_said, retryable_status, status_of
 
 __all__ = ["FailingStreak", "MIN_STREAK", "stop_after", "streak_failure"]
 
@@ -50,8 +50,8 @@ def streak_failure(err: BaseException, policy: RetryPolicy) -> BaseException | N
     """
     if isinstance(getattr(err, "unretried", None), str):
         return err
-    status = getattr(getattr(err, "response", None), "status_code", None)
-    return err if policy.retryable(err) or (isinstance(status, int) and retryable_status(status)) else None
+    status = status_of(err)
+    return err if policy.retryable(err) or (status is not None and retryable_status(status)) else None
 
 
 #: Statuses that say a server, or a proxy before it, gave up waiting (504 Gateway Timeout, 408 Request Timeout).
@@ -63,8 +63,7 @@ def timeout_kind(failure: BaseException) -> str | None:
     ``"server"`` for a 504 or 408 answer, None for any other failure."""
     if isinstance(failure, httpx.TimeoutException) or type(failure).__name__ == "APITimeoutError":
         return "client"  # openai's, matched by name: this module needs no openai import for a class it only tells
-    status = getattr(getattr(failure, "response", None), "status_code", None)
-    return "server" if status in TIMEOUT_STATUSES else None
+    return "server" if status_of(failure) in TIMEOUT_STATUSES else None
 
 
 def waited_s(failure: BaseException) -> float | None:
@@ -133,7 +132,6 @@ class FailingStreak:
                 say their journal).
         """
         assert self.stopped is not None
-        status = getattr(getattr(self.stopped, "response", None), "status_code", None)
         of = f" of {n_total}" if n_total is not None else ""
         about = f", about {len(self.keys)} different answers," if self.keyed else ","
         none_where = " or ".join(["the server said x-should-retry: false", *sorted(self.unretried)])
@@ -143,7 +141,7 @@ class FailingStreak:
             f"{what} failed {self.n} requests in a row{about} {retries}, with no answer between: last "
             f"{failure_said(self.stopped)} (stopped after sending {n_sent}{of} requests; {left}: {self._advice()}, "
             "then rerun to resume)",
-            status if isinstance(status, int) else None)
+            status_of(self.stopped))
 
     def _advice(self) -> str:
         """What to do before the rerun: for a streak of timeouts only, the timeout, not the endpoint's health."""

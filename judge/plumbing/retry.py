@@ -60,7 +60,7 @@ from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 
 __all__ = ["RetryPolicy", "Attempts", "retryable_status", "is_transient", "retry_after_s", "EndpointUnusable",
            "EXIT_UNUSABLE", "list_models", "server_message", "failure_said", "GenerationAborted", "retry_stop_said",
-           "DEFAULT_WAIT_BUDGET_S", "MAX_RETRY_AFTER_S"]
+           "DEFAULT_WAIT_BUDGET_S", "MAX_RETRY_AFTER_S", "status_of"]
 
 log = logging.getLogger("judge.plumbing.retry")
 
@@ -85,6 +85,13 @@ def retryable_status(status: int, headers: Any = None) -> bool:
 
 def _response_of(err: BaseException) -> Any:
     return getattr(err, "response", None)
+
+
+def status_of(err: BaseException) -> int | None:
+    """The HTTP status of the response ``err`` carries (httpx's and openai's errors keep it), None when it carries
+    none."""
+    status = getattr(_response_of(err), "status_code", None)
+    return status if isinstance(status, int) else None
 
 
 class GenerationAborted(Exception):
