@@ -39,8 +39,8 @@ TINY_SEQ2SEQ = REPO_ROOT / "configs" / "train" / "tiny" / "seq2seq.yaml"
 TINY_REGRESSION = REPO_ROOT / "configs" / "train" / "tiny" / "regression.yaml"
 
 #: The overfit run: 20 optimizer steps of one row at lr 1e-2 (linear decay to 0) on ``overfit_base_dir``.
-#: Measured: both prompts give the exact target greedily from step ~12. Every step costs ~3 CPU-seconds (on CPU
-#: trl's fused LM head scores every position, prompt included).
+#: Measured: both prompts give the exact target greedily from step ~12. No more steps than that margin needs: on CPU
+#: each is costly (trl's fused LM head scores every position, prompt included).
 OVERFIT_OVERRIDES = {
     "learning_rate": 1e-2,
     "max_steps": 20,
