@@ -921,6 +921,12 @@ def _extra_sbatch_options(options: Sequence[str]) -> dict[str, str]:
             abbreviation = "" if planned == name else f" (--{name} abbreviates it, or clashes with it)"
             raise SubmitError(f"--sbatch-arg={option}: judge-train submit sets #SBATCH --{planned} itself"
                               f"{abbreviation}; {PLANNED_SBATCH_OPTIONS[planned]}")
+        if len(name) >= 3 and "export".startswith(name):
+            # --export=NONE or a list of names starts the batch shell without the submitting shell's environment,
+            # which the job reads (PATH to torchrun and judge-train, HOME for the caches).
+            raise SubmitError(f"--sbatch-arg={option}: the job runs in the environment of the shell that submits it "
+                              "and hands it to its steps; sbatch's --export would leave it out (PATH to torchrun and "
+                              "judge-train, HOME): activate another environment with --env-script instead")
         _check_one_option_name(option, key)
         if sep and not value.strip():
             # Rendered, it was `#SBATCH --qos`: the option without its value, which sbatch refuses or misreads.

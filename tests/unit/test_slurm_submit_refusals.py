@@ -133,6 +133,30 @@ def test_a_value_with_spaces_is_still_one_option(submit_config, capsys):
     assert "#SBATCH --signal=USR1@600" in header
 
 
+def _refused(submit_config: Path, capsys, *argv: str) -> str:
+    """What a dry run of ``argv`` says on stderr, having refused it (exit 2) and rendered nothing."""
+    assert _submit(submit_config, *argv, "--dry-run") == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    return captured.err
+
+
+@pytest.mark.parametrize("option", ["--export=NONE", "--export=JUDGE_CONFIG,PATH", "--export", "--expo=NONE"])
+def test_an_sbatch_export_is_refused(submit_config, capsys, option):
+    """--export=NONE (or a list of names) starts the job without the submitting shell's environment it reads (PATH
+    to torchrun and judge-train), and its steps took the same setting; refused, naming --env-script instead."""
+    assert _refused(submit_config, capsys, f"--sbatch-arg={option}") == (
+        f"judge-train submit: --sbatch-arg={option}: the job runs in the environment of the shell that submits it "
+        "and hands it to its steps; sbatch's --export would leave it out (PATH to torchrun and judge-train, HOME): "
+        "activate another environment with --env-script instead\n")
+
+
+def test_an_sbatch_export_file_is_not_an_export(submit_config, capsys):
+    """--export-file adds variables to the environment the job gets; it is another option, rendered as given."""
+    assert _submit(submit_config, "--sbatch-arg=--export-file=/shared/vars", "--dry-run") == 0
+    assert "#SBATCH --export-file=/shared/vars" in capsys.readouterr().out.splitlines()
+
+
 @pytest.mark.parametrize("spelling", [["--config", "{c}"], ["--config={c}"]])
 def test_a_config_after_the_double_dash_is_refused_before_the_queue(tmp_path, submit_config, capsys, spelling):
     """slurm/train.sbatch refuses a --config after the script (judge-train would take the later one while the
