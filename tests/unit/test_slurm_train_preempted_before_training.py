@@ -32,14 +32,22 @@ exit 0
 '''
 
 
-def _run(tmp_path: Path, record: str, restart: str = "0", **extra: str
+SRUN = 'while [[ $1 == --* ]]; do shift; done\nexec "$@"\n'
+# The port probe's step (python3 on the training host) SIGTERMs the batch shell as it starts: a preemption during the
+# job's setup, before any training step.
+SRUN_SIGNALLING_THE_PROBE = ('while [[ $1 == --* ]]; do shift; done\n'
+                             'if [[ $1 == python3 ]]; then kill -TERM "$FAKE_BATCH_PID"; fi\nexec "$@"\n')
+
+
+def _run(tmp_path: Path, record: str, restart: str = "0", srun: str = SRUN, **extra: str
          ) -> tuple[subprocess.CompletedProcess, list[str]]:
     """train.sbatch on one node whose training step is SIGTERM'd before the trainer installs its stopper; returns
-    the script's result and scontrol's calls."""
+    the script's result and scontrol's calls. torchrun leaves FAKE_TORCHRUN_RAN, when set, behind."""
     (tmp_path / "judge.yaml").write_text("recipe: seq2seq\n")
     bin_dir = write_executables(tmp_path / "bin", {
-        "srun": 'while [[ $1 == --* ]]; do shift; done\nexec "$@"\n',
-        "torchrun": 'if [[ $1 == --help ]]; then exit 0; fi\nkill -TERM "$FAKE_BATCH_PID"\nexit 143\n',
+        "srun": srun,
+        "torchrun": ('if [[ $1 == --help ]]; then exit 0; fi\nif [[ -n ${FAKE_TORCHRUN_RAN:-} ]]; then '
+                     'touch "$FAKE_TORCHRUN_RAN"; fi\nkill -TERM "$FAKE_BATCH_PID"\nexit 143\n'),
         "judge-train": "exit 0\n", "scontrol": FAKE_SCONTROL})  # fmt: skip
     calls = tmp_path / "scontrol_calls"
     env = {
@@ -93,3 +101,21 @@ def test_the_requeues_own_sigterm_does_not_undo_the_requeued_exit(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "requeue 7" in calls, calls
     assert "could not ask" not in proc.stderr
+
+
+@pytest.mark.parametrize(("record", "restart", "code", "requeued"), [
+    ("JobState=RUNNING Restarts=0 PreemptTime=2026-11-23T18:12:28", "0", 0, True),
+    ("JobState=CANCELLED Restarts=0 PreemptTime=None", "0", 143, False),
+], ids=["preempted", "scancel"])  # fmt: skip
+def test_a_sigterm_during_the_setup_stops_the_job_before_training_requeued_if_preempted(tmp_path, record, restart,
+                                                                                         code, requeued):
+    """The trap was set just before the training step: a SIGTERM during the env script, the port probes or the
+    checkpoint survey (each may be a step on another node) killed the batch shell (143, nobody asked to requeue it).
+    Trapped from the top, it is looked at before any step starts: requeued if preempted (exit 0), else 143, and
+    torchrun never starts."""
+    ran = tmp_path / "torchrun_ran"
+    proc, calls = _run(tmp_path, record, restart, srun=SRUN_SIGNALLING_THE_PROBE, FAKE_TORCHRUN_RAN=str(ran))
+    assert proc.returncode == code, proc.stderr
+    assert ("requeue 7" in calls) == requeued, calls
+    assert not ran.exists()
+    assert "train.sbatch: SIGTERM, held until the training step returned" in proc.stderr
