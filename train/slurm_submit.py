@@ -282,6 +282,18 @@ def _refuse_blank_names(args: argparse.Namespace) -> None:
                               f"name alone (several partitions: comma-separated, no spaces), or {leave_out[flag]}")
 
 
+def _refuse_quoted_srun_args(srun_args: str | None) -> None:
+    """SubmitError for a quote, backslash or ``$`` in ``--srun-args``. The script splits JUDGE_SRUN_ARGS at whitespace
+    into srun's words with no quoting (bash's ``read -a``; parsing quotes would take ``eval``), so such a character
+    would reach srun as written, e.g. a quoted container image path with a space cut into two words, and srun or the
+    container plugin would fail once the job left the queue."""
+    found = sorted({c for c in srun_args or "" if c in "'\"\\$"})
+    if found:
+        raise SubmitError(f"--srun-args {srun_args!r}: holds {' '.join(found)}, but the job splits the value at "
+                          "whitespace into srun's words with no quoting, so it would reach srun as written; give "
+                          "whitespace-separated words without quotes, backslashes or $ (paths without spaces)")
+
+
 def _sbatch_line(key: str, value: str) -> str:
     """One header line. sbatch splits a directive at whitespace and refuses the leftover word ("Invalid directive
     found in batch script"), and an unpaired quote ("Unmatched `'`"), but keeps a quoted value whole: a value with a
@@ -437,7 +449,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cache-dir", help="JUDGE_CACHE_DIR: HF, torch-extension and Triton caches.")
     parser.add_argument("--wandb-dir", help="JUDGE_WANDB_DIR (default: the run folder).")
     parser.add_argument("--env-script", help="JUDGE_ENV_SCRIPT: sourced in the job (module load ..., venv activation).")
-    parser.add_argument("--srun-args", help='JUDGE_SRUN_ARGS: extra srun flags, e.g. "--container-image=IMG".')
+    parser.add_argument("--srun-args", help='JUDGE_SRUN_ARGS: extra srun flags, e.g. "--container-image=IMG" '
+                        "(split at whitespace, with no quoting: no quotes, backslashes or $).")
     parser.add_argument("--master-port", type=int,
                         help="JUDGE_MASTER_PORT: rendezvous port (default: one the kernel finds free on the first "
                              "training host when the job starts; one given is checked free then, and the job stops "
@@ -950,6 +963,7 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
                      **{f"--sbatch-arg (number {i + 1})": option for i, option in enumerate(args.sbatch_arg)},
                      **{f"judge-train argument {i + 1} after --": arg for i, arg in enumerate(judge_args)}})
     _refuse_blank_names(args)
+    _refuse_quoted_srun_args(args.srun_args)
     if args.time is not None and slurm_time_s(args.time) is None:
         # sbatch would refuse it, after every check here; and unread, the check of --signal-before-s against the
         # limit (below) was skipped.

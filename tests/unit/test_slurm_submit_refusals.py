@@ -157,6 +157,27 @@ def test_an_sbatch_export_file_is_not_an_export(submit_config, capsys):
     assert "#SBATCH --export-file=/shared/vars" in capsys.readouterr().out.splitlines()
 
 
+@pytest.mark.parametrize(("srun_args", "held"), [
+    ("--container-image='/shared/my images/j.sqsh'", "'"),
+    ('--container-image="/shared/j.sqsh"', '"'),
+    ("--container-image=/shared/my\\ images/j.sqsh", "\\"),
+    ("--container-mounts=$HOME:/home", "$"),
+])  # fmt: skip
+def test_srun_args_that_need_quoting_are_refused(submit_config, capsys, srun_args, held):
+    """The script splits JUDGE_SRUN_ARGS at whitespace into srun's words and reads no quotes: a quoted image path
+    with a space reached srun as two words with the quotes in them, failing after the queue's wait."""
+    assert _refused(submit_config, capsys, "--srun-args", srun_args) == (
+        f"judge-train submit: --srun-args {srun_args!r}: holds {held}, but the job splits the value at whitespace "
+        "into srun's words with no quoting, so it would reach srun as written; give whitespace-separated words "
+        "without quotes, backslashes or $ (paths without spaces)\n")
+
+
+def test_srun_args_of_plain_words_render(submit_config, capsys):
+    words = "--container-image=/shared/j.sqsh --container-mounts=/shared:/shared"
+    assert _submit(submit_config, "--srun-args", words, "--dry-run") == 0
+    assert f"export JUDGE_SRUN_ARGS='{words}'" in capsys.readouterr().out.splitlines()
+
+
 @pytest.mark.parametrize("spelling", [["--config", "{c}"], ["--config={c}"]])
 def test_a_config_after_the_double_dash_is_refused_before_the_queue(tmp_path, submit_config, capsys, spelling):
     """slurm/train.sbatch refuses a --config after the script (judge-train would take the later one while the
