@@ -92,3 +92,23 @@ def test_a_whole_checkpoint_beside_a_cut_newer_one_is_resumed(tmp_path):
     args = _judge_train_args(tmp_path, restart="1", overwrite="0", rng_file=b"PK")
     assert args[-2:] == ["--resume", "--no-overwrite-output-dir"]
     assert sorted(p.name for p in (tmp_path / "run").iterdir() if p.name.startswith("checkpoint-")) == ["checkpoint-1"]
+
+
+def test_a_requeue_before_the_first_start_was_marked_starts_over_as_asked(tmp_path):
+    """JUDGE_OVERWRITE_OUTPUT_DIR=1 and a requeue (a node failure, or a SIGTERM during the setup) before the first
+    start left its slurm/job7.first-start marker: that start never launched judge-train, so the checkpoint in the
+    folder is the earlier run's, which the job was asked to delete. A missing marker read as older than any
+    checkpoint, and the job resumed that run (--resume --no-overwrite-output-dir)."""
+    args = _judge_train_args(tmp_path, restart="1", overwrite="1")
+    assert args == ["--config", f"{tmp_path}/judge.yaml", "--output-dir", f"{tmp_path}/run", "--overwrite-output-dir"]
+    assert (tmp_path / "run" / "slurm" / "job7.first-start").is_file()
+
+
+def test_a_requeue_after_the_first_start_was_marked_resumes_its_own_checkpoint(tmp_path):
+    """The marker there and the checkpoint saved after it: the job's own, resumed."""
+    marker = tmp_path / "run" / "slurm" / "job7.first-start"
+    marker.parent.mkdir(parents=True)
+    marker.touch()
+    os.utime(marker, (1_000_000_000, 1_000_000_000))  # long before the checkpoint written below
+    args = _judge_train_args(tmp_path, restart="1", overwrite="1")
+    assert args[-2:] == ["--resume", "--no-overwrite-output-dir"]
