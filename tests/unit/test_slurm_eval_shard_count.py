@@ -85,6 +85,34 @@ def test_no_overwrite_last_wins_over_overwrite(tmp_path):
     assert (tmp_path / "eval" / "shards" / "count").read_text(encoding="utf-8") == "4\n"
 
 
+@pytest.mark.parametrize("line", ["overwrite: true", "overwrite: On  # judge everything again", "overwrite: 'yes'",
+                                  "overwrite : TRUE", "\ufeffoverwrite: 1"])
+def test_overwrite_in_the_config_recuts_the_data_in_the_new_count(tmp_path, line):
+    """The header and docs treat `overwrite: true` in JUDGE_EVAL_CONFIG as the flag, and judge-eval reads it so; the
+    re-cut looked at the flag alone and stopped every task ("pass --overwrite after the script"). Read as judge-eval's
+    config reader reads a truth value (any case, quoted or not)."""
+    _earlier_array_of_four(tmp_path)
+    (tmp_path / "eval.yaml").write_text(f"criteria: given\n{line}\n" if "\ufeff" not in line
+                                        else f"{line}\ncriteria: given\n", encoding="utf-8")  # fmt: skip
+    proc = _one_task_array(tmp_path, 0, JUDGE_EVAL_CONFIG="eval.yaml")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "eval" / "shards" / "count").read_text(encoding="utf-8") == "1\n"
+
+
+@pytest.mark.parametrize(("lines", "script_args"), [
+    ("overwrite: true\n", ["--no-overwrite"]),
+    ("overwrite: false\n", []),
+    ("overwrite: no\n", []),
+    ("judge_config:\n  overwrite: true\n", []),
+], ids=["flag-after-the-script-wins", "false", "no", "not-the-top-level-key"])  # fmt: skip
+def test_a_config_that_does_not_overwrite_keeps_the_recorded_count(tmp_path, lines, script_args):
+    _earlier_array_of_four(tmp_path)
+    (tmp_path / "eval.yaml").write_text(lines, encoding="utf-8")
+    proc = _one_task_array(tmp_path, 0, *script_args, JUDGE_EVAL_CONFIG="eval.yaml")
+    assert proc.returncode == 2 and "says the earlier array had 4 shards" in proc.stderr, proc.stderr
+    assert (tmp_path / "eval" / "shards" / "count").read_text(encoding="utf-8") == "4\n"
+
+
 @pytest.mark.parametrize("text", ["", "\n  \n\t\n"])
 def test_a_data_file_without_a_record_stops_the_task_instead_of_completing_it_empty(tmp_path, text):
     """Each task took the no-records path (exit 0, an empty shard), so the array ended COMPLETED having judged
