@@ -1,6 +1,8 @@
 """train.sbatch reads a relative path as the submitter's: against the folder sbatch ran in (SLURM_SUBMIT_DIR), not
 the job's working folder, which `sbatch --chdir` moves, as the other slurm/ scripts do (tests/unit/test_slurm_paths.py).
-The script is run by bash from another folder than the submit folder, against a fake srun; no cluster."""
+The script is run by bash from another folder than the submit folder, against a fake srun; no cluster. Two setup
+failures (a run folder where its lock cannot be made, no host from scontrol) end with the script's own message, exit 2.
+"""
 
 from __future__ import annotations
 
@@ -26,12 +28,13 @@ def folders(tmp_path) -> tuple[Path, Path]:
     return submit_dir, work_dir
 
 
-def _run(tmp_path: Path, submit_dir: Path, work_dir: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, submit_dir: Path, work_dir: Path, *args: str, scontrol: str = 'echo "${@: -1}"\n',
+         **extra: str) -> subprocess.CompletedProcess:
     """train.sbatch with ``args`` after it, run in ``work_dir`` with relative paths in its variables (``extra``
-    overrides them)."""
+    overrides them); ``scontrol`` is the stand-in's bash body."""
     bin_dir = write_executables(tmp_path / "bin", {
         "srun": 'while [[ $1 == --* ]]; do shift; done\nprintf "%s\\n" "$@" >"$FAKE_SRUN_ARGS"\n',
-        "torchrun": "exit 0\n", "judge-train": "exit 0\n", "scontrol": 'echo "${@: -1}"\n'})  # fmt: skip
+        "torchrun": "exit 0\n", "judge-train": "exit 0\n", "scontrol": scontrol})  # fmt: skip
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_", "WANDB_"))},
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SRUN_ARGS": str(tmp_path / "srun_args"),
@@ -75,4 +78,27 @@ def test_train_sbatch_names_the_resolved_config_it_did_not_find(tmp_path, folder
     assert proc.returncode == 2
     assert proc.stderr == (f"train.sbatch: JUDGE_CONFIG=configs/other.yaml: {submit_dir}/configs/other.yaml is not a "
                            f"file (a relative path is read against the submit folder, {submit_dir})\n")
+    assert not (tmp_path / "srun_args").exists()
+
+
+def test_a_run_folder_where_the_lock_cannot_be_made_stops_with_the_scripts_message(tmp_path, folders):
+    """Under set -e the lock file's creation stopped the script with bash's own error, exit 1, before the message
+    the next line would give. (A folder where run.lock goes: this test may run as root, whom permissions pass.)"""
+    submit_dir, work_dir = folders
+    (submit_dir / "runs" / "t" / "run.lock").mkdir(parents=True)
+    proc = _run(tmp_path, submit_dir, work_dir)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"train.sbatch: cannot create {submit_dir}/runs/t/run.lock, the run folder's lock (does "
+                           f"this user own JUDGE_OUTPUT_DIR={submit_dir}/runs/t, and may write there?)\n")
+    assert not (tmp_path / "srun_args").exists()
+
+
+def test_no_host_from_scontrol_stops_with_the_scripts_message(tmp_path, folders):
+    """scontrol naming no host (missing or failing on the batch host) stopped the script at the first host's
+    unbound name, exit 1."""
+    submit_dir, work_dir = folders
+    proc = _run(tmp_path, submit_dir, work_dir, scontrol="exit 0\n")
+    assert proc.returncode == 2
+    assert proc.stderr == ("train.sbatch: scontrol show hostnames 'localhost' named no node (is scontrol on PATH on "
+                           "the batch host?); cannot say where the job trains\n")
     assert not (tmp_path / "srun_args").exists()
