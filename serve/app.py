@@ -405,8 +405,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         headers = {k: v for k, v in request.headers.items() if k.lower() in _FORWARD_REQUEST_HEADERS}
         headers.update(engine.auth_headers)
         # Every body asked for as is, whatever the client accepts: judge-serve reads some itself (the model list, an
-        # engine's error), and answers them anew as plain JSON; a compressed one was read as JSON (a 502, or an error
-        # message of compressed bytes). The session passes the others through byte for byte, headers and all.
+        # engine's error), and answers them anew as plain JSON; a compressed one would be read as JSON (a 502, or an
+        # error message of compressed bytes). The session passes the others through byte for byte, headers and all.
         headers["accept-encoding"] = "identity"
         # A generation the client gives up on is cancelled, its connection to the engine closed (vLLM then aborts it).
         # A response that came in as the route was cancelled is nobody's: closed, or its pooled connection stays
@@ -490,7 +490,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     limits.update({"weights_fingerprint": fingerprint} if fingerprint else {})
     # Its own engines' root is the checkpoint the fingerprint covers, not the folder the engine loaded: a released
     # -r judge's generator loads judge-serve's derived view, whose place (derived_cache_dir, XDG_CACHE_HOME on a
-    # requeued node) is no other judge, and a resume held to it was refused.
+    # requeued node) is no other judge, and a resume held to it would be refused.
     own_root = None if config.generator_url or layout is None else root_identity(str(layout.root))
 
     async def engine_json(request: Request, path: str, what: str) -> tuple[Any, Response | None]:

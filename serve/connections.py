@@ -56,13 +56,13 @@ def header_deadline_protocol(header_timeout_s: float, body_timeout_s: float | No
     its body.
 
     uvicorn times out idle keep-alive connections (``timeout_keep_alive``) but not a connection whose headers never
-    finish: ~1,100 of those exhausted judge-serve's descriptors. Here each connection, and each
+    finish: enough of those, held open, exhaust the process's file descriptors. Here each connection, and each
     new request on a kept-alive one, must complete its headers within ``header_timeout_s`` or is closed, with
     uvicorn's own keep-alive handler; one whose request line and headers pass ``MAX_HEADER_BYTES`` gets a 431 and is
     closed. Nor does uvicorn bound the time a body takes: a client that sends its headers, then one byte every few
     seconds, holds a connection slot (``max_connections``) for ever. With ``body_timeout_s``, a body not complete
     that long after its headers gets a 408 and the connection is closed. Nor does it bound the time a client takes to
-    read its answer: one that reads nothing held its slot for ever (the answer waiting in memory, the connection's
+    read its answer: one that reads nothing holds its slot for ever (the answer waiting in memory, the connection's
     close waiting for it to be sent). With ``body_timeout_s``, writing paused that long (the client took too little to
     bring what waits below the transport's low-water mark) aborts the connection. What uvicorn itself answers in
     plain text (a request its parser refuses, the 503 past ``max_connections``) is answered in OpenAI's error shape, and

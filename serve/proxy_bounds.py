@@ -49,7 +49,8 @@ def proxied_token_bound(body: Any, path: str, max_total: int,
 
     The added value stays within ``max_model_len`` (the generating engine's window): vLLM refuses any request whose
     ``max_tokens`` (``max_output_tokens``) exceeds its ``max_model_len`` (``vllm/renderers/params.py``), so with the
-    defaults (8192 over a 4096 window) a plain ``chat.completions.create`` that vLLM alone serves was refused. Up to
+    defaults (8192 over a 4096 window) the bound added unclipped would have vLLM refuse a plain
+    ``chat.completions.create`` that it serves alone. Up to
     the window is fine: vLLM cuts ``max_tokens`` to what the prompt leaves (``get_max_tokens``). ``best_of`` is not
     counted: vLLM 0.32's chat and completion requests have no such field and ignore it (it generates ``n``).
     """

@@ -236,8 +236,8 @@ def check_values(data: Any, *, max_entries: int | None = None, max_keys: int | N
     fail with a 500. Iterative: the body may nest deeply. Each value's place is kept as a link to its parent's, and
     written out only for the value refused: a path string per value would copy the parent's path into every child
     (a 4 MB key over a list of two million numbers: terabytes). A list of plain values (numbers, booleans, null: a
-    prompt's token ids) is passed over whole, and a list's strings are searched at once: one place per value cost
-    6.5 s of the event loop for an 8 MiB array of zeros.
+    prompt's token ids) is passed over whole, and a list's strings are searched at once: keeping one place per
+    value would hold the event loop for seconds on a large array of numbers.
     """
     stack: list[tuple[tuple | None, Any]] = [(None, data)]
     while stack:
@@ -495,7 +495,8 @@ def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = No
 
 
 #: A body of more bytes is decoded and checked in a worker thread, so the event loop keeps serving other requests and
-#: the health probes: an 8 MiB array took seconds to decode and walk. A smaller one takes under a millisecond or so.
+#: the health probes, which a large array would hold while it is decoded and walked. A smaller one is decoded on the
+#: loop: a worker thread's hand-off would cost more than the decoding.
 OFF_LOOP_BYTES = 64 * 1024
 
 #: Bodies past ``OFF_LOOP_BYTES`` decoded at once by default (``LargeDecodes``, which a server's state holds:
