@@ -455,7 +455,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                 # Raced against the engine's death chunk by chunk, as the wait for its headers is: an engine that
                 # goes silent with its connection open is abandoned once declared dead, not read until the timeout.
                 chunks = until_dead(upstream_response.content.iter_any(), state.dead[role])
-                async for chunk in relayed_stream(chunks, role, event_stream):
+                async for chunk in relayed_stream(chunks, role, event_stream, responses=path == "/v1/responses"):
                     yield chunk
             finally:
                 upstream_response.release()

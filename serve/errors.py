@@ -6,8 +6,10 @@ A streamed reply (``text/event-stream``) carries its errors as events, as vLLM s
 then ``data: [DONE]`` (vllm/entrypoints/openai/chat_completion/serving.py, ``chat_completion_stream_generator``);
 on ``/v1/responses``, ``event: error`` and ``data: {"type": "error", ...}`` (OpenAI's ``ResponseErrorEvent``).
 ``relayed_stream`` passes an engine's stream on, its error events sanitized as the other answers are, and ends a
-stream the engine broke off with such an event and ``[DONE]``, which OpenAI's SDK raises as an ``APIError`` (a cut
-stream it raises as a connection error, with nothing said of why)."""
+stream the engine broke off with such an event (and ``[DONE]``, but on ``/v1/responses``), which OpenAI's SDK raises
+as an ``APIError`` or, on ``/v1/responses``, yields as its ``ResponseErrorEvent`` (a cut stream it raises as a
+connection error, with nothing said of why). A 4xx whose message is vLLM's for a prompt past the window
+(``judge.verdicts.CONTEXT_LIMIT``) has OpenAI's code ``context_length_exceeded``, in a stream too."""
 
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ from fastapi.responses import JSONResponse
 from judge.plumbing.console_logging import visible
 from judge.plumbing.json_reading import JSON_REFUSALS, json_or_none
 from judge.plumbing.retry import retryable_status
-from serve.engine_client import EngineBusy, EngineFailure, EngineUnavailable
+from judge.verdicts import CONTEXT_LIMIT
+from serve.engine_client import MAX_ANSWER_BYTES, EngineBusy, EngineFailure, EngineUnavailable
 from serve.schema import clip_message
 
 __all__ = ["engine_error", "engine_refused", "error_body", "error_response", "judgment_failed", "sanitized", "unknown_model_message",
@@ -118,7 +121,11 @@ def _engine_error_body(status: int, message: str, param: Any, code: Any, role: s
         # integer code and lists the engine's names only: answered as /v1/judge and GET /v1/models/{id} answer it.
         return 404, error_body(unknown_model_message(asked_model, names), "not_found_error", "model", "model_not_found")
     kind = _TYPE_OF_STATUS.get(status, "invalid_request_error")
-    code = code if isinstance(code, str) else _CODE_OF_STATUS.get(status, "invalid_request")
+    if not isinstance(code, str):
+        # A prompt past the window: OpenAI's own code for it, which a client checks to shorten and retry. vLLM's
+        # wording is the one judge.verdicts.CONTEXT_LIMIT reads on /v1/judge.
+        code = "context_length_exceeded" if CONTEXT_LIMIT.search(message) else _CODE_OF_STATUS.get(
+            status, "invalid_request")
     return status, error_body(sanitized(message), kind, param if isinstance(param, str) else None, code)
 
 
@@ -264,25 +271,53 @@ def _error_event(event: bytes, role: str) -> bytes:
     return b"\n".join([*kept[:at], b"data: " + json.dumps(rewritten).encode(), *kept[at:]])
 
 
-#: The most bytes of one event of an engine's stream held while its end (a blank line) is awaited. vLLM's events
-#: are a chunk of text each, kilobytes at most; a stream past this without a blank line is no event stream.
+#: The most bytes of one event of an engine's stream held while its end (a blank line) is awaited. An error event
+#: (what judge-serve rewrites) is small; a legitimate event may be far larger (a streamed completion with ``echo`` and
+#: ``logprobs`` sends the whole prompt's tokens and their top logprobs in its first event), so an event past this
+#: whose data does not begin like an error's is passed on as it arrives, unheld, up to ``MAX_PASSED_EVENT_BYTES``.
 MAX_PENDING_EVENT_BYTES = 1024 * 1024
+#: The most bytes of one event passed on unheld: past this without its blank line the stream is no event stream.
+MAX_PASSED_EVENT_BYTES = MAX_ANSWER_BYTES
+#: How much of a long event's beginning is read to tell an error event (``_ERROR_DATA_START``, ``_ERROR_TYPE``).
+_ERROR_HEAD_BYTES = 4096
+#: A Responses event's ``sequence_number`` (a JSON-escaped ``\"sequence_number\"`` inside a string does not match).
+_SEQUENCE_NUMBER = re.compile(rb'(?<!\\)"sequence_number"\s*:\s*(\d+)')
 
 
-async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: bool) -> AsyncIterator[bytes]:
+def _looks_like_error(head: bytes) -> bool:
+    """Whether an event, read from its first bytes (``head``), is an error event or no event at all (no ``data:``
+    line): either is held and cut when long, any other passed on."""
+    data = _event_data(head)
+    return data is None or bool(_ERROR_DATA_START.match(data) or _ERROR_TYPE.search(data))
+
+
+async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: bool,
+                         responses: bool = False) -> AsyncIterator[bytes]:
     """An engine's answer as it goes to the client. An event stream goes event by event (``_error_event``), and when
     the engine breaks it off (it died, its connection dropped, a read timed out, or it was declared dead while
-    silent: ``EngineUnavailable``, from ``serve.engine_client.until_dead``) or sends an event longer than
-    ``MAX_PENDING_EVENT_BYTES`` it ends with an error event and ``data: [DONE]``, the event cut in two dropped; any
-    other body goes byte for byte, a break raised (its Content-Length then tells the client the body is short).
+    silent: ``EngineUnavailable``, from ``serve.engine_client.until_dead``) it ends with an error event, the event
+    cut in two dropped: on a ``responses`` stream (``/v1/responses``) the Responses error event (``event: error``,
+    ``data: {"type": "error", ...}``, its ``sequence_number`` one past the last seen) and nothing after it, as vLLM
+    ends its own; on the others ``data: {"error": ...}`` and ``data: [DONE]``. An event longer than
+    ``MAX_PENDING_EVENT_BYTES`` whose data begins like an error's, or that has no ``data:`` line, is cut so too;
+    any other long event is passed on unheld, byte for byte, to its blank line (at most ``MAX_PASSED_EVENT_BYTES``).
+    Any other body goes byte for byte, a break raised (its Content-Length then tells the client the body is short).
     Lines an event stream ends with CRLF or CR (the SSE standard allows all three; sse-starlette writes CRLF) go on
-    ended with LF, the same events: searched for LF alone, such a stream was held whole and its errors never read."""
+    ended with LF, the same events: an event's end is searched for as LF alone, so a stream framed otherwise would
+    be held whole and its errors never read."""
     # The event not yet ended, as received: its parts, their size, its last byte. Each chunk is searched for the
     # blank line alone (with that byte: a "\n\n" may straddle two chunks), and the parts joined once, when it
-    # ends: joining and searching all of it on every chunk was quadratic in a stream without blank lines.
+    # ends: joining and searching all of it on every chunk would be quadratic in a stream without blank lines.
     parts: list[bytes] = []
     size, last = 0, b""
     after_cr = False  # the previous chunk ended with CR: a LF opening this one ends the same line
+    passing: int | None = None  # bytes of a long event passed on unheld, its blank line not yet seen
+    sequence, seen_tail = -1, b""  # a Responses stream's last sequence_number, the bytes before this chunk
+
+    def ended(message: str) -> bytes:
+        # An event passed on in part is ended first, or the error's lines would join its last one.
+        return (b"\n\n" if passing is not None else b"") + _stream_error(message, responses, sequence + 1)
+
     try:
         async for chunk in chunks:
             if not event_stream:
@@ -295,6 +330,28 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
             after_cr = chunk.endswith(b"\r")
             if b"\r" in chunk:
                 chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            if responses:
+                numbers = _SEQUENCE_NUMBER.findall(seen_tail + chunk)
+                sequence = max([sequence, *map(int, numbers)])
+                seen_tail = chunk[-40:]
+            if passing is not None:
+                found = (last + chunk).find(b"\n\n")
+                if found < 0:
+                    passing += len(chunk)
+                    last = chunk[-1:]
+                    if passing > MAX_PASSED_EVENT_BYTES:
+                        log.warning("the %s engine's stream passed an event longer than %d bytes: cut off", role,
+                                    MAX_PASSED_EVENT_BYTES)
+                        yield ended(f"the {role} engine sent an event longer than {MAX_PASSED_EVENT_BYTES} bytes; "
+                                    "the reply is incomplete")
+                        return
+                    yield chunk
+                    continue
+                end = found - len(last) + 2  # in chunk: just past the blank line that ends the passed event
+                yield chunk[:end]
+                chunk, passing, last = chunk[end:], None, b""
+                if not chunk:
+                    continue
             cut = (last + chunk).rfind(b"\n\n")
             if cut >= 0:
                 end = cut - len(last) + 2  # in chunk: just past the last blank line
@@ -308,22 +365,27 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
             elif cut >= 0:
                 last = b""
             if size > MAX_PENDING_EVENT_BYTES:
+                held = b"".join(parts)
+                if not _looks_like_error(held[:_ERROR_HEAD_BYTES]):
+                    yield held  # an ordinary event, only long: the rest follows as it arrives
+                    passing, parts, size = len(held), [], 0
+                    continue
                 log.warning("the %s engine's stream holds an event longer than %d bytes: cut off", role,
                             MAX_PENDING_EVENT_BYTES)
-                yield _stream_error(f"the {role} engine sent an event longer than {MAX_PENDING_EVENT_BYTES} bytes; "
-                                    "the reply is incomplete")
+                yield ended(f"the {role} engine sent an event longer than {MAX_PENDING_EVENT_BYTES} bytes; "
+                            "the reply is incomplete")
                 return
     except EngineUnavailable:  # declared dead while it streamed (serve.engine_client.until_dead)
         if not event_stream:
             raise
         log.warning("the %s engine died while its stream was relayed: the stream is ended", role)
-        yield _stream_error(f"the {role} engine died; the reply is incomplete")
+        yield ended(f"the {role} engine died; the reply is incomplete")
         return
     except (aiohttp.ClientError, asyncio.TimeoutError) as err:
         if not event_stream:
             raise
         log.warning("the %s engine's stream broke off: %s: %s", role, type(err).__name__, visible(err))
-        yield _stream_error(f"the {role} engine's stream broke off ({type(err).__name__}); the reply is incomplete")
+        yield ended(f"the {role} engine's stream broke off ({type(err).__name__}); the reply is incomplete")
         return
     if parts:
         # The stream's last event without its blank line: an error event is still the engine's, sanitized as every
@@ -338,12 +400,20 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
             json.loads(data)
         except JSON_REFUSALS:  # cut inside its JSON (or nested past what json.loads holds): unchanged, the engine's text (a traceback too) would reach the client
             log.warning("the %s engine's stream ended inside an error event", role)
-            yield _stream_error(f"the {role} engine's stream ended inside an event; the reply is incomplete")
+            yield ended(f"the {role} engine's stream ended inside an event; the reply is incomplete")
             return
         yield _error_event(event, role) + b"\n\n"
 
 
-def _stream_error(message: str) -> bytes:
-    """The end of a stream judge-serve cuts short: an error event in OpenAI's shape, then ``data: [DONE]``."""
+def _stream_error(message: str, responses: bool = False, sequence_number: int = 0) -> bytes:
+    """The end of a stream judge-serve cuts short: on a Responses stream its error event (OpenAI's
+    ``ResponseErrorEvent``: ``event: error``, ``data: {"type": "error", "code", "message", "param",
+    "sequence_number"}``) and nothing after it, as vLLM's Responses stream has no ``[DONE]``
+    (vllm/entrypoints/openai/responses/api_router.py, ``_convert_stream_to_sse_events``); on the others an error
+    event in OpenAI's shape, then ``data: [DONE]``."""
+    if responses:
+        event = {"type": "error", "code": "engine_error", "message": message, "param": None,
+                 "sequence_number": sequence_number}
+        return b"event: error\ndata: " + json.dumps(event).encode() + b"\n\n"
     body = error_body(message, "server_error", code="engine_error")
     return b"data: " + json.dumps(body).encode() + b"\n\ndata: [DONE]\n\n"

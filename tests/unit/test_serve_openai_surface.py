@@ -177,7 +177,7 @@ def test_every_error_is_openai_shaped_with_a_string_code_and_no_internals(tiny_c
     assert unknown.json()["error"]["code"] == "not_found"
     assert bad.json()["error"] == {
         "message": "This model's maximum context length is 2048 tokens (see <path>)",
-        "type": "invalid_request_error", "param": None, "code": "invalid_request",
+        "type": "invalid_request_error", "param": None, "code": "context_length_exceeded",
     }  # fmt: skip
     assert failed.json()["error"]["code"] == "engine_error"
     for leak in ("/home/engine", "engine.py", "4242", "127.0.0.1", engine.url):

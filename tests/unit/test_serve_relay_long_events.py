@@ -1,0 +1,138 @@
+"""How ``serve.errors.relayed_stream`` passes on an engine's event stream at its edges: an event longer than
+``MAX_PENDING_EVENT_BYTES`` that is no error goes on byte for byte, a ``/v1/responses`` stream cut short ends with
+the Responses error event, and a refusal for a prompt past the window carries OpenAI's ``context_length_exceeded``,
+in a stream as in an answer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import aiohttp
+import pytest
+
+import serve.errors
+from serve.errors import engine_error, relayed_stream
+
+
+def _relayed(chunks, *, responses: bool = False, broken: BaseException | None = None) -> bytes:
+    """What the client gets for an engine's event stream arriving in ``chunks``, then ``broken`` raised (if any)."""
+
+    async def engine():
+        for chunk in chunks:
+            yield chunk
+        if broken is not None:
+            raise broken
+
+    async def go():
+        return b"".join([part async for part in relayed_stream(engine(), "generator", True, responses=responses)])
+
+    return asyncio.run(go())
+
+
+def _in_chunks(stream: bytes, size: int) -> list[bytes]:
+    return [stream[at:at + size] for at in range(0, len(stream), size)]
+
+
+def test_a_long_event_that_is_no_error_is_passed_on_byte_for_byte():
+    """A 2 MiB event (a streamed completion with ``echo`` and ``logprobs`` sends the whole prompt's tokens in its
+    first event) in 64 KiB chunks, between two small ones: every byte reaches the client, ``[DONE]`` included, not
+    an error event in place of the answer."""
+    big = json.dumps({"choices": [{"index": 0, "text": "слово " * 200_000,
+                                   "logprobs": {"tokens": ["a"] * 40_000}}]}).encode()
+    assert len(big) > 2 * serve.errors.MAX_PENDING_EVENT_BYTES
+    stream = b'data: {"choices": []}\n\ndata: ' + big + b'\n\ndata: {"choices": [{"text": "!"}]}\n\ndata: [DONE]\n\n'
+    assert _relayed(_in_chunks(stream, 64 * 1024)) == stream
+    # its blank line split across two chunks, and chunks that end the long event and open the next one
+    assert _relayed(_in_chunks(stream, 64 * 1024 + 1)) == stream
+    assert _relayed(_in_chunks(stream, 1_000_003)) == stream
+
+
+def test_a_long_event_that_looks_like_an_error_or_no_event_is_still_cut():
+    """What the bound is for stays cut: a long error event (it is rewritten, so held, and an engine's error is small)
+    and bytes with no ``data:`` line end the stream with judge-serve's error and ``[DONE]``."""
+    cap = serve.errors.MAX_PENDING_EVENT_BYTES
+    error = b'data: {"error": {"message": "' + b"x" * (2 * cap) + b'", "code": 400}}\n\n'
+    junk = b"x" * (2 * cap) + b"\n\n"
+    for tail in (error, junk):
+        sent = _relayed(_in_chunks(b"data: first\n\n" + tail, 64 * 1024))
+        first, cut, done, end = sent.split(b"\n\n")
+        assert (first, done, end) == (b"data: first", b"data: [DONE]", b"")
+        assert json.loads(cut.removeprefix(b"data: "))["error"]["code"] == "engine_error"
+        assert b"xxxx" not in sent
+
+
+def test_a_long_event_with_no_end_is_cut_once_past_the_passed_bound(monkeypatch):
+    """An event passed on unheld is still bounded: past ``MAX_PASSED_EVENT_BYTES`` without its blank line, what was
+    passed (at most the bound) is ended and the stream closes with judge-serve's error event and ``[DONE]``; no
+    more is read."""
+    monkeypatch.setattr(serve.errors, "MAX_PENDING_EVENT_BYTES", 1000)
+    monkeypatch.setattr(serve.errors, "MAX_PASSED_EVENT_BYTES", 5000)
+    consumed = []
+
+    def chunks():
+        yield b'data: {"choices": [{"text": "'
+        for _ in range(100):
+            consumed.append(1)
+            yield b"y" * 500
+
+    sent = _relayed(chunks())
+    passed, cut, done, end = sent.split(b"\n\n")
+    assert passed.startswith(b'data: {"choices": [{"text": "yyy') and 4000 < len(passed) <= 5000
+    assert (done, end) == (b"data: [DONE]", b"")
+    assert "longer than 5000 bytes" in json.loads(cut.removeprefix(b"data: "))["error"]["message"]
+    assert len(consumed) < 15
+
+
+@pytest.mark.parametrize("passing", [False, True])
+def test_a_responses_stream_broken_off_ends_with_the_responses_error_event(passing, monkeypatch):
+    """A ``/v1/responses`` stream the engine breaks off ends as a Responses stream does: ``event: error`` whose data
+    is OpenAI's ``ResponseErrorEvent`` (code ``engine_error``, ``sequence_number`` one past the last one sent), and
+    no ``data: [DONE]``, which no Responses stream carries. Also when it breaks inside an event passed on unheld."""
+    from openai.types.responses import ResponseErrorEvent
+
+    if passing:
+        monkeypatch.setattr(serve.errors, "MAX_PENDING_EVENT_BYTES", 100)
+    created = (b'event: response.created\ndata: {"type": "response.created", "response": {"id": "r"}, '
+               b'"sequence_number": 0}\n\n')
+    delta = (b'event: response.output_text.delta\ndata: {"type": "response.output_text.delta", '
+             b'"delta": "\\"sequence_number\\": 99", "sequence_number": 1}\n\n')
+    unended = b'event: response.output_text.delta\ndata: {"type": "response.output_text.delta", "delta": "' + b"z" * 300
+    sent = _relayed([created, delta[:50], delta[50:], unended], responses=True,
+                    broken=aiohttp.ClientPayloadError("cut"))
+    assert sent.startswith(created + delta)
+    last = sent.rstrip(b"\n").split(b"\n\n")[-1]
+    event, data = last.split(b"\n")
+    assert event == b"event: error" and b"[DONE]" not in sent
+    error = ResponseErrorEvent.model_validate_json(data.removeprefix(b"data: "))
+    assert (error.type, error.code, error.sequence_number) == ("error", "engine_error", 2)
+    assert error.message == "the generator engine's stream broke off (ClientPayloadError); the reply is incomplete"
+
+
+def test_other_streams_broken_off_still_end_with_an_error_and_done():
+    """A chat or completion stream keeps vLLM's ending: ``data: {"error": ...}`` then ``data: [DONE]``."""
+    sent = _relayed([b'data: {"choices": []}\n\n'], broken=aiohttp.ClientPayloadError("cut"))
+    first, error, done, end = sent.split(b"\n\n")
+    assert (done, end) == (b"data: [DONE]", b"") and json.loads(error[6:])["error"]["code"] == "engine_error"
+
+
+VLLM_WINDOW = ("This model's maximum context length is 1024 tokens. However, you requested 2000 tokens (1990 in the "
+               "messages, 10 in the completion). Please reduce the length of the messages or completion.")
+
+
+def test_a_refusal_for_a_prompt_past_the_window_has_openais_code_in_an_answer_and_in_a_stream():
+    """vLLM's 400 for a prompt past the window gets OpenAI's code ``context_length_exceeded`` (a client checks it to
+    shorten and retry), proxied and inside a stream alike; any other 400 keeps ``invalid_request``."""
+    refusal = {"error": {"message": VLLM_WINDOW, "type": "BadRequestError", "param": "input_tokens", "code": 400}}
+    answer = engine_error(400, json.dumps(refusal).encode(), "generator")
+    assert answer.status_code == 400
+    assert json.loads(answer.body)["error"] == {"message": VLLM_WINDOW, "type": "invalid_request_error",
+                                                "param": "input_tokens", "code": "context_length_exceeded"}
+    other = engine_error(400, json.dumps({"error": {"message": "temperature: bad", "code": 400}}).encode(), "generator")
+    assert json.loads(other.body)["error"]["code"] == "invalid_request"
+    streamed = _relayed([b"data: " + json.dumps(refusal).encode() + b"\n\ndata: [DONE]\n\n"])
+    assert json.loads(streamed.split(b"\n\n")[0][6:])["error"]["code"] == "context_length_exceeded"
+    responses_event = {"type": "error", "code": "400", "message": VLLM_WINDOW, "param": None, "sequence_number": 3}
+    streamed = _relayed([b"event: error\ndata: " + json.dumps(responses_event).encode() + b"\n\n"], responses=True)
+    data = json.loads(streamed.split(b"\n")[1][6:])
+    assert (data["code"], data["sequence_number"]) == ("context_length_exceeded", 3)
