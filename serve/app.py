@@ -16,9 +16,10 @@ Routes:
   ``max_proxy_tokens // n``, at most the generating engine's ``max_model_len``; a completion request that names none
   is counted at OpenAI's and vLLM's default of 16 each (``serve.proxy_bounds``).
 * ``POST /v1/judge``: POLLUX judgments (``serve.schema`` for the request, ``serve.judging`` for the work). It,
-  ``GET /v1/models/{id}`` and the three proxied generation routes answer to the generating engine's model name
-  (what ``/v1/models`` lists) and to judge-serve's own ``model_name``, which differ when an attached engine serves
-  under another name (a generation request naming judge-serve's is sent under the engine's).
+  ``GET /v1/models/{id}`` and the proxied routes that take a body (the three generation routes, ``/tokenize``,
+  ``/detokenize``) answer to the generating engine's model name (what ``/v1/models`` lists) and to judge-serve's
+  own ``model_name``, which differ when an attached engine serves under another name (a request naming
+  judge-serve's is sent under the engine's). ``"model": ""`` names none, on ``/v1/judge`` as vLLM reads it.
 * ``POST /get_reward`` and ``/get_reward/<reward key>``: rewards in OpenRLHF's protocol (``serve.rewards``).
 * ``GET /metrics``: the generating engine's Prometheus metrics; ``GET /metrics/pooler``: the pooling engine's.
 * ``GET /health``: 200 while judge-serve lives and can heal (also while engines start or restart, and for an
@@ -54,7 +55,7 @@ cancelled (``serve.connections.unless_disconnected``). Client connections: ``hea
 ``max_connections`` (``serve.cli``). On SIGTERM/SIGINT uvicorn stops accepting connections, lets in-flight requests
 finish (``shutdown_grace_s``), then the engines are stopped.
 
-Why one module of ~660 lines: every route is a closure over ``create_app``'s config, state and its one proxy to the
+Why one module of ~670 lines: every route is a closure over ``create_app``'s config, state and its one proxy to the
 engines; what stands alone is already apart (the guards ``serve.connections``, the error shape ``serve.errors``, the
 token bound ``serve.proxy_bounds``, the engines ``serve.supervision``, the rewards ``serve.rewards``).
 """
@@ -361,8 +362,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         # a deadline that runs from the headers, as /v1/judge's does: other large bodies could hold them unbounded.
         deadline = time.monotonic() + config.request_timeout_s
         data = await request.body()
-        asked = None  # the model a generation request names, for the engine's 404 if it has no such model
-        if bounded and data:
+        asked = None  # the model the request names, for the engine's 404 if it has no such model
+        if request.method == "POST" and data:
 
             def read() -> Any:
                 body = decode_json_body(data)
@@ -379,19 +380,22 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             if isinstance(asked, str) and len(asked) > _MAX_MODEL_NAME_CHARS and asked not in served_names(state):
                 return error_response(404, unknown_model_message(asked, served_names(state)), "not_found_error",
                                       "model", "model_not_found")
-            bounded_body, refused = proxied_token_bound(body, path, config.max_proxy_tokens,
-                                                        state.engine_window(role))
-            if refused is not None:
-                return refused
+            sent_body = body
+            if bounded:
+                sent_body, refused = proxied_token_bound(body, path, config.max_proxy_tokens,
+                                                         state.engine_window(role))
+                if refused is not None:
+                    return refused
             # judge-serve's own name (what GET /v1/models/{id} and /v1/judge answer to) for an attached engine
-            # serving under another: sent under the engine's name, which vLLM would otherwise refuse with a 404.
+            # serving under another: sent under the engine's name, which vLLM would otherwise refuse with a 404, on
+            # every route whose body names a model (/tokenize and /detokenize as the generation routes).
             engine_name = state.engine_models.get(role)
-            if (isinstance(bounded_body, dict) and engine_name and bounded_body.get("model") != engine_name
-                    and bounded_body.get("model") in served_names(state)):
-                bounded_body = {**bounded_body, "model": engine_name}
-            if bounded_body is not body:  # encoded again as it was decoded: off the loop when large
+            if (isinstance(sent_body, dict) and engine_name and sent_body.get("model") != engine_name
+                    and sent_body.get("model") in served_names(state)):
+                sent_body = {**sent_body, "model": engine_name}
+            if sent_body is not body:  # encoded again as it was decoded: off the loop when large
                 try:
-                    data = await read_off_loop(len(data), lambda: json.dumps(bounded_body, ensure_ascii=False).encode(),
+                    data = await read_off_loop(len(data), lambda: json.dumps(sent_body, ensure_ascii=False).encode(),
                                               state.large_decodes, deadline)
                 except asyncio.TimeoutError:
                     return not_ready_in_time("encode again")
@@ -628,8 +632,11 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             return parsed, judge.check(parsed)
 
         def too_long() -> JSONResponse:
+            # The openai SDK resends a 5xx (twice by default) unless told not to: a request that outlived the
+            # deadline would take as long again, its judging done up to three times for one answer.
             return error_response(504, f"the judgment took longer than request_timeout_s={config.request_timeout_s:g} "
-                                  "s (its body's reading and decoding included)", "timeout", code="timeout")
+                                  "s (its body's reading and decoding included)", "timeout", code="timeout",
+                                  headers={"x-should-retry": "false"})
 
         try:
             parsed, checked = await read_off_loop(len(data), read, state.large_decodes, deadline)

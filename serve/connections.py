@@ -241,8 +241,11 @@ class BodyLimitMiddleware:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        # Closed after the answer, the rest of its body unread: kept alive, the connection would go on reading
+        # that body, and a client (one without the key too: this check runs before the key's) could hold a
+        # connection slot for the whole body deadline by trickling it.
         too_large = error_response(413, f"body: the request body exceeds {self.max_bytes} bytes",
-                                   "invalid_request_error", "body", "body_too_large")
+                                   "invalid_request_error", "body", "body_too_large", headers={"Connection": "close"})
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             return await too_large(scope, receive, send)

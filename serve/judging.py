@@ -214,9 +214,9 @@ async def _planned(admitted: Admitted, work: Any, /, *args: Any, **kwargs: Any) 
 def refuse_unservable(request: JudgeRequest | PairwiseRequest, *, names: tuple[str, ...] | None, max_tokens: int,
                       kind: str, verdict_format: str, constrained: bool) -> int:
     """Refuse what the server's configuration alone refuses: a model name not in ``names`` (None: not known yet, an
-    attached engine's name before it was read), ``max_tokens`` above the server's, pairs for a judge that writes no
-    verdict, constrained decoding for an integer-format judge. ``Judge.check`` asks it, and ``/v1/judge`` before the
-    judge exists (``check_before_start``).
+    attached engine's name before it was read; ``""`` names none), ``max_tokens`` above the server's, pairs for a
+    judge that writes no verdict, constrained decoding for an integer-format judge. ``Judge.check`` asks it, and
+    ``/v1/judge`` before the judge exists (``check_before_start``).
 
     Returns:
         The request's ``max_tokens`` (the server's when it names none).
@@ -224,7 +224,8 @@ def refuse_unservable(request: JudgeRequest | PairwiseRequest, *, names: tuple[s
     Raises:
         RequestError: naming the field.
     """
-    if names is not None and request.model is not None and request.model not in names:
+    # "" names no model, as vLLM reads an empty name on every proxied route: the served one.
+    if names is not None and request.model and request.model not in names:
         raise unknown_model(request.model, names)
     asked = request.max_tokens if request.max_tokens is not None else max_tokens
     if asked > max_tokens:
