@@ -280,8 +280,9 @@ MAX_PENDING_EVENT_BYTES = 1024 * 1024
 MAX_PASSED_EVENT_BYTES = MAX_ANSWER_BYTES
 #: How much of a long event's beginning is read to tell an error event (``_ERROR_DATA_START``, ``_ERROR_TYPE``).
 _ERROR_HEAD_BYTES = 4096
-#: A Responses event's ``sequence_number`` (a JSON-escaped ``\"sequence_number\"`` inside a string does not match).
-_SEQUENCE_NUMBER = re.compile(rb'(?<!\\)"sequence_number"\s*:\s*(\d+)')
+#: A Responses event's ``sequence_number`` (a JSON-escaped ``\"sequence_number\"`` inside a string does not match;
+#: nor does a number of more digits than an event count has, which ``int`` could refuse).
+_SEQUENCE_NUMBER = re.compile(rb'(?<!\\)"sequence_number"\s*:\s*(\d{1,18})(?!\d)')
 
 
 def _looks_like_error(head: bytes) -> bool:

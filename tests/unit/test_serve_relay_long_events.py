@@ -109,6 +109,20 @@ def test_a_responses_stream_broken_off_ends_with_the_responses_error_event(passi
     assert error.message == "the generator engine's stream broke off (ClientPayloadError); the reply is incomplete"
 
 
+
+def test_a_sequence_number_no_event_count_has_does_not_break_the_relay():
+    """An engine's ``sequence_number`` of 5,000 digits (past what ``int`` converts) is passed on, not read: the
+    stream still ends with the Responses error event, numbered after the last count it did read."""
+    from openai.types.responses import ResponseErrorEvent
+
+    first = b'event: response.created\ndata: {"type": "response.created", "sequence_number": 4}\n\n'
+    odd = b'event: response.in_progress\ndata: {"type": "response.in_progress", "sequence_number": ' + b"7" * 5000 \
+        + b"}\n\n"
+    sent = _relayed([first, odd], responses=True, broken=aiohttp.ClientPayloadError("cut"))
+    assert sent.startswith(first + odd)
+    error = ResponseErrorEvent.model_validate_json(sent[len(first + odd):].split(b"\n")[1].removeprefix(b"data: "))
+    assert (error.code, error.sequence_number) == ("engine_error", 5)
+
 def test_other_streams_broken_off_still_end_with_an_error_and_done():
     """A chat or completion stream keeps vLLM's ending: ``data: {"error": ...}`` then ``data: [DONE]``."""
     sent = _relayed([b'data: {"choices": []}\n\n'], broken=aiohttp.ClientPayloadError("cut"))
