@@ -35,7 +35,7 @@ The seq2seq target is ``judge.render_target(feedback, score)`` with the verdict'
 carries ``judge.render_rationale_target(feedback)`` and, as its label, the record's ``criteria_score`` (mean over
 experts, or the teacher's score) or, with ``score_target="expert"``, the verdict's own score.
 
-Why one module of ~735 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
+Why one module of ~745 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
 which prints that report and refuses what no recipe could train on, are one path; the recipes' data step
 (``rows_for_config``) and ``judge-train run``'s early check take the same rules from here.
 """
@@ -104,6 +104,9 @@ class BuildReport:
         looser_row_tolerance: integer-format trace rows judged by a ``tolerance`` they record that is looser than
             the one the config sets (a row's own rule wins: ``train.seq2seq.integer_rows``); kept or dropped by it
             all the same, and counted so that a config's stricter tolerance is seen not to reach them.
+        kept_under_tied_modes: integer-format trace rows trained against the experts' tied modes (their recorded
+            ``experts_reference`` holds several: the traces stage's ``no_unique_mode: any``), which a config's
+            ``no_unique_mode: skip`` does not reach.
     """
 
     n_records: int = 0
@@ -117,6 +120,7 @@ class BuildReport:
     repeated_content: int = 0
     first_dropped: dict[str, str] = field(default_factory=dict)
     looser_row_tolerance: int = 0
+    kept_under_tied_modes: int = 0
     duplicate_input_rows: int = 0
 
     def drop(self, reason: str, row_id: Any) -> None:
@@ -151,6 +155,7 @@ class BuildReport:
             **({"repeated_content": self.repeated_content} if self.repeated_content else {}),
             **({"first_dropped": dict(sorted(self.first_dropped.items()))} if self.first_dropped else {}),
             **({"looser_row_tolerance": self.looser_row_tolerance} if self.looser_row_tolerance else {}),
+            **({"kept_under_tied_modes": self.kept_under_tied_modes} if self.kept_under_tied_modes else {}),
             **({"duplicate_input_rows": self.duplicate_input_rows} if self.duplicate_input_rows else {}),
         }
 
@@ -164,7 +169,9 @@ class BuildReport:
                          **({"duplicate_input_rows": eval_report.duplicate_input_rows}
                             if eval_report.duplicate_input_rows else {}),
                          **({"looser_row_tolerance": eval_report.looser_row_tolerance}
-                            if eval_report.looser_row_tolerance else {})}  # fmt: skip
+                            if eval_report.looser_row_tolerance else {}),
+                         **({"kept_under_tied_modes": eval_report.kept_under_tied_modes}
+                            if eval_report.kept_under_tied_modes else {})}  # fmt: skip
         else:
             self.eval = {"source": f"held out of data by {self.validation_split} (eval_fraction "
                                    f"{config.eval_fraction})", "n_rows": len(held_out), "dropped": {}}

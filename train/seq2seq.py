@@ -25,7 +25,7 @@ integer. Its rows come from the reasoning traces of ``judge-train data traces`` 
 manifest says ``verdict_format: integer`` and records the lengths it was trained within (``trained_lengths``), so
 that judge-serve gives it room to reason.
 
-Why one module of ~695 lines: it is the whole recipe of both verdict formats, which share one trainer and one
+Why one module of ~715 lines: it is the whole recipe of both verdict formats, which share one trainer and one
 tokenization (``sft_examples``, with the chat templates whose text each format repairs); what the integer format
 adds (its rows from reasoning traces and the rules that keep a trace, ~250 lines) is read with the step that trains
 on it.
@@ -341,7 +341,8 @@ def _trace_references(record, agreement: str, no_unique_mode: str) -> tuple[tupl
 def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str = "refuse",
                  source: str = "<records>", traces_settings: dict[str, Any] | None = None,
                  min_russian_share: float = 0.5, split_spec: judge.SplitSpec | None = None,
-                 config_tolerance: float | None = None) -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
+                 config_tolerance: float | None = None,
+                 config_no_unique_mode: str | None = None) -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
     """Integer-format training rows from reasoning traces: one row per record with ``reasoning`` and ``reasoning_score``.
 
     The records are ``judge-train data traces`` output (or any POLLUX-format records with those two columns): the
@@ -363,6 +364,9 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         split_spec: the Zero-Shot split ``zero_shot`` applies (default: the packaged one).
         config_tolerance: the ``tolerance`` the config sets, where it sets one: rows judged by a looser tolerance of
             their own are judged by it all the same, and counted (``looser_row_tolerance``) and warned of once.
+        config_no_unique_mode: the ``no_unique_mode`` the config sets, where it sets one: rows kept against tied modes
+            (their recorded ``experts_reference`` holds several) train under ``skip`` all the same, and are counted
+            (``kept_under_tied_modes``, whatever the config says) and, under ``skip``, warned of once.
 
     Returns:
         (rows, ``train.build_data.BuildReport``). A row has ``id``, ``record_id`` (the judged item's, ``item_id`` when
@@ -382,8 +386,8 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         the stage's ``agreement`` and ``tolerance``), ``no_expert_scores`` (no label to agree with) and
         ``no_unique_mode`` (experts tied between modes, which the stage leaves out by default) and
         ``reference_mismatch`` (the row's recorded ``experts_reference`` is not its ``expert_scores``': relabelled
-        since its trace was kept), and ``duplicate_trace`` (the same reasoning and score for the same item as a row
-        kept before it, whatever its id or file: the item is its ``item_id``, else its prompt). Rejection sampling
+        since its trace was kept), and ``duplicate_trace`` (the same reasoning and score for the same prompt as a row
+        kept before it, whatever its id, item or file). Rejection sampling
         keeps only traces that agree with the label, whatever file they come from.
 
     Raises:
@@ -392,6 +396,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             ConfigError: a setting of the traces stage's summary.json the config would refuse (``traces_agreement``).
     """
     from train.build_data import BuildReport, russian_share, zero_shot_records
+    from train.synthetic.traces import experts_reference
 
     rule = traces_settings if traces_settings is not None else traces_agreement(None if source == "<records>" else source)
     records = list(records)
@@ -459,18 +464,29 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
                 report.drop(why, record.id)
                 continue
             prompt = judge.render_prompt(record)
-            # The traces stage's duplicate_trace (one item's trace given twice), across files and ids: a traces.jsonl
-            # joined with a dropped.jsonl whose drop_reason was stripped, or two trace folders, would weigh it twice.
-            # The item is the stage's item_id, else the prompt the judge reads (records of your own).
-            trace = (str(record.extra.get("item_id") or prompt), reasoning.strip(), value)
+            # The traces stage's duplicate_trace (one trace given twice), across files, ids and items: a traces.jsonl
+            # joined with a dropped.jsonl whose drop_reason was stripped, two trace folders, or two items rendering
+            # one prompt (two answer models writing the same answer) would weigh it twice. Keyed by what the judge
+            # reads and writes, the prompt, since two item ids of one prompt are one example to it.
+            trace = (prompt, reasoning.strip(), value)
             if trace in trained:
                 report.drop("duplicate_trace", record.id)
                 continue
             trained.add(trace)
+            # A trace kept against tied modes (the stage's no_unique_mode: any, recorded in the row's
+            # experts_reference) trains whatever the config's no_unique_mode says: counted.
+            report.kept_under_tied_modes += len(experts_reference(
+                record.expert_scores, _row_rule(record, rule)["agreement"])) > 1
             rows.append({"id": record.id, "record_id": str(record.extra.get("item_id") or record.id),
                          "instruction_id": instruction_id(record), "prompt": prompt,
                          "reasoning": reasoning.strip(), "score": value, "completion": integer_target(reasoning, value)})  # fmt: skip
     report.n_rows = len(rows)
+    if report.kept_under_tied_modes and config_no_unique_mode == "skip":
+        logger.warning("%s: %d trace row(s) were kept against the experts' tied modes (their experts_reference "
+                       "records several, the traces stage's no_unique_mode: any) and are trained although the config "
+                       "says no_unique_mode: skip, which applies to rows that record no reference of their own; "
+                       "counted as kept_under_tied_modes in run.json's data report", source,
+                       report.kept_under_tied_modes)
     if report.looser_row_tolerance:
         logger.warning("%s: %d trace row(s) record a tolerance looser than the config's tolerance %s and are judged by "
                        "their own (a row's recorded agreement and tolerance win over the config's, which apply to rows "
@@ -532,7 +548,8 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
         rows, report = integer_rows(records, zero_shot=config.zero_shot, missing_reasoning=config.missing_reasoning,
                                     source=source, min_russian_share=config.min_russian_share,
                                     traces_settings=traces_settings_for_config(config, source),
-                                    split_spec=spec, config_tolerance=config.tolerance)  # fmt: skip
+                                    split_spec=spec, config_tolerance=config.tolerance,
+                                    config_no_unique_mode=config.no_unique_mode)  # fmt: skip
         report.duplicate_input_rows = load_report.n_duplicates
         # counted as trained: a template that drops the reasoning from a rendered turn (R1 distills, QwQ) would
         # count the row without it, and the row be dropped only after the split and the max_rows cut

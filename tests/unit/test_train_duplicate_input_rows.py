@@ -46,7 +46,7 @@ def test_the_integer_data_step_counts_duplicate_input_rows(tmp_path, qwen3_token
     from train.config import load_config
     from train.seq2seq import integer_rows_for_config
 
-    records = [trace_record(id=f"{item}#0", item_id=item) for item in ("a", "b", "c")]
+    records = [trace_record(id=f"{item}#0", item_id=item, answer=f"Ответ {item}.") for item in ("a", "b", "c")]
     data = tmp_path / "traces.jsonl"
     judge.write_jsonl([*records, records[0]], data)
     config = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), verdict_format="integer",

@@ -144,21 +144,21 @@ def test_unusable_traces_are_dropped_by_reason():
 
 
 def test_the_same_trace_under_another_id_is_trained_once():
-    """The traces stage drops a copy of a kept trace (duplicate_trace); integer SFT did not, so files joined (a
-    traces.jsonl beside a dropped.jsonl with its drop_reason stripped) trained one trace twice. The same reasoning and
-    score for the same item (its item_id, else the prompt) is kept once now, whatever its id; another reasoning, or
-    another item, is not a copy."""
+    """The traces stage drops a copy of a kept trace (duplicate_trace), and so does integer SFT: files joined (a
+    traces.jsonl beside a dropped.jsonl with its drop_reason stripped) would train one trace twice. The same reasoning
+    and score for the same prompt is kept once, whatever its id or item (two items rendering one prompt are one
+    example to the judge, as GRPO pools them); another reasoning, or another prompt, is not a copy."""
     rows, report = integer_rows([
         trace_record(id="a#0"),
         trace_record(id="a#3"),  # the stage's duplicate of a#0, its drop_reason stripped
         trace_record(id="a#1", reasoning=REASONING + " Проверено."),
-        trace_record(id="b#0", item_id="b"),
-        trace_record(id="mine-1", item_id=None),
-        trace_record(id="mine-2", item_id=None),  # records of your own: the item is the prompt judged
+        trace_record(id="b#0", item_id="b"),  # another item of the same prompt
+        trace_record(id="c#0", item_id="c", instruction="Третье задание."),
+        trace_record(id="mine-1", item_id=None),  # a record of your own, of the same prompt
         trace_record(id="mine-3", item_id=None, instruction="Другое задание."),
     ])
-    assert [row["id"] for row in rows] == ["a#0", "a#1", "b#0", "mine-1", "mine-3"]
-    assert dict(report.dropped) == {"duplicate_trace": 2}
+    assert [row["id"] for row in rows] == ["a#0", "a#1", "c#0", "mine-3"]
+    assert dict(report.dropped) == {"duplicate_trace": 3}
 
 
 def test_a_recorded_answer_that_is_more_than_the_integer_is_not_trained_on():
@@ -167,11 +167,13 @@ def test_a_recorded_answer_that_is_more_than_the_integer_is_not_trained_on():
     whose recorded answer (teacher_content) is more than the integer is dropped as answer_not_bare, the stage's rule;
     a bare one, inline after its </think> too, trains, and a record with no recorded answer is judged as before."""
     rows, report = integer_rows([
-        trace_record(id="a#0", item_id="a", teacher_content="Оценка 1 из 2"),
-        trace_record(id="b#0", item_id="b", teacher_content=" 2\n"),
-        trace_record(id="c#0", item_id="c", teacher_content=f"<think>\n{REASONING}\n</think>\n\n2"),
-        trace_record(id="d#0", item_id="d", teacher_content=f"<think>\n{REASONING}\n</think>\n\nИтог: 2"),
-        trace_record(id="e#0", item_id="e"),
+        trace_record(id="a#0", item_id="a", answer="Ответ a.", teacher_content="Оценка 1 из 2"),
+        trace_record(id="b#0", item_id="b", answer="Ответ b.", teacher_content=" 2\n"),
+        trace_record(id="c#0", item_id="c", answer="Ответ c.",
+                     teacher_content=f"<think>\n{REASONING}\n</think>\n\n2"),
+        trace_record(id="d#0", item_id="d", answer="Ответ d.",
+                     teacher_content=f"<think>\n{REASONING}\n</think>\n\nИтог: 2"),
+        trace_record(id="e#0", item_id="e", answer="Ответ e."),
     ])
     assert [(row["id"], row["completion"][-1]) for row in rows] == [("b#0", "2"), ("c#0", "2"), ("e#0", "2")]
     assert dict(report.dropped) == {"answer_not_bare": 2} and (report.n_records, report.n_rows) == (5, 3)
@@ -199,8 +201,8 @@ def test_a_recorded_reference_that_is_not_the_rows_expert_scores_is_dropped():
         trace_record(id="a#0", expert_scores=[0, 0, 0], experts_reference=[2.0]),
         trace_record(id="b#0", expert_scores=[0, 0, 0], experts_reference=[2.0], reasoning_score=0),
         trace_record(id="c#0", item_id="c", experts_reference=[2.0], agreement="mode", tolerance=0.0),
-        trace_record(id="d#0", item_id="d", expert_scores=[1, 2, 2], experts_reference=[2.0], agreement="median",
-                     tolerance=0.0),
+        trace_record(id="d#0", item_id="d", answer="Другой ответ.", expert_scores=[1, 2, 2], experts_reference=[2.0],
+                     agreement="median", tolerance=0.0),
         trace_record(id="e#0", expert_scores=[1, 2, 2], experts_reference=[5 / 3], agreement="median", tolerance=1.0),
     ])
     assert [row["id"] for row in rows] == ["c#0", "d#0"]
@@ -365,11 +367,11 @@ def test_the_agreement_rule_for_your_own_records_is_set_from_the_config(tmp_path
     from train.config import ConfigError, load_config
     from train.seq2seq import integer_rows_for_config
 
-    records = [trace_record(id="a#0", item_id="a", reasoning_score=1),
-               trace_record(id="b#0", item_id="b", reasoning_score=0, expert_scores=[0, 2]),
-               trace_record(id="c#0", item_id="c", reasoning_score=1, expert_scores=[0, 1, 2, 2]),
-               trace_record(id="d#0", item_id="d", reasoning_score=1, tolerance=0.0, agreement="mode",
-                            experts_reference=[2.0])]  # fmt: skip
+    records = [trace_record(id="a#0", item_id="a", answer="Ответ a.", reasoning_score=1),
+               trace_record(id="b#0", item_id="b", answer="Ответ b.", reasoning_score=0, expert_scores=[0, 2]),
+               trace_record(id="c#0", item_id="c", answer="Ответ c.", reasoning_score=1, expert_scores=[0, 1, 2, 2]),
+               trace_record(id="d#0", item_id="d", answer="Ответ d.", reasoning_score=1, tolerance=0.0,
+                            agreement="mode", experts_reference=[2.0])]  # fmt: skip
     data = tmp_path / "mine.jsonl"
     judge.write_jsonl(records, data)
     base = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), verdict_format="integer",
@@ -413,10 +415,10 @@ def test_rows_whose_own_tolerance_is_looser_than_the_configs_are_counted_and_sai
     from train.seq2seq import integer_rows_for_config
 
     stage_row = {"agreement": "mode", "experts_reference": [2.0]}
-    records = [trace_record(id="a#0", item_id="a", reasoning_score=1, tolerance=1.0, **stage_row),
-               trace_record(id="b#0", item_id="b", reasoning_score=1, tolerance=1.0, **stage_row),
-               trace_record(id="c#0", item_id="c", reasoning_score=2, tolerance=0.0, **stage_row),
-               trace_record(id="d#0", item_id="d", reasoning_score=2)]  # fmt: skip
+    records = [trace_record(id="a#0", item_id="a", answer="Ответ a.", reasoning_score=1, tolerance=1.0, **stage_row),
+               trace_record(id="b#0", item_id="b", answer="Ответ b.", reasoning_score=1, tolerance=1.0, **stage_row),
+               trace_record(id="c#0", item_id="c", answer="Ответ c.", reasoning_score=2, tolerance=0.0, **stage_row),
+               trace_record(id="d#0", item_id="d", answer="Ответ d.", reasoning_score=2)]  # fmt: skip
     data = tmp_path / "traces.jsonl"
     judge.write_jsonl(records, data)
     base = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), verdict_format="integer",
