@@ -302,22 +302,33 @@ def test_kept_traces_are_integer_sft_rows(teacher, tmp_path):
 
 
 def test_no_unique_mode_any_and_tolerance_and_item_cap(teacher, tmp_path):
-    """no_unique_mode any asks C too and keeps a trace equal to either mode (0, 2, 0 of 0, 2, 0, 1); tolerance 1 keeps
-    A's "1" (|1 - 2| = 1); max_kept_per_item 2 drops A's third agreeing trace as over_item_cap."""
+    """Tolerance 1 keeps A's "1" (|1 - 2| = 1), and max_kept_per_item 2 drops A's third agreeing trace as
+    over_item_cap; B (mode 1) and C (modes 0 and 2 under any) it leaves unasked, every level of 0..2 lying within 1
+    point of a reference (tolerance_admits_every_level). At tolerance 0, no_unique_mode any asks C and keeps a trace
+    equal to either mode (0, 2, 0 of 0, 2, 0, 1; the second 0 over the cap)."""
     out = tmp_path / "traces"
     config = write_config(tmp_path, teacher.base_url, no_unique_mode="any", tolerance=1.0, max_kept_per_item=2)
     assert main(["traces", "--config", str(config), "--input", str(write_inputs(tmp_path)), "--output", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
-    # A: 2 kept, 1 kept, 2 over the cap, 5 out of scale. B: as before (1 kept). C: 0 kept, 2 kept, 0 and 1 over the cap
-    # (|1 - 0| and |1 - 2| are both 1, so "1" agrees too, but the cap is reached first).
+    # A: 2 kept, 1 kept, 2 over the cap, 5 out of scale.
+    assert (summary["kept"], summary["traces"]) == (2, 4)
+    assert summary["dropped_by_reason"] == {"out_of_scale": 1, "over_item_cap": 1}
+    assert summary["skipped_items_by_reason"] == {"tolerance_admits_every_level": 2}
+    assert [row["id"] for row in jsonl(out / "traces.jsonl")] == ["A#0", "A#1"]
+
+    teacher.left.update({item: list(answers) for item, answers in SCRIPT.items()})
+    out = tmp_path / "exact"
+    config = write_config(tmp_path, teacher.base_url, no_unique_mode="any", max_kept_per_item=2)
+    assert main(["traces", "--config", str(config), "--input", str(write_inputs(tmp_path)), "--output", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
     assert (summary["kept"], summary["traces"]) == (5, 12)
-    assert summary["dropped_by_reason"] == {"no_reasoning": 1, "out_of_scale": 1, "over_item_cap": 3}
-    assert [row["id"] for row in jsonl(out / "traces.jsonl")] == ["A#0", "A#1", "B#0", "C#0", "C#1"]
+    assert summary["dropped_by_reason"] == {"disagrees": 2, "no_reasoning": 1, "out_of_scale": 1, "over_item_cap": 1}
+    assert [row["id"] for row in jsonl(out / "traces.jsonl")] == ["A#0", "A#2", "B#0", "C#0", "C#1"]
 
 
 def test_retuning_and_resuming_reuse_the_journal(teacher, tmp_path):
     """A run limited to the first item, then the full run: only B's four traces are asked. A rerun with another
-    tolerance asks again only the trace whose request failed (the outage was not the teacher's answer) and
+    item cap asks again only the trace whose request failed (the outage was not the teacher's answer) and
     re-decides the rest from the journal. A journal line torn by a kill is asked again, alone."""
     inputs = write_inputs(tmp_path)
     config = write_config(tmp_path, teacher.base_url)
@@ -329,10 +340,10 @@ def test_retuning_and_resuming_reuse_the_journal(teacher, tmp_path):
     assert len(teacher.requests) == 8 and json.loads((out / "summary.json").read_text())["kept"] == 3
 
     teacher.left["B"] = [reply("1")]  # what B's trace whose request failed (the 500) gets when asked again
-    assert main([*argv, "--tolerance", "1"]) == 0
+    assert main([*argv, "--max-kept-per-item", "1"]) == 0
     assert len(teacher.requests) == 9
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["kept"] == 4  # A's "1" agrees within 1 point; B's re-asked "1" has no reasoning: dropped
+    assert summary["kept"] == 2  # A's second "2" over the cap; B's re-asked "1" has no reasoning: dropped
     assert "request_failed" not in summary.get("failed_by_reason", {})
 
     lines = (out / "journal.jsonl").read_text(encoding="utf-8").splitlines()
@@ -557,8 +568,8 @@ def test_shipped_traces_config_parses_and_names_its_command(capsys):
 def test_kept_rows_carry_their_rule_and_train_alike_from_every_copy(teacher, tmp_path):
     """A stage run with tolerance 1 keeps A's "1" (|1 - 2| = 1). Every kept row records the rule it was kept by
     (experts_reference, agreement, tolerance), so traces.jsonl, the stage's dataset/ folder (summary.json lies in
-    its parent, not in it) and a copy of traces.jsonl with no summary.json beside it train the same four rows; the
-    dataset/ folder once trained three, A's "1" dropped as disagrees by the default tolerance 0."""
+    its parent, not in it) and a copy of traces.jsonl with no summary.json beside it train the same three rows,
+    where the default tolerance 0 would drop A's "1" as disagrees."""
     import shutil
 
     from train.build_data import load_training_records
@@ -569,14 +580,13 @@ def test_kept_rows_carry_their_rule_and_train_alike_from_every_copy(teacher, tmp
     assert main(["traces", "--config", str(config), "--input", str(write_inputs(tmp_path)), "--output", str(out)]) == 0
     kept = jsonl(out / "traces.jsonl")
     assert [(row["id"], row["agreement"], row["tolerance"], row["experts_reference"]) for row in kept] == [
-        ("A#0", "mode", 1.0, [2.0]), ("A#1", "mode", 1.0, [2.0]), ("A#2", "mode", 1.0, [2.0]),
-        ("B#0", "mode", 1.0, [1.0])]  # fmt: skip
+        ("A#0", "mode", 1.0, [2.0]), ("A#1", "mode", 1.0, [2.0]), ("A#2", "mode", 1.0, [2.0])]  # fmt: skip
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     shutil.copy(out / "traces.jsonl", elsewhere / "mine.jsonl")
     for source in (out / "traces.jsonl", out / "dataset", elsewhere / "mine.jsonl"):
         rows, report = integer_rows(load_training_records(str(source)), source=str(source))
-        assert [row["id"] for row in rows] == ["A#0", "A#1", "A#2", "B#0"], source
+        assert [row["id"] for row in rows] == ["A#0", "A#1", "A#2"], source
         assert not report.dropped, source
 
 

@@ -346,11 +346,18 @@ class TracesConfig(_Common):
                          "(default: the packaged judge/data/zero_shot.yaml); judge-train's own split_file")
     allow_benchmark_rows: bool = _f(False, "accept rows in the released POLLUX benchmark's schema (refused as "
                                     "build-data refuses them: its dataset card asks that it not be used for training)")
-    system_prompt: str = _f("", "system message sent before the judge prompt (empty: none, as judge-serve prompts)")
+    system_prompt: str = _f("", "must be empty: a trace answers the conversation it was asked in, and the SFT rows "
+                            "and judge-serve hold the judge prompt alone")
 
     def check_runnable(self) -> None:
         if not self.teacher:
             raise ValueError("traces: no teacher endpoint configured ('teacher' in the YAML)")
+        if self.system_prompt:
+            # The student is trained (train.seq2seq.integer_rows) and served on the judge prompt as the only turn: a
+            # trace written under a system turn it never sees argues from instructions it is not given.
+            raise ValueError("traces: system_prompt must be empty: the integer-format SFT rows and judge-serve hold "
+                             "the judge prompt as the only turn, so a trace asked under a system message answers "
+                             "another conversation than the one the judge is trained on")
         self.zero_shot_split()  # a split file that does not load stops the stage before its folder is made
 
     def zero_shot_split(self):

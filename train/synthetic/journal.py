@@ -39,7 +39,7 @@ from judge.plumbing.journal import (JournalError, JournalWriter, RepeatedKeyErro
 from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_json, value_words
 
 __all__ = ["Journal", "InputRows", "run_jobs", "request_failed", "answered_oversized", "write_stage_outputs",
-           "read_input", "read_rows", "require_fields", "refuse_later_stage_rows", "log"]
+           "read_input", "read_rows", "require_fields", "refuse_later_stage_rows", "STAGE_ROW_MARKS", "log"]
 
 
 def log(message: str) -> None:
@@ -110,18 +110,18 @@ def request_failed(row: dict) -> bool:
     """Whether a journalled job failed for want of an answer (the endpoint never answered after its retries): such a
     job is asked again when the stage runs again, where one the endpoint answered, however badly, is final. Every
     stage journals ``ok: False`` for that; annotate also for a verdict it could not use (``error: verdict_...``),
-    which is the teacher's answer, and every stage for an answer the client refused as oversized
+    which is the teacher's answer, traces for a request the server refused (``error: refused_<status>``, final:
+    ``train.synthetic.traces.REFUSED_STATUSES``), and every stage for an answer the client refused as oversized
     (``answered_oversized``), which the endpoint did give.
 
-    A row an earlier version journalled as answered whose answer is not text (a list of content parts, an object:
-    the client passed them on unchecked, and every stage reading it crashed) failed too: this version's client joins
-    text parts and fails anything else, so asking again is what it would have journalled.
+    A row journalled as answered whose answer is not text (a list of content parts, an object) failed too: the
+    client joins text parts and fails anything else, so asking again gives the row it journals now.
     """
     if row.get("ok") is True:
         text = next((name for name in _TEXT_FIELDS if name in row), None)
         return text is not None and not isinstance(row[text], str)
     # A row with no "ok" (hand-made, or a foreign tool's) holds no answer this stage knows: asked again, as a failure.
-    return not (str(row.get("error") or "").startswith("verdict_") or answered_oversized(row))
+    return not (str(row.get("error") or "").startswith(("verdict_", "refused_")) or answered_oversized(row))
 
 
 def answered_oversized(row: dict) -> bool:

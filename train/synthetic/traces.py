@@ -6,8 +6,10 @@
 
 A teacher that thinks and then answers a bare integer (the ``integer`` verdict format: judge-serve serving
 ``Pollux-4B-Judge``, or vLLM with any Qwen3-style model; any OpenAI-compatible chat endpoint) judges every training
-item ``samples_per_item`` times. Each request is the Russian POLLUX judge prompt (``judge.render_prompt``) as one user
-turn, exactly what judge-serve renders for an integer-format judge; the server's chat template adds the thinking
+item ``samples_per_item`` times. Each request is the Russian POLLUX judge prompt (``judge.render_prompt``) as the only
+turn (``system_prompt`` is refused), what judge-serve renders for an integer-format judge judge-train exported, and
+what the SFT rows hold (the released Pollux-4B-Judge is served its own template, one newline longer: the teacher is
+asked with the student's prompt); the server's chat template adds the thinking
 (judge-serve and vLLM's ``--reasoning-parser`` return the reasoning apart from the answer, other servers inline as
 ``<think>...</think>``). ``judge.parse_integer_verdict`` (the serving parser) reads every answer back.
 
@@ -29,13 +31,16 @@ under one reason:
   ``max_kept_per_item`` so that the cap counts only traces SFT trains on), ``duplicate_trace`` (an agreeing trace whose
   reasoning and integer an earlier sample of the item already gave: a seeded or greedy teacher answers the same
   prompt alike, and the copy would weigh the trace twice in SFT), ``over_item_cap``;
-- failed (no verdict): ``request_failed`` and ``verdict_<parse error>`` (``verdict_unclosed_think`` for an answer
+- failed (no verdict): ``request_failed`` (asked again by a rerun), ``request_refused`` (a 400, 413 or 422: the
+  server's final answer, ``REFUSED_STATUSES``, asked again only under another prompt or ``max_tokens``) and
+  ``verdict_<parse error>`` (``verdict_unclosed_think`` for an answer
   cut inside its reasoning, ``verdict_no_score``, ``verdict_empty`` for nothing, or nothing after a reasoning the
   teacher ended itself: ``finish_reason`` ``stop``, a larger ``max_tokens`` would not change it), and ``verdict_cut``
   (the reasoning closed, but the answer stopped at ``max_tokens``: ``finish_reason`` ``length``, whether an integer
   was read from it or none yet), and
   ``turn_not_ended`` (any other reported ``finish_reason``: ``abort``, ``content_filter``, ``tool_calls``; the
-  teacher did not end its turn, so the integer read may not be its verdict), and ``verdict_oversized`` (an answer
+  teacher did not end its turn, so the integer read may not be its verdict; an ``abort``, the server's doing, is
+  asked again by a rerun), and ``verdict_oversized`` (an answer
   longer than the request's ``max_tokens`` could have produced, ``CHARS_PER_TOKEN`` characters a token, or a
   reasoning returned apart longer than its own cap: ``train.synthetic.client.longer_than_asked``; a server that
   ignored the limit, whatever ``finish_reason`` it reports). A failure is never a score.
@@ -48,9 +53,12 @@ loader leaves out (``duplicate_input_rows``), so that ``input_rows`` is their su
 
 Items are refused as training data exactly as ``judge-train build-data`` refuses them
 (``train.build_data.load_training_records``: rows in the released benchmark's schema; ``zero_shot_records``: the
-Zero-Shot test). Items not asked (``zero_shot`` with ``drop``, ``no_unique_mode``, ``no_expert_scores``,
-``no_scale``, ``score_out_of_scale`` / ``score_not_a_level`` for an expert's score off the rubric or between its
-levels, as GRPO drops such an item, and ``reference_not_a_level``: a ``median`` or ``mean`` reference between the
+Zero-Shot test), and rows of this stage's own output are refused (``refuse_traces_rows``). Rows that render one
+prompt are one item, their experts' scores pooled (``pooled_by_prompt``; the others counted ``duplicate_prompt``).
+Items not asked (``zero_shot`` with ``drop``, ``no_unique_mode``, ``no_expert_scores``, ``special_token_string``,
+``tolerance_admits_every_level`` (every level of the rubric within ``tolerance`` of the reference: nothing would be
+rejected), ``no_scale``, ``score_out_of_scale`` / ``score_not_a_level`` for an expert's score off the rubric or
+between its levels, as GRPO drops such an item, and ``reference_not_a_level``: a ``median`` or ``mean`` reference between the
 rubric's levels with none within ``tolerance``, which no integer could agree with) are counted per item. The mode is
 the paper's reference (arXiv 2505.24616v3, Appendix D.2.1, where the judge's MAE is taken against the experts' mode);
 ``median`` and ``mean`` are options beside it, and either may be a level no expert gave (experts 0 and 2: 1).
@@ -69,6 +77,10 @@ experts' scores unchanged) with ``id`` ``<item id>#<sample>``, ``item_id``, ``re
 ``reasoning_score`` (its integer), and the rule it was kept by (``experts_reference``, ``agreement``,
 ``tolerance``): the rows the seq2seq recipe trains on with ``verdict_format: integer``
 (``train.seq2seq.integer_rows``), by that rule wherever they are copied.
+
+Why one module of ~580 lines: which items are asked, how each answer is decided and the run that journals them
+apply one agreement rule and write one set of row keys (``STAGE_KEYS``); ``train.seq2seq.integer_rows`` calls the
+decision on every trace it trains, so the rule has one home.
 """
 
 from __future__ import annotations
@@ -86,7 +98,9 @@ from train.synthetic.journal import Journal, log, request_failed, run_jobs, writ
 
 __all__ = ["experts_reference", "within_tolerance", "reference_within_reach", "bare_answer", "trace_outcome",
            "cut_by_max_tokens", "ask_again_for_max_tokens", "training_records", "run_traces", "MIN_RUSSIAN_SHARE",
-           "CHARS_PER_TOKEN", "longer_than_asked"]
+           "CHARS_PER_TOKEN", "longer_than_asked", "REFUSED_STATUSES", "STAGE_KEYS", "POOLED_KEY", "own_record",
+           "tolerance_admits_every_level", "refuse_traces_rows", "pooled_by_prompt",
+           "SPECIAL_TOKEN_STRINGS"]
 
 #: The least Cyrillic share of a kept trace's letters: the seq2seq recipe's default ``min_russian_share``
 #: (``train.config.TrainConfig``), so that a trace kept here is one SFT trains on.
@@ -154,6 +168,8 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
     if str(done.get("error") or "").startswith("verdict_oversized"):
         # The client refused an answer longer than max_tokens allows (train.synthetic.client.longer_than_asked)
         return "failed", "verdict_oversized", None
+    if str(done.get("error") or "").startswith("refused_"):
+        return "failed", "request_refused", None  # the server refused the request (400, 413, 422): final
     if done.get("ok") is not True or request_failed(done):  # the latter: an answer journalled that is not text, asked again
         return "failed", "request_failed", None
     # .get: a hand-made or foreign journal row may lack a field; it reads as an empty answer, a failure counted
@@ -234,6 +250,102 @@ def ask_again_for_max_tokens(done: dict, scale, max_tokens: int) -> bool:
     return asked_with is None or asked_with < max_tokens
 
 
+#: Statuses that are the server's final answer to a request (a prompt past its context, a body it cannot take):
+#: journalled ``refused_<status>`` and counted ``request_refused``, never asked again for the same prompt. 401, 403
+#: and 404 (a key or model name wrong) stay failed requests, which a rerun after the fix asks again.
+REFUSED_STATUSES = (400, 413, 422)
+
+
+def own_record(record) -> dict:
+    """``record.to_dict()`` without this stage's keys (``STAGE_KEYS``): what a row of this run starts from."""
+    return {key: value for key, value in record.to_dict().items() if key not in STAGE_KEYS}
+
+
+def tolerance_admits_every_level(scale, references: tuple[float, ...], tolerance: float) -> bool:
+    """Whether every level of ``scale`` lies within ``tolerance`` of a reference: tolerance 1 on a 0/1 rubric, or on
+    0..2 around a mode of 1. Rejection sampling then rejects no verdict that parses."""
+    return all(any(within_tolerance(level, reference, tolerance) for reference in references)
+               for level in scale.levels)
+
+
+#: ChatML's turn markers and Qwen's end of text: the chat API parses them in the user text as control tokens (a forged
+#: turn the teacher answers under), where SFT (``judge.chat_tokens.chat_ids``) and judge-serve read them as the
+#: characters they are. An item holding one is not asked (``special_token_string``), as GRPO drops its prompt.
+SPECIAL_TOKEN_STRINGS = ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
+#: The keys the traces stage writes on its rows (kept, dropped, failed, skipped) beside the item's POLLUX record:
+#: left out of the record it copies, so that an input row's own never land on a row of this run.
+STAGE_KEYS = ("item_id", "trace_index", "teacher", "prompt_version", "experts_reference", "agreement", "tolerance",
+              "teacher_content", "finish_reason", "reasoning", "reasoning_score", "drop_reason", "fail_reason",
+              "skip_reason", "error")
+#: The ids of the items whose experts' scores a kept row's ``expert_scores`` pools with its own (one prompt).
+POOLED_KEY = "pooled_item_ids"
+
+
+def refuse_traces_rows(records, source: str) -> None:
+    """Refuse a row of this stage's own output as its input: a kept trace (``reasoning``, ``reasoning_score`` and
+    ``item_id``) would be asked again as an item of its own, one prompt once per kept trace, and a row of
+    dropped.jsonl or failed.jsonl would carry its ``drop_reason`` or ``fail_reason`` onto a kept row, which SFT then
+    drops.
+
+    Raises:
+        judge.RecordError: naming the file, the row and the keys that mark it.
+    """
+    from judge import RecordError
+    from train.synthetic.journal import STAGE_ROW_MARKS
+
+    for position, record in enumerate(records):
+        marks = STAGE_ROW_MARKS["traces"]
+        held = (marks if all(mark in record.extra for mark in marks)
+                else [key for key in ("drop_reason", "fail_reason") if key in record.extra])
+        if held:
+            where, row = record.origin or (source, position)
+            raise RecordError(where, row, None, f"a row of the traces stage's output (it holds {', '.join(held)}): "
+                              "the traces stage reads the split stage's output (train.jsonl) or records of your own")
+
+
+def pooled_by_prompt(records) -> tuple[list, list, int]:
+    """One record per rendered judge prompt, as ``train.grpo.grpo_rows`` pools them: two answer models writing the
+    same answer to one instruction are one item to the judge, and asking each apart would pay for the prompt twice
+    and train it on each row's own label (2 from one, 1 from the other) where GRPO's reference pools them.
+
+    Returns:
+        (records, copies, n_pooled_panels): the first record of each prompt, whose experts' scores are those of every
+        item of the prompt (its ``POOLED_KEY`` names the others), the later records, not asked on their own, and how
+        many items' panels joined another's. A record is its own item, or the ``item_id`` it names: a copy of an item
+        already pooled carries its panel again, and adds none.
+    """
+    import judge
+
+    groups: dict[str, list] = {}
+    for record in records:
+        groups.setdefault(judge.render_prompt(record), []).append(record)
+    firsts, copies, n_pooled = [], [], 0
+    for group in groups.values():
+        first, rest = group[0], group[1:]
+        copies += rest
+        items: dict[str, object] = {}
+        for record in group:
+            items.setdefault(str(record.extra.get("item_id") or record.id), record)
+        if len(items) == 1:
+            firsts.append(first)
+            continue
+        n_pooled += len(items) - 1
+        rest = list(items.values())[1:]
+        rows = [record.to_dict() for record in (first, *rest)]
+        row = {**rows[0], "expert_scores": [score for r in rows for score in r["expert_scores"]],
+               "criteria_score": None, POOLED_KEY: [record.id for record in rest]}  # fmt: skip
+        feedback = [r.get("expert_feedback") or [None] * len(r["expert_scores"]) for r in rows]
+        row["expert_feedback"] = [text or "" for texts in feedback for text in texts] if any(
+            r.get("expert_feedback") for r in rows) else None
+        experts = [expert for r in rows for expert in (r.get("expert_ids") or [None] * len(r["expert_scores"]))]
+        row.pop("expert_ids", None)
+        if None not in experts and len(set(experts)) == len(experts):  # one expert on two items: one panel, unnamed
+            row["expert_ids"] = experts
+        source, index = first.origin or ("<records>", 0)
+        firsts.append(judge.JudgeRecord.from_row(row, source=source, index=index))
+    return firsts, copies, n_pooled
+
+
 def training_records(input_path: str | Path, config: TracesConfig, counts: dict | None = None):
     """The items to ask about, refused or filtered exactly as build-data does, with why the others are not asked.
 
@@ -262,10 +374,16 @@ def training_records(input_path: str | Path, config: TracesConfig, counts: dict 
     records, load_report = load_training_records_report(
         SAMPLE_DATA if str(input_path) == SAMPLE_DATA else str(source),
         allow_benchmark_rows=config.allow_benchmark_rows)
+    refuse_traces_rows(records, str(source))
     records, held_out = zero_shot_records(records, config.zero_shot, config.zero_shot_split())
     skipped = [(record, "zero_shot") for record in held_out]
+    records, copies, n_pooled = pooled_by_prompt(records)
+    skipped += [(record, "duplicate_prompt") for record in copies]
     items = []
     for record in records:
+        if any(marker in judge.render_prompt(record) for marker in SPECIAL_TOKEN_STRINGS):
+            skipped.append((record, "special_token_string"))
+            continue
         if not record.expert_scores:
             skipped.append((record, "no_expert_scores"))
             continue
@@ -274,8 +392,7 @@ def training_records(input_path: str | Path, config: TracesConfig, counts: dict 
         except judge.ScaleError:
             skipped.append((record, "no_scale"))
             continue
-        # A -1 on a 0..2 rubric (a score in the project's schema) made the mode -1 and pulled the mean: the reference
-        # a trace had to agree with lay off the rubric, or between its levels.
+        # An expert's score off the rubric has no level a trace could equal, and it would pull a median or mean.
         off_rubric = scores_off_the_rubric(scale, record.expert_scores)
         if off_rubric is not None:
             skipped.append((record, off_rubric))
@@ -287,13 +404,18 @@ def training_records(input_path: str | Path, config: TracesConfig, counts: dict 
         if not reference_within_reach(scale, references, config.tolerance):
             skipped.append((record, "reference_not_a_level"))
             continue
+        if tolerance_admits_every_level(scale, references, config.tolerance):
+            # Every verdict that parses would agree: no trace is rejected, one arguing against the label included.
+            skipped.append((record, "tolerance_admits_every_level"))
+            continue
         items.append((record, scale, references))
     beyond_limit = max(0, len(items) - config.limit) if config.limit else 0
     if config.limit:
         items = items[: config.limit]
     if counts is not None:
         counts.update(input_rows=load_report.n_rows, duplicate_input_rows=load_report.n_duplicates,
-                      items_beyond_limit=beyond_limit)
+                      items_beyond_limit=beyond_limit,
+                      n_pooled_panels=n_pooled)
     return items, skipped
 
 
@@ -334,11 +456,15 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
             # The teacher's answer, not an outage (the client kept none of its text): final, as a verdict that does
             # not parse is, where a failed request is asked again.
             row["error"] = f"verdict_{result.error}"
+        elif result.status in REFUSED_STATUSES:
+            # The server's final word on this prompt (too long for its context, a body it cannot take): asked again it
+            # answers the same, so it is final (journal.request_failed), asked again only when the prompt changes.
+            row["error"] = f"refused_{result.status}: {result.error}"
         return row
 
     def request(job) -> str:
         # What a journalled answer was asked with: the prompt, and a sample's own seed when it is not the configured
-        # one, so a journal whose samples were all asked with that seed asks samples 1..k-1 again with theirs.
+        # one, so that a journalled answer asked under another seed than its sample's is asked again with its own.
         record, sample = job
         return render_prompt(record) + (f"\nseed {seed + sample}" if seeded and sample else "")
 
@@ -349,8 +475,17 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
     scales = {record.id: scale for record, scale, _ in items}
     cut = [key for key, (record, _) in jobs
            if key in journal and ask_again_for_max_tokens(journal.rows[key], scales[record.id], teacher.max_tokens)]
-    run_jobs(jobs, work, journal, config.concurrency, "traces", fingerprint=request, redo=cut,
-             redo_why=f"whose answer a smaller max_tokens cut (now {teacher.max_tokens})")
+    # An answer the server aborted (finish_reason abort: a restart, a cancelled request) is no verdict of the
+    # teacher's: asked again, as a request that failed is.
+    aborted = [key for key, _ in jobs if key in journal and journal.rows[key].get("finish_reason") == "abort"]
+    # A refusal under another max_tokens (a prompt and its max_tokens past the server's context) may not recur.
+    refused = [key for key, _ in jobs if key in journal and str(journal.rows[key].get("error") or "").startswith(
+        "refused_") and journal.rows[key].get("max_tokens") != teacher.max_tokens]
+    why = [f"whose answer a smaller max_tokens cut (now {teacher.max_tokens})"] if cut else []
+    why += ["whose answer the server aborted"] if aborted else []
+    why += [f"the server refused under another max_tokens (now {teacher.max_tokens})"] if refused else []
+    run_jobs(jobs, work, journal, config.concurrency, "traces", fingerprint=request, redo=[*cut, *aborted, *refused],
+             redo_why=" or ".join(why))
 
     kept, dropped, failed = [], [], []
     items_kept = items_all_failed = 0
@@ -375,7 +510,7 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
                 outcome, reason = "dropped", "over_item_cap"
             # The rule it was judged by (the references, the agreement that gave them, the tolerance) goes with every
             # row: a kept row copied away from summary.json (dataset/, or a file of its own) trains by it still.
-            row = {**record.to_dict(), "id": key, "item_id": record.id, "trace_index": sample,
+            row = {**own_record(record), "id": key, "item_id": record.id, "trace_index": sample,
                    "teacher": teacher.name, "prompt_version": PROMPT_VERSION, "experts_reference": list(references),
                    "agreement": config.agreement, "tolerance": float(config.tolerance),
                    "teacher_content": done.get("content"),
@@ -399,11 +534,12 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
                            "(train.synthetic.client.longer_than_asked)")
                 failed.append({**row, "fail_reason": reason, "error": why})
         items_kept += n_kept > 0
-        # No verdict from any of its k samples (an outage, every answer cut): the item is missing from the traces for
-        # want of answers, not because the teacher disagreed, and a rerun (a larger max_tokens) may recover it.
+        # No verdict from any of its k samples: the item is missing from the traces for want of a verdict, not because
+        # the teacher disagreed. A rerun recovers only the failures it asks again (request_failed, an aborted answer,
+        # and with a larger max_tokens a cut one), not a verdict that did not parse or a refused request.
         items_all_failed += n_failed == k
 
-    skipped_rows = [{**record.to_dict(), "skip_reason": reason} for record, reason in skipped]
+    skipped_rows = [{**own_record(record), "skip_reason": reason} for record, reason in skipped]
     extra = {
         "teacher": teacher.name,
         "prompt_version": PROMPT_VERSION,
@@ -421,17 +557,25 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
         "failed": len(failed),
         "failed_by_reason": dict(sorted(Counter(row["fail_reason"] for row in failed).items())),
         "cut_traces_asked_again": len(cut),
+        "aborted_traces_asked_again": len(aborted),
         "skipped_items": len(skipped),
         "skipped_items_by_reason": dict(sorted(Counter(reason for _, reason in skipped).items())),
         **unusable_endpoints(clients),
     }
+    admits_all = sum(reason == "tolerance_admits_every_level" for _, reason in skipped)
+    if admits_all:
+        log(f"traces: warning: {admits_all} items not asked (tolerance_admits_every_level): tolerance "
+            f"{config.tolerance} lets every level of their rubric agree with the experts, so no trace would be "
+            "rejected; a tolerance below the gap between levels (0: the reference exactly) asks them")
     if jobs and not kept:
-        # exit 0 with "kept 0" read as a finished stage; the SFT step after it then finds no traces to train on
+        # A stage that exits 0 says no more than that it finished: the SFT step after it finds no traces to train on
         reasons = Counter(row["fail_reason"] for row in failed) + Counter(row["drop_reason"] for row in dropped)
         log(f"traces: warning: no trace kept of the {len(jobs)} asked "
             f"({', '.join(f'{reason} {n}' for reason, n in reasons.most_common())}): the integer-format SFT step has "
             "nothing to train on; failed.jsonl and dropped.jsonl hold each answer with its reason")
-    summary = write_stage_outputs(out_dir, "traces", kept, dropped, config, extra)
+    # Before summary.json: a kill between them leaves the earlier summary beside this run's files, never this run's
+    # summary beside the earlier run's failures.
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
     for name, rows in (("failed.jsonl", failed), ("skipped.jsonl", skipped_rows)):
         rewrite_journal(Path(out_dir) / name, rows)  # replaced whole, as write_stage_outputs replaces its files
-    return summary
+    return write_stage_outputs(out_dir, "traces", kept, dropped, config, extra)
