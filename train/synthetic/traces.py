@@ -273,8 +273,9 @@ def tolerance_admits_every_level(scale, references: tuple[float, ...], tolerance
 #: characters they are. An item holding one is not asked (``special_token_string``), as GRPO drops its prompt.
 SPECIAL_TOKEN_STRINGS = ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
 #: The keys the traces stage writes on its rows (kept, dropped, failed, skipped) beside the item's POLLUX record:
-#: left out of the record it copies, so that an input row's own never land on a row of this run.
-STAGE_KEYS = ("item_id", "trace_index", "teacher", "prompt_version", "experts_reference", "agreement", "tolerance",
+#: left out of the record it copies, so that an input row's own never land on a row of this run. Not ``teacher``,
+#: which an annotated row holds for the teacher that labelled it (a row of this run names its own over it).
+STAGE_KEYS = ("item_id", "trace_index", "prompt_version", "experts_reference", "agreement", "tolerance",
               "teacher_content", "finish_reason", "reasoning", "reasoning_score", "drop_reason", "fail_reason",
               "skip_reason", "error")
 #: The ids of the items whose experts' scores a kept row's ``expert_scores`` pools with its own (one prompt).
