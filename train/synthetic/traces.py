@@ -459,7 +459,7 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
             row["error"] = f"verdict_{result.error}"
         elif result.status in REFUSED_STATUSES:
             # The server's final word on this prompt (too long for its context, a body it cannot take): asked again it
-            # answers the same, so it is final (journal.request_failed), asked again only when the prompt changes.
+            # answers the same: final (journal.request_failed), asked again only under another prompt or max_tokens.
             row["error"] = f"refused_{result.status}: {result.error}"
         return row
 
@@ -537,7 +537,7 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
         items_kept += n_kept > 0
         # No verdict from any of its k samples: the item is missing from the traces for want of a verdict, not because
         # the teacher disagreed. A rerun recovers only the failures it asks again (request_failed, an aborted answer,
-        # and with a larger max_tokens a cut one), not a verdict that did not parse or a refused request.
+        # with a larger max_tokens a cut one, with another a refused one), not a verdict that did not parse.
         items_all_failed += n_failed == k
 
     skipped_rows = [{**own_record(record), "skip_reason": reason} for record, reason in skipped]
