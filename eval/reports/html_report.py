@@ -479,7 +479,8 @@ def _delta_td(p: Paired, n_boot: int, n_shown: int | None, bound: bool = False, 
     shown = f"[{_num(p.ci[0])}, {_num(p.ci[1])}] " if all(_finite(v) for v in p.ci) else ""
     return (f'<td data-v="{p.delta if _finite(p.delta) else ""}">{fmt_delta(p.delta)} '
             f'<span class="ci">{shown}{_e(p_phrase(p.p_value, p.resamples(n_boot)))}{_e(holm)}{own_n}</span> '
-            f'<span class="{css}">{_e((p.verdict or "—") + _too_few_to_call(p, n_boot, alpha))}</span></td>')
+            f'<span class="{css}">{_e((p.verdict or "—") + _too_few_to_call(p, n_boot, alpha))}</span>'
+            f'{_e(f" ({p.why_no_call})") if p.why_no_call else ""}</td>')
 
 
 def _paired_table(label: str, cells: Mapping[str, Mapping[str, Paired]], metrics_shown: Sequence[str],

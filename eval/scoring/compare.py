@@ -253,8 +253,24 @@ def _reference(run: ScoredRun, metric: str) -> np.ndarray:
     return run.extra["reference"]
 
 
+#: Why a cell whose two sides are against different references is not called (``Paired.why_no_call``).
+TARGETS_DIFFER = "targets differ"
+
+
+def _apart(base: Metrics, other: Metrics) -> frozenset[str]:
+    """The metrics whose reference differs between the two runs: MAE where their ``--target`` does, Spearman where
+    their correlations' (``spearman_target``) does. Identical scores differ there, so such a delta is shown but not
+    called, nor entered into a table's Holm family: the difference is the references' as much as the judges'."""
+    return frozenset(metric for metric, differ in (("mae", base.target != other.target),
+                                                   ("spearman", spearman_target(base) != spearman_target(other)))
+                     if differ)
+
+
 def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray, metric: str, key: str,
-            n_boot: int, seed: int, alpha: float, clusters: np.ndarray | None = None) -> Paired:
+            n_boot: int, seed: int, alpha: float, clusters: np.ndarray | None = None,
+            apart: frozenset[str] = frozenset()) -> Paired:
+    """One metric of both runs on the paired items, called at ``alpha``; not called (verdict "—", with
+    ``TARGETS_DIFFER``) where it is in ``apart`` (``_apart``)."""
     ta, tb = base.table, other.table
     if metric == "vc_judge":
         xa, ya = base.extra["vc_judge"][index_a], base.extra["vc_judge"][index_a]
@@ -269,6 +285,8 @@ def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.
     # the units the bootstrap resampled: the paired items, or their instructions (what the minimum counts)
     paired = np.isfinite(xa) & np.isfinite(ya) & np.isfinite(xb) & np.isfinite(yb)
     units = found["n"] if cells is None else len(np.unique(cells[paired]))
+    if metric in apart:
+        return Paired.of(found, "—", units, why_no_call=TARGETS_DIFFER)
     call = _verdict(found["delta"], found["p_value"], metric, alpha, units, found.get("n_resamples"))
     return Paired.of(found, call, units)
 
@@ -302,8 +320,9 @@ def _too_few(n_units: int | None, n_resamples: int | None, alpha: float) -> bool
 
 
 def _callable(p: Paired, alpha: float) -> bool:
-    """Whether a cell may be called at all: a p-value, and enough paired units and resamples (``_verdict``)."""
-    return math.isfinite(p.delta) and math.isfinite(p.p_value) and not _too_few(p.n_units, p.n_resamples, alpha)
+    """Whether a cell may be called at all: a p-value, enough paired units and resamples (``_verdict``), and one
+    reference on both sides (no ``why_no_call``)."""
+    return p.why_no_call is None and math.isfinite(p.delta) and math.isfinite(p.p_value) and not _too_few(p.n_units, p.n_resamples, alpha)
 
 
 def _holm(table: dict[str, dict[str, Paired]], alpha: float) -> dict[str, dict[str, Paired]]:
@@ -439,6 +458,7 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
             raise ValueError(f"{base.folder} and {other.folder} share no item ids")
         _refuse_other_items(base, other, index_a, index_b)
         both_predicted = (ta.status[index_a] != "missing") & (tb.status[index_b] != "missing")
+        apart = _apart(base.metrics, other.metrics)
         splits: dict[str, SplitComparison] = {}
         for split in item_table.SPLITS:
             # "all" is the paper's two tests together, as in each run's own metrics: never the "unknown" items
@@ -455,12 +475,13 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
                 chosen = ("mae", "spearman", "vc_judge") if name != "criterion" else ("mae", "vc_judge")
                 groups[f"by_{name}"] = _holm({
                     label: {m: _paired(paired_base, paired_other, ia[labels == label], ib[labels == label], m,
-                                       f"{key}/{name}/{label}/{m}", n_boot, seed, alpha, clusters) for m in chosen}
+                                       f"{key}/{name}/{label}/{m}", n_boot, seed, alpha, clusters, apart)
+                            for m in chosen}
                     for label in sorted(set(labels))
                 }, alpha)
             splits[split] = SplitComparison(
                 overall={m: _paired(paired_base, paired_other, ia, ib, m, f"{key}/overall/{m}", n_boot, seed, alpha,
-                                    clusters)
+                                    clusters, apart)
                          for m in ("mae", "spearman", "vc_judge")}, **groups,
                 failures=_paired_failures(ta.status[ia], tb.status[ib], alpha))
         comparisons.append(RunComparison(other.name, other.folder, len(common), splits,
@@ -919,7 +940,7 @@ def comparison_headline(result: Comparison, k: int) -> list[str]:
             f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
             f"(delta {fmt_delta(delta)}, {ci_percent(_ci_level(result))} % CI [{fmt(p.ci[0])}, {fmt(p.ci[1])}], "
             f"{p_phrase(p.p_value, p.resamples(result.n_boot))}, "
-            f"{p.n} paired items): {p.verdict}"
+            f"{p.n} paired items): " + (f"not called: {p.why_no_call}" if p.why_no_call else p.verdict)
             + (f" (under {MIN_PAIRED} paired {unit}: too few to call)" if p.verdict == "n.s." and units < MIN_PAIRED
                else "")
             + (f" (under {needed} resamples: too few to call at alpha {result.alpha})"
@@ -1128,7 +1149,12 @@ def _cell(p: Paired, n_boot: int, holm: bool = False, bound: bool = False) -> li
     adjusted = [("≤ " + fmt_p_bound(p.p_holm) if bound else fmt_p(p.p_holm, p.resamples(n_boot)))
                 if p.p_holm is not None else "—"] if holm else []
     return [fmt(p.a), fmt(p.b), fmt_delta(p.delta), f"[{fmt(p.ci[0])}, {fmt(p.ci[1])}]",
-            fmt_p(p.p_value, p.resamples(n_boot)), *adjusted, p.verdict, str(p.n)]
+            fmt_p(p.p_value, p.resamples(n_boot)), *adjusted, _call(p), str(p.n)]
+
+
+def _call(p: Paired) -> str:
+    """A paired row's call, with why where the cell was not called (``Paired.why_no_call``)."""
+    return f"{p.verdict} ({p.why_no_call})" if p.why_no_call else p.verdict
 
 
 def _side_by_side(result: Comparison) -> list[str]:
@@ -1301,6 +1327,8 @@ def render_markdown(result: Comparison) -> str:
     header = ["Test", "Metric"] + list(result.runs)
     # against the experts' mode / mean where the runs' references differ: the values are not comparable as such
     spearman_refs = [f" (vs {target})" for target in _spearman_targets(result).values()] or [""] * len(result.runs)
+    mae_targets = [m.target for m in result.metrics]
+    mae_refs = [f" (vs {target})" for target in mae_targets] if len(set(mae_targets)) > 1 else [""] * len(result.runs)
     rows = []
     for split in item_table.SPLITS:
         blocks = [m.splits.get(split) for m in result.metrics]
@@ -1314,7 +1342,7 @@ def render_markdown(result: Comparison) -> str:
         def row(metric: str, show) -> list[str]:
             return [title, metric] + [show(c, k) if c is not None else "—" for k, c in enumerate(cells)]
 
-        rows.append(row("MAE", lambda c, k: fmt_ci(c.mae, c.mae_ci)))
+        rows.append(row("MAE", lambda c, k: fmt_ci(c.mae, c.mae_ci) + mae_refs[k]))
         rows.append(row("Spearman", lambda c, k: fmt_ci(c.spearman, c.spearman_ci) + spearman_refs[k]))
         rows.append(row("VC judge / experts", lambda c, k: f"{fmt(c.vc_judge)} / {fmt(c.vc_experts)}"))
         # an unfinished run is seen here: n counts only the items with a prediction (absent from older files: —)
@@ -1365,11 +1393,12 @@ def _count(value: int | None) -> str:
 
 def _metric_label(result: Comparison, comp, metric: str) -> str:
     """A paired row's metric in the words the other tables show it under (``KEY_LABELS``), with each side's
-    reference where the run's Spearman has another than the baseline's (``headline`` says what that means)."""
-    targets = {name: spearman_target(m) for name, m in zip(result.runs, result.metrics)}
+    reference where the run's MAE or Spearman has another than the baseline's (``headline`` says what that means)."""
+    reference = {"mae": lambda m: m.target, "spearman": spearman_target}.get(metric)
+    targets = {name: reference(m) for name, m in zip(result.runs, result.metrics)} if reference else {}
     base, run = targets.get(result.baseline), targets.get(comp.run)
     shown = KEY_LABELS.get(metric, metric)
-    if metric == "spearman" and base and run and base != run:
+    if base and run and base != run:
         return f"{shown} (baseline vs experts' {base}, run vs their {run})"
     return shown
 

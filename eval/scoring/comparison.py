@@ -48,7 +48,10 @@ class Paired(_ComparisonRecord):
         p_holm: in a table by evaluated model, task type or criterion, ``p_value`` adjusted by Holm's step-down
         method over that table's cells of the metric that may be called (``eval.scoring.compare``), the p-value
         ``verdict`` is read against there; absent in the overall cells (called on ``p_value``), in cells too small
-        to call and in a compare.json written before.
+        to call, in cells not called and in a compare.json written before. why_no_call: why the cell is not called
+        whatever its p-value (verdict "—"): "targets differ" where the two runs' MAE targets (``--target``) or
+        correlations' references (``--spearman-target``) differ, so that identical scores would differ too; absent
+        in every other cell.
     """
 
     n: int
@@ -61,6 +64,7 @@ class Paired(_ComparisonRecord):
     n_resamples: int | None = optional_field()
     n_units: int | None = optional_field()
     p_holm: float | None = optional_field()
+    why_no_call: str | None = optional_field()
 
     def resamples(self, n_boot: int) -> int:
         """The p-value's resolution: the resamples its share was taken over (``n_boot``, the number drawn, for a
@@ -68,10 +72,12 @@ class Paired(_ComparisonRecord):
         return self.n_resamples if self.n_resamples is not None else n_boot
 
     @classmethod
-    def of(cls, found: Mapping[str, Any], verdict: str, n_units: int | None = None) -> Paired:
-        """From ``paired_bootstrap``'s result, the call made on it and the units it resampled."""
+    def of(cls, found: Mapping[str, Any], verdict: str, n_units: int | None = None,
+           why_no_call: str | None = None) -> Paired:
+        """From ``paired_bootstrap``'s result, the call made on it, the units it resampled and why it was not
+        called (None where it was)."""
         return cls(found["n"], found["a"], found["b"], found["delta"], tuple(found["ci"]), found["p_value"], verdict,
-                   found.get("n_resamples"), n_units)
+                   found.get("n_resamples"), n_units, why_no_call=why_no_call)
 
 
 @dataclass(frozen=True)

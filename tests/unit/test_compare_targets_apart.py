@@ -1,0 +1,92 @@
+"""``judge-eval compare`` of runs whose MAE targets (``--target``) or correlations' references
+(``--spearman-target``) differ: identical scores differ there, so no such cell is called better or worse, none enters
+a table's Holm family, and every page says why."""
+
+from __future__ import annotations
+
+import json
+
+from tests.unit.test_compare_reference_and_counts import EXPERTS, JUDGE, _scored_run
+
+#: Two evaluated models, so that the tables by model hold cells of their own.
+MODELS = ["m1", "m2"] * (len(JUDGE) // 2)
+
+
+def _run(folder, name, **kwargs):
+    from eval.scoring import item_table
+    from tests.unit.test_eval_metrics import _table
+
+    run = _scored_run(folder, name, JUDGE, EXPERTS, **kwargs)
+    # the same items by two evaluated models: the by-model table holds two cells of each metric
+    table = _table(JUDGE, ["ok"] * len(JUDGE), EXPERTS, models=MODELS)
+    target, spearman = kwargs.get("target", "mode"), kwargs.get("spearman_target")
+    derived = item_table.derive(table, target, spearman_target=spearman)
+    result = json.loads(item_table.dumps(item_table.evaluate(table, target=target, n_boot=200, derived=derived,
+                                                             spearman_target=spearman)))
+    result["judge"] = name
+    extra = {"reference": derived.reference, "vc_judge": derived.vc_judge, "vc_experts": derived.vc_experts}
+    if derived.spearman_reference is not derived.reference:
+        extra["spearman_reference"] = derived.spearman_reference
+    item_table.write_table(table, run / "items.parquet", extra=extra)
+    (run / "metrics.json").write_text(json.dumps(result), encoding="utf-8")
+    return run
+
+
+def _cells(result, metric):
+    block = result.comparisons[0].splits["all"]
+    yield block.overall[metric]
+    for grouping in ("model", "task_type", "criterion"):
+        for cells in block.by(grouping).values():
+            if metric in cells:
+                yield cells[metric]
+
+
+def test_mae_against_two_targets_is_not_called_and_stays_out_of_holm(tmp_path):
+    from eval.reports.html_report import render_compare_page
+    from eval.scoring.compare import compare, headline, render_markdown
+
+    a = _run(tmp_path / "A", "a")
+    b = _run(tmp_path / "B", "b", target="mean", spearman_target="mode")
+    result = compare([a, b], n_boot=200)
+    mae = list(_cells(result, "mae"))
+    assert mae and all(p.verdict == "—" and p.why_no_call == "targets differ" for p in mae)
+    assert all(p.p_holm is None for p in mae)  # out of the Holm family
+    assert result.comparisons[0].splits["all"].overall["mae"].delta != 0  # the targets' difference, shown
+    # Spearman is against one reference on both sides: still called
+    assert all(p.why_no_call is None for p in _cells(result, "spearman"))
+
+    lines = headline(result)
+    assert not any(line.endswith((": worse", ": better")) for line in lines)
+    assert any("not called: targets differ" in line for line in lines)
+    text = render_markdown(result)
+    assert "| MAE (baseline vs experts' mode, run vs their mean) |" in text
+    own = [line for line in text.splitlines() if line.startswith("| Standard test | MAE |")]
+    assert len(own) == 1 and "(vs mode)" in own[0] and "(vs mean)" in own[0]
+    assert "| worse |" not in text and "| better |" not in text and "— (targets differ)" in text
+    page = render_compare_page(result, None)
+    assert "targets differ" in page
+    # compare.json: the verdict "—" and the reason, read back as written
+    from eval.scoring.comparison import Comparison
+
+    data = json.loads(json.dumps(result.to_json(), default=float))
+    cell = data["comparisons"][0]["splits"]["all"]["overall"]["mae"]
+    assert (cell["verdict"], cell["why_no_call"]) == ("—", "targets differ")
+    assert Comparison.from_json(data).comparisons[0].splits["all"].overall["mae"].why_no_call == "targets differ"
+
+    # one target on both sides: called as usual, no reason, no mark
+    same = compare([a, _run(tmp_path / "C", "c")], n_boot=200)
+    assert all(p.why_no_call is None for p in _cells(same, "mae"))
+    assert "(vs mode)" not in render_markdown(same)
+
+
+def test_spearman_against_two_references_is_not_called_and_stays_out_of_holm(tmp_path):
+    from eval.scoring.compare import compare, headline
+
+    a = _run(tmp_path / "A", "a")
+    b = _run(tmp_path / "B", "b", spearman_target="mean")
+    result = compare([a, b], n_boot=200)
+    spearman = list(_cells(result, "spearman"))
+    assert len(spearman) >= 3  # overall, by model (two), by task type
+    assert all(p.verdict == "—" and p.why_no_call == "targets differ" and p.p_holm is None for p in spearman)
+    assert all(p.why_no_call is None for p in _cells(result, "mae"))  # MAE shares its target: called
+    assert headline(result)  # renders
