@@ -461,7 +461,7 @@ def score(
         pollux_official=None if (verdict_format or inferred) == "integer" or no_raw else pollux_official(
             records, rows, tests, derived_references=load_report.derived_criteria_records),
         run=RunInfo.of({**{k: run_info.get(k) for k in ("backend", "model", "prompt_version", "git_revision")},
-                        "verdict_format": verdict_format} if run_info else None),
+                        "verdict_format": verdict_format} if run_info else None, where="run.json"),
     )
 
     if why := official_not_computed(result):

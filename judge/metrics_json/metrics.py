@@ -1,8 +1,9 @@
 """The typed ``metrics.json``: what ``judge-eval score`` writes and ``judge-eval compare``, the reports and
 ``judge-train card`` read.
 
-Why one module of ~575 lines: it is one file's schema, every record of which reads by the same readers (null as NaN,
-counts and intervals checked, the file named in errors); split, a record would live apart from its readers.
+Why one module of ~680 lines: it is one file's schema, every record of which reads by the same readers (null as NaN,
+counts, ranges, intervals, text and tables checked, the file named in errors); split, a record would live apart from
+its readers.
 
 ``Metrics.to_json()`` gives the file's JSON object (``eval.scoring.item_table.dumps`` writes it, NaN as null) and
 ``Metrics.from_json()`` reads one back; a reader sees attributes, never string keys. Files written by earlier
@@ -63,14 +64,51 @@ def _level(value: Any) -> float:
 
 
 def _interval(value: Any) -> Interval:
-    """An interval read from JSON: null, or a list [low, high] of ``_number``s (anything else was Python's unpacking
-    error, "too many values to unpack", or a string's two letters read as its ends)."""
+    """An interval read from JSON: null, or a list [low, high] of ``_number``s, low not above high where both are
+    finite (anything else was Python's unpacking error, "too many values to unpack", a string's two letters read as
+    its ends, or a whisker drawn backwards)."""
     if value is None:
         return NAN, NAN
     if not isinstance(value, list) or len(value) != 2:
         shown = f"a list of {len(value)}" if isinstance(value, list) else got_words(value)
         raise ValueError(f"expected a list of 2 numbers (low, high), got {shown}")
-    return _number(value[0]), _number(value[1])
+    low, high = _number(value[0]), _number(value[1])
+    if low > high:  # False where either is NaN: an end without resamples
+        raise ValueError(f"expected low <= high, got [{shown_value(value[0])}, {shown_value(value[1])}]")
+    return low, high
+
+
+def _within(low: float, high: float, what: str) -> Any:
+    """A reader of a figure that is null (NaN) or a finite number in [low, high] (``what`` names the range in the
+    error), and of an interval whose finite ends are (``_interval``): an MAE below 0 or a correlation past 1 is no
+    figure score writes, and the pages drew it as given."""
+    def check(number: float, value: Any) -> float:
+        if not (math.isnan(number) or (math.isfinite(number) and low <= number <= high)):
+            raise ValueError(f"expected {what}, got {shown_value(value)}")
+        return number
+
+    def figure(value: Any) -> float:
+        return check(_number(value), value)
+
+    def interval(value: Any) -> Interval:
+        ends = _interval(value)
+        for end, given in zip(ends, value or (None, None)):
+            check(end, given)
+        return ends
+
+    return figure, interval
+
+
+_MAE, _MAE_INTERVAL = _within(0.0, math.inf, "a finite mean absolute error of 0 or more")
+_CORRELATION, _CORRELATION_INTERVAL = _within(-1.0, 1.0, "a correlation between -1 and 1")
+
+
+def _ci_level(value: Any) -> float:
+    """The intervals' level: a finite number strictly between 0 and 1 (2.0 read as "200 %" on every page)."""
+    level = _number(value)
+    if not (0.0 < level < 1.0):  # NaN (a null) fails too
+        raise ValueError(f"expected a level between 0 and 1 (0.95 for 95 %), got {shown_value(value)}")
+    return level
 
 
 def _text(value: Any) -> str:
@@ -84,6 +122,45 @@ def _text(value: Any) -> str:
 def _text_or_none(value: Any) -> str | None:
     """``_text``, or None (a path the writer did not have): a number as ``data`` failed in the report's file links."""
     return None if value is None else _text(value)
+
+
+def _list_of(read: Any) -> Any:
+    """A reader of a JSON list whose every item ``read`` reads; the bad item's index said in the error."""
+    def read_list(value: Any) -> list[Any]:
+        if not isinstance(value, list):  # a string was read as its letters
+            raise TypeError(f"expected a list, got {got_words(value)}")
+        out = []
+        for at, item in enumerate(value):
+            try:
+                out.append(read(item))
+            except (TypeError, ValueError) as err:
+                raise type(err)(f"item {at}: {err}") from None
+        return out
+
+    return read_list
+
+
+def _counts(value: Any) -> dict[str, int]:
+    """A JSON object of counts by label (failures by error code, items by reason): each value a ``count``."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected an object of counts, got {got_words(value)}")
+    out = {}
+    for label, number in value.items():
+        try:
+            out[label] = count(number)
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"{label!r}: {err}") from None
+    return out
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"expected true or false, got {got_words(value)}")
+    return value
+
+
+def _or_none(read: Any) -> Any:
+    return lambda value: None if value is None else read(value)
 
 
 def _one_of(*allowed: str, absent: bool = False) -> Any:
@@ -129,13 +206,20 @@ JUDGE_ROUNDINGS = ("half-up",)
 #: whole number is checked as one (``json_record.count``).
 NUMBER_READERS = {"float": _number, "float | None": _number, "Interval": _interval, "Interval | None": _interval,
                   **COUNT_READERS}
+#: ``NUMBER_READERS`` and the readers of metrics.json's text, lists, tables and flags: a number for a name or a
+#: string for a list failed far from the file, in the pages that wrote it.
+_METRICS_READERS = {**NUMBER_READERS, "str": _text, "str | None": _text_or_none,
+                    "list[str] | None": _or_none(_list_of(_text)), "list[int] | None": _or_none(_list_of(count)),
+                    "list[float]": _list_of(_level), "dict[str, int]": _counts,
+                    "dict[str, int] | None": _or_none(_counts), "bool | None": _or_none(_flag)}
 
 
 class _MetricsRecord(JsonRecord):
-    """A part of metrics.json: null read as NaN in its numbers and intervals (``NUMBER_READERS``)."""
+    """A part of metrics.json: null read as NaN in its numbers and intervals (``NUMBER_READERS``), its text, lists
+    and tables checked by their annotation."""
 
     json_where = "metrics.json"
-    json_by_type = NUMBER_READERS
+    json_by_type = _METRICS_READERS
 
 
 def _read(cls, data: Mapping[str, Any], /, **readers) -> Any:  # a field may be called data
@@ -238,9 +322,22 @@ class Cell(_MetricsRecord):
     #: The fields that are shares of items: a figure outside [0, 1] there is no figure score writes.
     _SHARES = ("failure_rate", "vc_judge", "vc_experts", "vc_experts_all", "vc_experts_labelled")
 
+    #: The fields read within a range (``_within``): MAE's of 0 or more, the correlations' in [-1, 1].
+    _RANGED = {**dict.fromkeys(("mae", "mae_in_scale"), _MAE),
+               **dict.fromkeys(("mae_ci", "mae_in_scale_ci"), _MAE_INTERVAL),
+               **dict.fromkeys(("spearman", "spearman_in_scale", "pearson", "kendall"), _CORRELATION),
+               **dict.fromkeys(("spearman_ci", "spearman_in_scale_ci"), _CORRELATION_INTERVAL)}
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Cell:
-        return _read(cls, data, **dict.fromkeys(cls._SHARES, _share))
+        """Read each field, then refuse counts of the n items that exceed n (failed or scored verdicts)."""
+        cell = _read(cls, data, **dict.fromkeys(cls._SHARES, _share), **cls._RANGED)
+        for name in ("n_failed", "n_scored"):
+            part = getattr(cell, name)
+            if part is not None and part > cell.n:
+                raise JsonRecordError(cls.json_where, f"Cell.{name} is not readable ({part} of the cell's n = "
+                                                      f"{cell.n} items: more than it holds)", (name,))
+        return cell
 
     @property
     def has_correlations(self) -> bool:
@@ -411,7 +508,7 @@ class Settings(_MetricsRecord):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Settings:
         # each checked against what score writes: compare pairs on these and says when two runs' differ
-        return _read(cls, data, vc_repeats=_vc_repeats, spearman_target=_one_of(*TARGETS, absent=True),
+        return _read(cls, data, vc_repeats=_vc_repeats, ci_level=_ci_level, spearman_target=_one_of(*TARGETS, absent=True),
                      regression_scores=_one_of("raw", "clipped", absent=True),
                      bootstrap_unit=_one_of("item", "instruction", absent=True),
                      percentile_method=_one_of(PERCENTILE_METHODS[0], absent=True),
@@ -527,9 +624,22 @@ class RunInfo(_MetricsRecord):
     verdict_format: str | None = optional_field()
 
     @classmethod
-    def of(cls, info: Mapping[str, Any] | None) -> RunInfo | None:
-        """From a run's provenance (``judge.plumbing.provenance.read_provenance``); None for a run without one."""
-        return cls(**{f.name: info.get(f.name) for f in fields(cls)}) if info else None
+    def of(cls, info: Mapping[str, Any] | None, where: str = "metrics.json") -> RunInfo | None:
+        """From a run's provenance (``judge.plumbing.provenance.read_provenance``, ``where`` its file) or
+        metrics.json's ``run``; None for a run without one.
+
+        Raises:
+            JsonRecordError: a field that is neither text nor null, naming it.
+        """
+        if not info:
+            return None
+        values = {}
+        for f in fields(cls):
+            try:
+                values[f.name] = _text_or_none(info.get(f.name))
+            except TypeError as err:
+                raise JsonRecordError(where, f"RunInfo.{f.name} is not readable ({err})", (f.name,)) from None
+        return cls(**values)
 
 
 @dataclass(frozen=True, kw_only=True)
