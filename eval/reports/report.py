@@ -173,13 +173,16 @@ def _row(label: str, c: Cell, correlations: bool, summary: bool = False, apart: 
     row += [fmt_ci(c.spearman, c.spearman_ci)] if correlations else []
     row += [fmt(c.vc_judge) if vc_shown else "—", fmt(c.vc_experts) if vc_shown else "—"]
     row += [fmt(c.vc_experts_labelled)] if summary else []
-    row += [str(c.n_no_unique_mode), str(c.n_out_of_scale or 0), _in_scale(c, c.mae_in_scale)]
+    row += [str(c.n_no_unique_mode), fmt(c.n_out_of_scale), _in_scale(c, c.mae_in_scale)]
     row += [_in_scale(c, c.spearman_in_scale), fmt(c.pearson), fmt(c.kendall)] if correlations else []
-    return row + [str("" if c.n_vc is None else c.n_vc)] + ([fmt(c.vc_experts_all)] if summary else [])
+    return row + [fmt(c.n_vc)] + ([fmt(c.vc_experts_all)] if summary else [])
 
 
 def _in_scale(c: Cell, value: float | None) -> str:
-    """The in-scale-only figure; "=" when no verdict was out of scale (it equals the headline)."""
+    """The in-scale-only figure; "=" when no verdict was out of scale (it equals the headline), "—" where the file
+    does not carry the count (written before it existed): whether it equals the headline is not known."""
+    if c.n_out_of_scale is None:
+        return "—"
     return fmt(value) if c.n_out_of_scale else "="
 
 

@@ -76,3 +76,27 @@ def test_judge_minus_one_fail_fails_only_a_minus_one_off_its_scale():
     cell = result.splits["all"].overall
     assert (cell.n, cell.n_failed, cell.n_scored, cell.n_out_of_scale, cell.mae) == (4, 2, 2, 1, 3.0)
     assert item_table.fail_minus_one(failed) == (failed, 0)
+
+
+def test_a_file_without_the_out_of_scale_counts_shows_them_as_not_known():
+    """A metrics.json written before the out-of-scale counts existed (and one without n_vc): report.md writes "—",
+    as report.html and compare.md do, never "0 out of scale" nor "=" (in-scale figures equal the headline), which
+    the file does not say."""
+    from eval.reports.report import _header
+
+    table = _table(judge=[7, 1, 0, 2], status=["ok"] * 4, experts=[[2, 2, 1], [1, 1, 0], [0, 0], [2, 2]])
+    table.in_scale = np.array([0.0, 1.0, 1.0, 1.0])
+    written = json.loads(item_table.dumps(item_table.evaluate(table, target="mode", n_boot=0,
+                                                              derived=item_table.derive(table, "mode"))))
+    overall = written["splits"]["all"]["overall"]
+    assert overall["n_out_of_scale"] == 1
+    for key in [k for k in overall if "out_of_scale" in k or "in_scale" in k] + ["n_vc"]:
+        del overall[key]
+    text = render_markdown(Metrics.from_json(written))
+    head = _header("Test", True, summary=True)
+    rows = [line for line in text.splitlines() if line.startswith("| Zero-Shot + Standard |")]
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert len(cells) == len(head)
+    shown = dict(zip(head, cells))
+    assert shown["out of scale"] == "—" and shown["MAE in scale"] == "—" and shown["Spearman in scale"] == "—"
+    assert shown["n VC"] == "—"
