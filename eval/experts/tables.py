@@ -63,7 +63,9 @@ import numpy as np
 
 from eval.scoring.metrics import expert_mean, verdict_confidence_experts
 from judge.record_columns import as_columns
-from eval.reports.report import fmt, markdown_table
+from eval.reports import html_text
+from eval.reports.names import one_line, shown_name, shown_names
+from eval.reports.report import fmt, markdown_table, md_text
 from judge.plumbing.atomic_write import write_atomically
 
 __all__ = ["AVG", "CRITICAL_IN_MEANS", "MEAN_OVER", "PAPER", "critical_in_means_sentence", "expert_tables",
@@ -265,17 +267,29 @@ def write_expert_tables(result: dict[str, Any], out: str | Path) -> dict[str, Pa
     return {"csv": csv_path, "markdown": md_path, "html": html_path}
 
 
-def _cross_table(rows: dict, english: dict[str, str] | None) -> tuple[list[str], list[list[str]]]:
+def _english(english: dict[str, str], row: str) -> str:
+    """A criterion's English name as the pages show a name (one line, cut to ``NAME_CHARS``)."""
+    return shown_name(one_line(english.get(row, "")))
+
+
+def _cross_table(rows: dict, english: dict[str, str] | None) -> tuple[list[str], list[list[str]], int]:
+    """Header, rows and how many leading columns hold names (the row's, its English name), which the renderers
+    escape; the cells after them are the table's own figures."""
     columns = sorted({c for cols in rows.values() for c in cols if c != AVG}) + [AVG]
-    header = ["", *(["English name"] if english is not None else []), *columns]
-    body = [[row, *([english.get(row, "")] if english is not None else []),
+    # the pages' label of each name from the data (one line, cut, told apart where two read alike)
+    shown = shown_names([*rows, *columns])
+    header = ["", *(["English name"] if english is not None else []), *(shown[c] for c in columns)]
+    body = [[shown[row], *([_english(english, row)] if english is not None else []),
              *(f"{fmt(cols[c][1])} ({cols[c][0]})" if c in cols else "\u2014" for c in columns)]
             for row, cols in rows.items()]
-    return header, body
+    return header, body, 1 + (english is not None)
 
 
-def _column_table(by_split: dict, splits: Sequence[str], english: dict[str, str] | None) -> tuple[list[str], list]:
+def _column_table(by_split: dict, splits: Sequence[str],
+                  english: dict[str, str] | None) -> tuple[list[str], list, int]:
+    """As ``_cross_table``: a row per name, a column per test."""
     names = sorted({row for s in splits for row in by_split.get(s, {}) if row != AVG}) + [AVG]
+    shown = shown_names(names)
     header = ["", *(["English name"] if english is not None else []), *(_SPLIT_TITLES[s] for s in splits)]
     body = []
     for row in names:
@@ -283,8 +297,8 @@ def _column_table(by_split: dict, splits: Sequence[str], english: dict[str, str]
         for s in splits:
             cell = by_split.get(s, {}).get(row, {}).get("Experts")
             cells.append(f"{fmt(cell[1])} ({cell[0]})" if cell else "\u2014")
-        body.append([row, *([english.get(row, "")] if english is not None else []), *cells])
-    return header, body
+        body.append([shown[row], *([_english(english, row)] if english is not None else []), *cells])
+    return header, body, 1 + (english is not None)
 
 
 def critical_in_means_sentence(result: dict[str, Any]) -> str:
@@ -308,7 +322,8 @@ def mean_over_sentence(result: dict[str, Any]) -> str:
 
 
 def _blocks(result: dict[str, Any]) -> list[tuple]:
-    """The report section as ("h2" | "h3" | "p", text) and ("table", header, rows) blocks, for both renderers."""
+    """The report section as ("h2" | "h3" | "p", text) and ("table", header, rows, name columns) blocks, for both
+    renderers; a table's names from the data are already ``shown_names``' labels, its renderer escapes them."""
     c = result["counts"]
     english = result["english_names"]
     tables = result["tables"]
@@ -350,15 +365,21 @@ def _blocks(result: dict[str, Any]) -> list[tuple]:
 def render_markdown(result: dict[str, Any]) -> str:
     """The report section in Markdown: the experts' tables in the paper's layout, each cell "value (items)"."""
     marks = {"h2": "## ", "h3": "### ", "p": ""}
-    return "\n\n".join(markdown_table(*block[1:]) if block[0] == "table" else marks[block[0]] + block[1]
+
+    def table(header: list[str], rows: list[list[str]], names: int) -> str:
+        # names from the data as inert Markdown (md_text), as report.md writes them: no link, emphasis or tag
+        return markdown_table([md_text(h) for h in header],
+                              [[md_text(c) if k < names else c for k, c in enumerate(row)] for row in rows])
+
+    return "\n\n".join(table(*block[1:]) if block[0] == "table" else marks[block[0]] + block[1]
                         for block in _blocks(result)) + "\n"
 
 
 def render_html(result: dict[str, Any]) -> str:
     """The same section as a small self-contained HTML page (no script; opens from disk)."""
-    from html import escape
+    escape = html_text.escape  # escaped, bidirectional controls dropped, as report.html writes names
 
-    def table(header: list[str], rows: list[list[str]]) -> str:
+    def table(header: list[str], rows: list[list[str]], names: int) -> str:
         head = "".join(f"<th>{escape(h)}</th>" for h in header)
         body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
