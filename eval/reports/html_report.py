@@ -353,7 +353,8 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
     body.append(_metric_table("Test", overall, None, "summary-table"))
     body.append(_why_list(summary_why(result)))
     body.append(f'<p class="note" id="random-vc">{_md_text(random_labelling_note())}</p>')
-    body += validity_blocks(result, _e)
+    validity = validity_blocks(result, _e)
+    body += validity
     for split, block in splits.items():
         title = SPLIT_TITLES.get(split, split)
         body.append(f'<h2 id="tables-{_e(split)}">{_e(title)}</h2>')
@@ -392,7 +393,8 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
     known = {"judge", "target", "settings", "levels", "splits", "data", "predictions", "notes", "run", "validity",
              "pollux_official"}
     body += _other_keys(result, known)
-    nav = ([("summary", "Summary")] + [("validity", "Validity")] * bool(result.validity)
+    # linked where the section drew something: a validity section with no split draws nothing, no id="validity"
+    nav = ([("summary", "Summary")] + [("validity", "Validity")] * bool(validity)
            + [(f"tables-{k}", SPLIT_TITLES.get(k, k)) for k in splits] + [("plots", "Plots")]
            + [("pollux", "POLLUX evaluator")] * bool(result.pollux_official))
     data = None

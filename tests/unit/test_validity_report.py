@@ -425,3 +425,20 @@ def test_an_undefined_p_value_reads_as_a_dash_before_and_after_metrics_json():
 
     assert _p(float("nan")) == _p(None) == _num(float("nan")) == "—"
     assert (_p(0.0004), _p(0.0123)) == ("< 0.001", "0.012")
+
+
+def test_report_html_links_only_to_sections_it_holds(sample_runs):
+    """A validity section with no split draws nothing: report.html's navigation then has no "Validity" link, and
+    every in-page link it has points at an id the page holds."""
+    import re
+
+    from eval.reports.html_report import render_report_page
+    from judge.metrics_json.metrics import Metrics
+
+    for splits in (sample_runs["exact"]["validity"]["splits"], {}):
+        data = {**sample_runs["exact"], "validity": {**sample_runs["exact"]["validity"], "splits": splits}}
+        page = render_report_page(Metrics.from_json(data), None)
+        ids = set(re.findall(r'id="([^"]+)"', page))
+        links = re.findall(r'href="#([^"]+)"', page)
+        assert links and set(links) <= ids, set(links) - ids
+        assert ('href="#validity"' in page) == bool(splits)
