@@ -827,6 +827,7 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
 
     from eval.ranking.permutation import fewest_for_call
     from eval.ranking.report import calls_line, exclusion_lines, holm_applied, resamples_phrase, sign_flip_p_text
+    from eval.reports.report import fmt_delta
     from eval.scoring.resample_rules import resamples_to_call
     # Model and judge names, criteria and meta names come from the runs and their data: inert Markdown, so that a
     # "|", "*", "#" or "<" in one opens no column, emphasis, heading or tag; cut, so that a model named by its
@@ -858,7 +859,8 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
                 call = p_text
             dropped = [cell.get("n_dropped_a") or 0, cell.get("n_dropped_b") or 0]
             lost = f" (dropped A {dropped[0]}, B {dropped[1]})" if any(dropped) else ""
-            parts.append(f"{fmt(cell['delta'])} [{fmt(low)}, {fmt(high)}]{call}{lost}")
+            # the delta as every compare writes it (fmt_delta: signed, never "-0.000"); the ends signed as well
+            parts.append(f"{fmt_delta(cell['delta'])} [{fmt(low)}, {fmt(high)}]{call}{lost}")
         rows.append([md_text(row_name[str(r)]), *parts])
     fewest = fewest_for_call(result["alpha"])
     # A result written before Holm has no p_holm: its calls read the raw p, and its prose must say so.

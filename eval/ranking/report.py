@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from eval.reports.html_text import escape
 from eval.reports.names import shown_name, shown_names
+from eval.reports.report import fmt_delta
 
 __all__ = ["render_ranking_page", "write_ranking_page", "render_ranking_compare_page", "exclusion_lines",
            "calls_line", "resamples_phrase", "holm_applied", "EXCLUDED", "html_page", "sign_flip_p_text",
@@ -254,7 +255,8 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
                 tip += "; no call: " + (why_not_called(low, high, cell["p_holm"], result["alpha"], p_name="Holm p")
                                         if "p_holm" in cell else why_not_called(low, high, cell["p_value"],
                                                                                 result["alpha"]))
-            tds.append(f'<td{_diverging(cell["delta"], span)} title="{_e(tip)}">{_fmt(cell["delta"])}'
+            # B - A with its sign, as compare.md and the leaderboard's pairs write it (fmt_delta: never "-0.000")
+            tds.append(f'<td{_diverging(cell["delta"], span)} title="{_e(tip)}">{fmt_delta(cell["delta"])}'
                        f"<small>[{_fmt(low)}, {_fmt(high)}]</small>"  # as precise as the delta beside it
                        f'<small class="{css}">{_e(verdict)}</small></td>')
         table.append(f"<tr><td>{_e(row_name[str(r)])}</td>{''.join(tds)}</tr>")

@@ -193,3 +193,23 @@ def test_compare_rankings_docstring_names_every_key(tmp_path):
     result = compare_rankings(a, b, n_boot=200, seed=0)
     returns = compare_rankings.__doc__.split("Returns:")[1].split("Raises:")[0]
     assert [key for key in result if f'"{key}"' not in returns] == []
+
+
+def test_a_positive_delta_is_written_with_its_sign_on_the_page_and_in_markdown(tmp_path):
+    """A: X 1 on P1, P2; B: 2 (s / 2): B - A is +0.5. compare.html writes the cell "+0.500", as compare.md, the
+    leaderboard's pairs and the pointwise compare do (a bare 0.500 beside a -0.500 reads as unsigned)."""
+    import re
+
+    from eval.ranking.compare import render_ranking_compare_markdown
+    from eval.ranking.report import render_ranking_compare_page
+
+    result = compare_rankings(_run(tmp_path / "a", "A", {1: 1.0, 2: 1.0}), _run(tmp_path / "b", "B", {1: 2.0, 2: 2.0}),
+                              n_boot=200, seed=0)
+    assert result["cells"]["X"]["m"]["delta"] == 0.5
+    page = render_ranking_compare_page(result)
+    assert re.search(r'title="X × m[^"]*">\+0\.500<small>', page)
+    assert "| +0.500 [" in render_ranking_compare_markdown(result)
+    # and a delta rounding to zero is "0.000", signed neither way
+    result["cells"]["X"]["m"]["delta"] = -1e-9
+    assert "| 0.000 [" in render_ranking_compare_markdown(result)
+    assert re.search(r'title="X × m[^"]*">0\.000<small>', render_ranking_compare_page(result))
