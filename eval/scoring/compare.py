@@ -1148,7 +1148,9 @@ def _cell(p: Paired, n_boot: int, holm: bool = False, bound: bool = False) -> li
     "≤" before it where it is an upper bound (``bound``: ``holm_upper_bounds``)."""
     adjusted = [("≤ " + fmt_p_bound(p.p_holm) if bound else fmt_p(p.p_holm, p.resamples(n_boot)))
                 if p.p_holm is not None else "—"] if holm else []
-    return [fmt(p.a), fmt(p.b), fmt_delta(p.delta), f"[{fmt(p.ci[0])}, {fmt(p.ci[1])}]",
+    # an interval with an undefined end (one paired item) is "—", as fmt_ci writes it and compare.html leaves it out
+    ci = (f"[{fmt(p.ci[0])}, {fmt(p.ci[1])}]" if all(math.isfinite(end) for end in p.ci) else "—")
+    return [fmt(p.a), fmt(p.b), fmt_delta(p.delta), ci,
             fmt_p(p.p_value, p.resamples(n_boot)), *adjusted, _call(p), str(p.n)]
 
 

@@ -19,12 +19,12 @@ JUDGE = [0.0, 1, 2, 1, 0, 0, 2, 2, 1, 1, 1, 1, 2, 0, 1, 0, 1, 1, 1, 2] * 2
 
 
 def _scored_run(folder, name, judge, experts, status=None, spearman_target=None, n_boot=50, split=None,
-                target="mode"):
+                target="mode", models=None):
     """A run folder as ``judge-eval score`` writes it (items.parquet with the references compare pairs on, and
     metrics.json), scored against the experts' ``target`` with ``spearman_target`` for the correlations; ``split``:
-    each item's test (default: Standard)."""
+    each item's test (default: Standard); ``models``: each item's evaluated model (default: one)."""
     status = status or ["ok"] * len(judge)
-    table = _table(judge, status, experts, split=split)
+    table = _table(judge, status, experts, split=split, models=models)
     derived = item_table.derive(table, target, spearman_target=spearman_target)
     result = json.loads(item_table.dumps(item_table.evaluate(table, target=target, n_boot=n_boot, derived=derived,
                                                              spearman_target=spearman_target)))
@@ -214,3 +214,21 @@ def test_mae_against_two_targets_is_left_out_under_n_boot_0(tmp_path):
     assert "MAE left out: the runs' targets differ (a: experts' mode, b: their mean); 40 items both scored" in said
     same = decision(compare([a, _scored_run(tmp_path / "C", "c", JUDGE, EXPERTS, n_boot=0)], n_boot=0), 0)
     assert "MAE equal for c and a on the 40 items both scored" in same and "left out" not in same
+
+
+def test_an_undefined_paired_interval_is_one_dash_as_on_compare_html(tmp_path):
+    """A model with one item both runs scored: its paired cell has no interval (one item resamples to nothing to
+    spread). compare.md writes "—" there, as compare.html leaves the interval out and ``fmt_ci`` writes one, not
+    "[—, —]"."""
+    from eval.scoring.compare import compare, render_markdown
+
+    models = ["m1"] * (len(JUDGE) - 1) + ["lone"]
+    a = _scored_run(tmp_path / "A", "a", JUDGE, EXPERTS, models=models)
+    b = _scored_run(tmp_path / "B", "b", [min(s + 1, 2) for s in JUDGE], EXPERTS, models=models)
+    result = compare([a, b], n_boot=50)
+    lone = result.comparisons[0].splits["all"].by_model["lone"]["mae"]
+    assert lone.n == 1 and all(v != v for v in lone.ci)  # NaN ends
+    text = render_markdown(result)
+    assert "[—, —]" not in text
+    row = next(line for line in text.splitlines() if line.startswith("| lone |") and line.count("|") > 8)
+    assert [c.strip() for c in row.strip("|").split("|")][4] == "—"
