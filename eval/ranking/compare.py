@@ -822,9 +822,6 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
     """The comparison as a Markdown table: delta [interval] and the call, per cell, and the items a cell left out
     because the other run has no score for them."""
 
-    def fmt(x: Any) -> str:
-        return "—" if x is None else f"{x:+.3f}"
-
     from eval.ranking.permutation import fewest_for_call
     from eval.ranking.report import calls_line, exclusion_lines, holm_applied, resamples_phrase, sign_flip_p_text
     from eval.reports.report import fmt_delta
@@ -859,8 +856,9 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
                 call = p_text
             dropped = [cell.get("n_dropped_a") or 0, cell.get("n_dropped_b") or 0]
             lost = f" (dropped A {dropped[0]}, B {dropped[1]})" if any(dropped) else ""
-            # the delta as every compare writes it (fmt_delta: signed, never "-0.000"); the ends signed as well
-            parts.append(f"{fmt_delta(cell['delta'])} [{fmt(low)}, {fmt(high)}]{call}{lost}")
+            # the delta and its interval's ends as every compare writes a difference (fmt_delta: signed, a
+            # rounded-away one "0.000", never "-0.000")
+            parts.append(f"{fmt_delta(cell['delta'])} [{fmt_delta(low)}, {fmt_delta(high)}]{call}{lost}")
         rows.append([md_text(row_name[str(r)]), *parts])
     fewest = fewest_for_call(result["alpha"])
     # A result written before Holm has no p_holm: its calls read the raw p, and its prose must say so.

@@ -51,7 +51,7 @@ def test_an_item_one_side_failed_leaves_both_sides(tmp_path: Path) -> None:
     assert (corner["delta"], corner["n"], corner["n_dropped_a"]) == (0.0, 30, 10)
     assert (result["a"]["n_dropped"], result["b"]["n_dropped"], result["n_instructions"]) == (10, 0, 20)
     md = render_ranking_compare_markdown(result)
-    assert "| G | +0.000 [+0.000, +0.000] — (dropped A 10, B 0) |" in md and result["holm_tests"] == 0
+    assert "| G | 0.000 [0.000, 0.000] — (dropped A 10, B 0) |" in md and result["holm_tests"] == 0
     assert ("Items left out of both sides (paired per item; the other run's verdict of the item, or of its "
             "instruction's gate, failed or was not scored): A 10, B 0; per cell n_dropped_a / n_dropped_b in "
             "compare.json.") in md
