@@ -56,7 +56,7 @@ from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_json, value_wo
 from judge.records import RowIndex, row_place
 
 __all__ = ["MIN_N_BOOT", "MIN_PAIRED", "NOT_SHOWN_EQUAL", "N_BOOT_BOUND", "PAIRED_WITHOUT_RESAMPLES", "ScoredRun",
-           "compare", "comparison_headline", "decision", "fmt_p_bound", "headline", "holm_applied", "holm_upper_bounds", "load_run", "render_markdown",
+           "TARGETS_DIFFER", "compare", "comparison_headline", "decision", "fmt_p_bound", "headline", "holm_applied", "holm_upper_bounds", "load_run", "render_markdown",
            "spearman_target", "MD_RUN_NAME_CHARS", "md_run_name", "names_in_full"]
 
 #: The most characters of a run's name compare.md writes in its headings and tables (``shown_name``'s cut: the start
