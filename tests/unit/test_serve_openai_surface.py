@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import openai
 import pytest
@@ -879,6 +880,14 @@ def test_v1_judge_states_neutral_sampling_so_generation_config_json_changes_noth
                  "do_sample": True}
     generation = json.loads((folder / "generation_config.json").read_text())
     (folder / "generation_config.json").write_text(json.dumps({**generation, **published}))
+    # The copy's tokenizer files are the tiny judge's, byte for byte, and no tokenizer reads generation_config.json:
+    # judge-serve gets the tokenizer already loaded from the tiny judge (a copy elsewhere would be loaded afresh);
+    # everything else it reads of its model folder is the copy's.
+    import serve.supervision
+
+    load = serve.supervision.load_tokenizer
+    monkeypatch.setattr(serve.supervision, "load_tokenizer",
+                        lambda root: load(tiny_causal_dir if Path(root).resolve() == folder.resolve() else root))
     with _client(folder, engine.url, monkeypatch, api_key=KEY) as http:
         _ready(http)
         for temperature in (0.0, 0.7):  # a client may ask /v1/judge for sampling: top_k and top_p stay off then too
