@@ -10,11 +10,25 @@ import pytest
 from scripts import demo
 
 
-def test_contract_stage(tmp_path, capsys):
+def _shared_tokenizer(monkeypatch, qwen_tokenizer) -> list:
+    """The stage's ``build_qwen_tokenizer()`` answered by the session's ``qwen_tokenizer``, that function's own
+    result with the same defaults, converted once per session rather than again per test (the stage reads and saves
+    it, never changes it). Returns the calls, so a test sees the stage still asked for it."""
+    import train.tiny_models
+
+    calls = []
+    monkeypatch.setattr(train.tiny_models, "build_qwen_tokenizer",
+                        lambda *args, **kwargs: calls.append((args, kwargs)) or qwen_tokenizer)
+    return calls
+
+
+def test_contract_stage(tmp_path, capsys, monkeypatch, qwen_tokenizer):
     """Tiny models are built, all expert targets parse back, every malformed output is a counted failure. The
     bundled sample's counts: 341 records, 155 of them Zero-Shot and 186 Standard, whose 1,183 expert verdicts all
     carry a rationale (tests/unit/test_train_data.py counts the same 1,183)."""
+    built = _shared_tokenizer(monkeypatch, qwen_tokenizer)
     assert demo.main(["--out", str(tmp_path), "--stages", "contract"]) == 0
+    assert built == [((), {})]  # the stage's own tokenizer, Qwen2.5's defaults
     summary = json.loads((tmp_path / "contract_summary.json").read_text(encoding="utf-8"))
     assert (summary["targets"], summary["targets_parsed"]) == (1183, 1183)
     assert summary["malformed_failed"] == len(demo.MALFORMED_OUTPUTS)
@@ -207,16 +221,18 @@ def test_docstring_names_every_package_it_imports():
         assert not re.search(rf"nothing[^.]*``{module.split('.')[0]}``", demo.__doc__)
 
 
-def test_contract_stage_on_data_without_rationales(tmp_path, capsys, monkeypatch):
+def test_contract_stage_on_data_without_rationales(tmp_path, capsys, monkeypatch, qwen_tokenizer):
     """`--data` rows with expert scores but no `expert_feedback` make no training target: the stage says so
     (`targets[0]` was an IndexError traceback) and its summary counts 0 of 0 targets."""
     import train.tiny_models
+
+    _shared_tokenizer(monkeypatch, qwen_tokenizer)
 
     rows = [json.loads(line) for line in demo.sample_data_path().read_text(encoding="utf-8").splitlines()[:2]]
     data = tmp_path / "scores-only.jsonl"
     data.write_text("".join(json.dumps({k: v for k, v in row.items() if k != "expert_feedback"}, ensure_ascii=False)
                             + "\n" for row in rows), encoding="utf-8")
-    # The models are not what this test is about: a path stands in for each (the tokenizer is the real one).
+    # The models are not what this test is about: a path stands in for each (the tokenizer is the real one, shared).
     monkeypatch.setattr(train.tiny_models, "build_tiny_qwen2", lambda out_dir, **kwargs: Path(out_dir))
     assert demo.main(["--out", str(tmp_path / "out"), "--stages", "contract", "--data", str(data)]) == 0
     out = capsys.readouterr().out
