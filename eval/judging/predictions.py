@@ -30,7 +30,7 @@ from judge.plumbing.json_reading import (UTF8_BOM, arrow_may_read, arrow_reads_l
 from judge.plumbing.journal import (JournalError, is_whole_last_line, iter_journal_lines, log_torn_tail,
                                    rewrite_journal)
 from judge.records import SCORE_BOUND, LineIndex, row_place, value_words
-from judge.wire import ScoreSource, checked_json_fields
+from judge.wire_fields import ScoreSource, checked_json_fields
 
 if TYPE_CHECKING:  # pyarrow is imported where a table is built
     import pyarrow as pa
@@ -74,7 +74,7 @@ class PredictionRow:
         finish_reason: why the judge's answer ended, as its server said (``stop``; ``length``: ``max_tokens`` cut it),
             None where no answer came (a failed request, a prompt too long for the context), the server said none,
             or the row was written before rows kept it.
-        score_source: a ``judge.wire.ScoreSource`` value (``verdict``, ``regression_head``), None without a score.
+        score_source: a ``judge.wire_fields.ScoreSource`` value (``verdict``, ``regression_head``), None without a score.
         in_scale: False for a number outside the rubric's scale (scored, as the paper does); None when unknown.
         regression_score: a regression head's raw (unclipped) value.
         expected_score, confidence, score_probs: seq2seq judges on judge-serve: the score token's distribution.
@@ -107,7 +107,7 @@ class PredictionRow:
 
         Raises:
             ValueError: naming ``where`` and the field: no ``id``, a key that is not a field
-                (``judge.wire.checked_json_fields``), a value of the wrong JSON type (an ``id`` that is not a
+                (``judge.wire_fields.checked_json_fields``), a value of the wrong JSON type (an ``id`` that is not a
                 string, a ``parse_ok`` that is not a boolean: no value is converted), or a ``score`` without its
                 ``parse_ok`` (absent or null: a run writes both, and no default can say whether the verdict parsed;
                 an absent ``parse_ok`` beside no score is false), a ``score_source`` no run writes, or a text holding a lone surrogate (a JSON

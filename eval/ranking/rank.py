@@ -419,7 +419,7 @@ class AnswerRow:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], where: str) -> AnswerRow:
-        from judge.wire import checked_json_fields
+        from judge.wire_fields import checked_json_fields
 
         # Typed: a prompt_id that is a list was a TypeError traceback, and an answer that is a number an
         # AttributeError far from the file; each is now an error naming the file, the line and the field.
@@ -976,7 +976,7 @@ def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "too
     from eval.judging.predictions import REQUEST_FAILED as JUDGE_REQUEST_FAILED
     from eval.judging.predictions import iter_predictions
     from judge.verdicts import VerdictReader, parse_pollux_result
-    from judge.wire import ScoreSource
+    from judge.wire_fields import ScoreSource
 
     if verdict_reader not in VerdictReader.ALL:
         raise ValueError(f"verdict_reader: {verdict_reader!r} is not one of {', '.join(VerdictReader.ALL)}")

@@ -29,7 +29,7 @@ from eval.judging.predictions import REQUEST_FAILED
 from judge.metrics_json.metrics import (Cell, Confusion, Confusions, Metrics, ModelMeans, ModelMeansRow, Settings,
                                         SplitMetrics, check_vc_repeats)
 from judge.records import RowIndex, row_place
-from judge.wire import ScoreSource
+from judge.wire_fields import ScoreSource
 
 __all__ = [
     "BOOTSTRAP_UNITS",

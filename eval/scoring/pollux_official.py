@@ -73,7 +73,7 @@ import numpy as np
 from eval.judging.predictions import REQUEST_FAILED
 from judge.metrics_json.metrics import OfficialSplit, PolluxOfficial
 from judge.record_columns import as_columns
-from judge.wire import ScoreSource
+from judge.wire_fields import ScoreSource
 
 __all__ = ["bare_integer_outputs", "extract_score", "no_raw_outputs", "official_metrics", "official_not_computed",
            "pollux_official", "NOT_COMPUTED_INTEGER", "NOT_COMPUTED_INTEGER_INFERRED", "NOT_COMPUTED_NO_RAW",

@@ -181,9 +181,9 @@ def scale_ends(low: np.ndarray | None, high: np.ndarray | None, experts: np.ndar
 
 
 def measured(score_source: np.ndarray) -> np.ndarray:
-    """Where a score is a regression head's raw value (``judge.wire.ScoreSource.REGRESSION_HEAD``), ``CeilingPairs``'s
+    """Where a score is a regression head's raw value (``judge.wire_fields.ScoreSource.REGRESSION_HEAD``), ``CeilingPairs``'s
     ``measured``."""
-    from judge.wire import ScoreSource
+    from judge.wire_fields import ScoreSource
 
     return np.asarray(score_source, dtype=object) == ScoreSource.REGRESSION_HEAD
 

@@ -1,6 +1,7 @@
 """`judge-eval score` of a pointwise run contacts no server and scores no pairs, so it imports neither the HTTP
-stack (httpx, the openai SDK) nor the pairwise judging client: imports every score pays before its first figure
-(docs/performance.md, the `judge-eval score` rows, measures them)."""
+stack (httpx, the openai SDK) nor the pairwise judging client, and builds no request, so not pydantic either (the
+predictions reader takes ``judge.wire_fields``, not the request models of ``judge.wire``): imports every score pays
+before its first figure (docs/performance.md, the `judge-eval score` rows, measures them)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import judge
 from eval.judging.predictions import record_content_key
 
 REPO = Path(__file__).resolve().parents[2]
-NOT_IMPORTED = ("httpx", "openai", "tenacity", "eval.pairwise.judging", "eval.judging.backends")
+NOT_IMPORTED = ("httpx", "openai", "tenacity", "eval.pairwise.judging", "eval.judging.backends", "pydantic",
+                "judge.wire")
 
 
-def test_scoring_a_pointwise_run_imports_no_http_client_and_no_pairwise_judging(tmp_path):
+def test_scoring_a_pointwise_run_imports_no_http_client_no_pairwise_judging_and_no_pydantic(tmp_path):
     records = judge.load_records(judge.sample_data_path())[:8]
     run = tmp_path / "run"
     run.mkdir()
