@@ -15,7 +15,30 @@ from typing import Any
 
 from judge import apply_chat
 
-__all__ = ["chat_ids", "chat_parts", "prepare_tokenizer", "template_wrapping", "unfit_template"]
+__all__ = ["chat_ids", "chat_parts", "prepare_tokenizer", "template_wrapping", "unfit_template",
+           "SPECIAL_TOKEN_STRINGS", "special_token_strings_in"]
+
+
+#: The special-token strings a chat model's tokenizer parses as control tokens in any text it tokenizes whole: Qwen's
+#: (the Qwen2.5/Qwen3 tokenizers' whole special set: turn markers, end of text, the vision and box markers, the
+#: pads), Llama 3's header and turn markers, Gemma's turn markers. A teacher served by a chat API and trl's GRPO
+#: prompts tokenize such a string as the control token, where SFT and judge-serve (``chat_ids``) read it as the
+#: characters it is: the traces stage does not ask an item holding one, and the GRPO recipe drops its prompt
+#: (besides those its own tokenizer reads otherwise), both by ``special_token_strings_in``. ``<think>`` and
+#: ``<tool_call>`` are added tokens Qwen's tokenizers do not mark special (read alike both ways): not listed.
+SPECIAL_TOKEN_STRINGS = (
+    "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>",
+    "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
+    "<|image_pad|>", "<|video_pad|>",
+    "<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>",
+    "<|python_tag|>",
+    "<start_of_turn>", "<end_of_turn>",
+)
+
+
+def special_token_strings_in(text: str) -> list[str]:
+    """The ``SPECIAL_TOKEN_STRINGS`` that ``text`` holds, in the list's order (empty for an ordinary text)."""
+    return [marker for marker in SPECIAL_TOKEN_STRINGS if marker in text]
 
 
 #: Chat-template text (the opening, the closing) searched for its added tokens, per tokenizer: a few strings each.
