@@ -35,7 +35,7 @@ The seq2seq target is ``judge.render_target(feedback, score)`` with the verdict'
 carries ``judge.render_rationale_target(feedback)`` and, as its label, the record's ``criteria_score`` (mean over
 experts, or the teacher's score) or, with ``score_target="expert"``, the verdict's own score.
 
-Why one module of ~745 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
+Why one module of ~750 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
 which prints that report and refuses what no recipe could train on, are one path; the recipes' data step
 (``rows_for_config``) and ``judge-train run``'s early check take the same rules from here.
 """
@@ -104,9 +104,12 @@ class BuildReport:
         looser_row_tolerance: integer-format trace rows judged by a ``tolerance`` they record that is looser than
             the one the config sets (a row's own rule wins: ``train.seq2seq.integer_rows``); kept or dropped by it
             all the same, and counted so that a config's stricter tolerance is seen not to reach them.
-        kept_under_tied_modes: integer-format trace rows trained against the experts' tied modes (their recorded
-            ``experts_reference`` holds several: the traces stage's ``no_unique_mode: any``), which a config's
-            ``no_unique_mode: skip`` does not reach.
+        kept_under_tied_modes: integer-format trace rows that agree with one of the experts' tied modes (by the
+            row's recorded rule, the traces stage's ``no_unique_mode: any``, or the settings for rows that record
+            none), which a config's ``no_unique_mode: skip`` does not reach. Counted as the rows are built, before
+            the length check and the validation split (as ``looser_row_tolerance`` is): at most the rows trained.
+        prompts_with_several_labels: prompts that integer-format trace rows of different items train under more than
+            one score (``train.seq2seq.integer_rows``), counted as the rows are built.
     """
 
     n_records: int = 0
@@ -121,6 +124,7 @@ class BuildReport:
     first_dropped: dict[str, str] = field(default_factory=dict)
     looser_row_tolerance: int = 0
     kept_under_tied_modes: int = 0
+    prompts_with_several_labels: int = 0
     duplicate_input_rows: int = 0
 
     def drop(self, reason: str, row_id: Any) -> None:
@@ -156,6 +160,8 @@ class BuildReport:
             **({"first_dropped": dict(sorted(self.first_dropped.items()))} if self.first_dropped else {}),
             **({"looser_row_tolerance": self.looser_row_tolerance} if self.looser_row_tolerance else {}),
             **({"kept_under_tied_modes": self.kept_under_tied_modes} if self.kept_under_tied_modes else {}),
+            **({"prompts_with_several_labels": self.prompts_with_several_labels}
+               if self.prompts_with_several_labels else {}),
             **({"duplicate_input_rows": self.duplicate_input_rows} if self.duplicate_input_rows else {}),
         }
 
@@ -171,7 +177,9 @@ class BuildReport:
                          **({"looser_row_tolerance": eval_report.looser_row_tolerance}
                             if eval_report.looser_row_tolerance else {}),
                          **({"kept_under_tied_modes": eval_report.kept_under_tied_modes}
-                            if eval_report.kept_under_tied_modes else {})}  # fmt: skip
+                            if eval_report.kept_under_tied_modes else {}),
+                         **({"prompts_with_several_labels": eval_report.prompts_with_several_labels}
+                            if eval_report.prompts_with_several_labels else {})}  # fmt: skip
         else:
             self.eval = {"source": f"held out of data by {self.validation_split} (eval_fraction "
                                    f"{config.eval_fraction})", "n_rows": len(held_out), "dropped": {}}

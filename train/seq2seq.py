@@ -25,7 +25,7 @@ integer. Its rows come from the reasoning traces of ``judge-train data traces`` 
 manifest says ``verdict_format: integer`` and records the lengths it was trained within (``trained_lengths``), so
 that judge-serve gives it room to reason.
 
-Why one module of ~715 lines: it is the whole recipe of both verdict formats, which share one trainer and one
+Why one module of ~730 lines: it is the whole recipe of both verdict formats, which share one trainer and one
 tokenization (``sft_examples``, with the chat templates whose text each format repairs); what the integer format
 adds (its rows from reasoning traces and the rules that keep a trace, ~250 lines) is read with the step that trains
 on it.
@@ -364,8 +364,9 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         split_spec: the Zero-Shot split ``zero_shot`` applies (default: the packaged one).
         config_tolerance: the ``tolerance`` the config sets, where it sets one: rows judged by a looser tolerance of
             their own are judged by it all the same, and counted (``looser_row_tolerance``) and warned of once.
-        config_no_unique_mode: the ``no_unique_mode`` the config sets, where it sets one: rows kept against tied modes
-            (their recorded ``experts_reference`` holds several) train under ``skip`` all the same, and are counted
+        config_no_unique_mode: the ``no_unique_mode`` the config sets, where it sets one: rows that agree with one of
+            the experts' tied modes (by the row's recorded rule, the traces stage's ``no_unique_mode: any``, or the
+            settings for rows that record none) train under ``skip`` all the same, and are counted
             (``kept_under_tied_modes``, whatever the config says) and, under ``skip``, warned of once.
 
     Returns:
@@ -388,7 +389,9 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         ``reference_mismatch`` (the row's recorded ``experts_reference`` is not its ``expert_scores``': relabelled
         since its trace was kept), and ``duplicate_trace`` (the same reasoning and score for the same prompt as a row
         kept before it, whatever its id, item or file). Rejection sampling
-        keeps only traces that agree with the label, whatever file they come from.
+        keeps only traces that agree with the label, whatever file they come from. A prompt trained under more than
+        one score by rows of different items (each agreeing with its own item's experts: two traces folders over
+        one input, records of your own) is kept, counted as ``prompts_with_several_labels`` and warned of.
 
     Raises:
         judge.RecordError: with ``missing_reasoning="refuse"``, the first record without a reasoning or a score,
@@ -409,6 +412,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
 
     rows: list[dict[str, Any]] = []
     trained: set[tuple[str, str, float]] = set()  # (item, reasoning, score) of the rows kept so far
+    labels_of_prompt: dict[str, dict[str, set[float]]] = {}  # prompt -> item -> the scores its kept rows train
     for record in records:
         if record.extra.get("drop_reason") or record.extra.get("fail_reason"):
             # a row of the traces stage's dropped.jsonl or failed.jsonl: it carries a reasoning and a score too, but
@@ -477,10 +481,23 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             # experts_reference) trains whatever the config's no_unique_mode says: counted.
             report.kept_under_tied_modes += len(experts_reference(
                 record.expert_scores, _row_rule(record, rule)["agreement"])) > 1
+            labels_of_prompt.setdefault(prompt, {}).setdefault(str(record.extra.get("item_id") or record.id),
+                                                               set()).add(value)
             rows.append({"id": record.id, "record_id": str(record.extra.get("item_id") or record.id),
                          "instruction_id": instruction_id(record), "prompt": prompt,
                          "reasoning": reasoning.strip(), "score": value, "completion": integer_target(reasoning, value)})  # fmt: skip
     report.n_rows = len(rows)
+    # One prompt trained "-> 2" from one item and "-> 1" from another: each row agreed with its own item's experts,
+    # so both are kept (dropping either would choose between two panels' evidence), but the judge is taught two
+    # answers to one prompt where the traces stage and GRPO pool the panels: counted and warned of, with the remedy.
+    report.prompts_with_several_labels = sum(
+        len(items) > 1 and len(set().union(*items.values())) > 1 for items in labels_of_prompt.values())
+    if report.prompts_with_several_labels:
+        logger.warning("%s: %d prompt(s) are trained under more than one score by rows of different items (each row "
+                       "agreed with its own item's experts); the traces stage pools the experts of one prompt into "
+                       "one item: rerun it on the joined input to train each prompt against one panel; counted as "
+                       "prompts_with_several_labels in run.json's data report", source,
+                       report.prompts_with_several_labels)
     if report.kept_under_tied_modes and config_no_unique_mode == "skip":
         logger.warning("%s: %d trace row(s) were kept against the experts' tied modes (their experts_reference "
                        "records several, the traces stage's no_unique_mode: any) and are trained although the config "
