@@ -24,16 +24,17 @@ The data rules are the other recipes': rows in the released POLLUX benchmark's s
 (``train.build_data.load_training_records``) and Zero-Shot items are refused, dropped or allowed by ``zero_shot``
 (``train.build_data.zero_shot_records``, the rule every judge-train stage applies). An item whose text holds a
 special-token string (an answer that writes ``<|im_end|>``) is dropped and counted (:func:`screen_prompts`): trl
-would tokenize it as a control token, judge-serve sends it as text. A record rendering the prompt of an earlier one is
-dropped as ``duplicate_prompt`` (the traces stage's rows hold an item once per kept trace); one of another item (two
-answer models writing the same text to one instruction) adds its panel's scores to the earlier one's reference. trl
+would tokenize it as a control token, judge-serve sends it as text. Records rendering one prompt are one row, the
+record of the smallest item id (the traces stage's rule), the others dropped as ``duplicate_prompt`` (the traces
+stage's rows hold an item once per kept trace); one of another item (two answer models writing the same text to one
+instruction) adds its panel's scores to the row's reference. trl
 trains on whole steps of prompts (:func:`check_prompt_count`): fewer prompts than one step samples are refused before
 anything loads, and the prompts an epoch leaves over are logged and recorded in run.json; a ``--resume`` that would draw
 another number of prompts per generation is refused (:func:`check_resumed_prompts_per_step`). A base model that is a
 judge-train export is held to its manifest (:func:`check_base_checkpoint`): another verdict format is refused, less
 completion room than it was trained with is a warning.
 
-Why one module of ~860 lines: every step here is one of the recipe's and reads the others' results (the rows the
+Why one module of ~865 lines: every step here is one of the recipe's and reads the others' results (the rows the
 screen keeps are the dataset's, the step size the prompt count's guard); the checks that refuse a config before
 anything loads sit beside the step whose failure they forestall, and the rewards, the one part used outside the
 recipe (judge-serve's policy-reward endpoints share their rules), already live in ``train.grpo_rewards``.
@@ -159,10 +160,10 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
         ``verdict_format``, ``scale_levels``, ``scale_best``, ``expert_scores`` and ``reference_scores``. The report
         counts items (:class:`GRPOReport`); dropped items are counted by reason: ``zero_shot``, ``no_scale`` (a one-level rubric too: ``judge.scale_of`` refuses
         it), ``no_expert_scores``, ``score_out_of_scale`` (an expert's score off the rubric), ``no_unique_mode``,
-        ``duplicate_prompt`` (a record rendering the prompt of an earlier one: the traces stage's rows hold an item
-        once per kept trace; the first is kept, and the scores of a record of another item join its reference's
-        panel, counted as ``n_pooled_panels``). Prompts kept under ``nearest`` or ``skip`` with tied modes are
-        counted as ``n_kept_without_unique_mode``.
+        ``duplicate_prompt`` (a record rendering the prompt of another: the traces stage's rows hold an item once
+        per kept trace; the record of the smallest item id is kept, whatever the rows' order, and the scores of a
+        record of another item join its reference's panel, counted as ``n_pooled_panels``). Prompts kept under
+        ``nearest`` or ``skip`` with tied modes are counted as ``n_kept_without_unique_mode``.
 
     Raises:
         judge.LeakageError: Zero-Shot records with ``zero_shot="refuse"``.
@@ -179,26 +180,24 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
     # one is its own item, by ``id``), never by its scores: two items of one prompt (two answer models writing the
     # same text to one instruction, or one-label data whose teacher gave each a score) may carry equal scores, and
     # both are evidence. Copies carry their item's panel again and are dropped; records of other items pool their
-    # panels' scores, so the reference does not depend on the rows' order.
-    # prompt -> its first record, the pooled scores (as given), and the items whose panels they hold.
-    panels_of_prompt: dict[str, tuple[judge.JudgeRecord, list[float], set[str]]] = {}
+    # panels' scores, so the reference does not depend on the rows' order. The prompt's row is the record of the
+    # smallest item id (of its records, the smallest id), the traces stage's rule (train.synthetic.traces
+    # pooled_by_prompt): the row's id does not depend on the order either, and the two stages name one item alike.
+    # prompt -> item -> its record of the smallest id.
+    items_of_prompt: dict[str, dict[str, judge.JudgeRecord]] = {}
     for record in kept:
-        prompt = template.render(record)
-        scores = [float(s) for s in record.expert_scores]
+        items = items_of_prompt.setdefault(template.render(record), {})
         item = _item_of(record)
-        group = panels_of_prompt.get(prompt)
-        if group is None:
-            panels_of_prompt[prompt] = (record, scores, {item})
-            continue
-        report.dropped["duplicate_prompt"] += 1
-        if item not in group[2]:
-            group[2].add(item)
-            group[1].extend(scores)
-            report.n_pooled_panels += 1
+        if item not in items or str(record.id) < str(items[item].id):
+            items[item] = record
+    report.dropped["duplicate_prompt"] += len(kept) - len(items_of_prompt)
+    report.n_pooled_panels = sum(len(items) - 1 for items in items_of_prompt.values())
+    panels = {prompt: [items[item] for item in sorted(items)] for prompt, items in items_of_prompt.items()}
     # The experts' verdicts the data held: a copy's scores are its item's again, counted once.
     report.n_expert_scores = (sum(len(r.expert_scores) for r in held_out)
-                              + sum(len(scores) for _, scores, _ in panels_of_prompt.values()))
-    for prompt, (record, scores, _) in panels_of_prompt.items():
+                              + sum(len(r.expert_scores) for records in panels.values() for r in records))
+    for prompt, records in panels.items():
+        record, scores = records[0], [float(s) for r in records for s in r.expert_scores]
         reason, row = _row(record, prompt, scores, no_unique_mode, verdict_format)
         if reason is not None:
             report.dropped[reason] += 1
@@ -292,9 +291,12 @@ def screen_prompts(rows: list[dict[str, Any]], tokenizer, max_prompt_tokens: int
     every special-token string parsed (``processing_class(text=prompts)`` in trl/trainer/grpo_trainer.py
     ``_tokenize_prompts``; its vLLM path generates from those ids too), so such a prompt would train the policy on
     a forged turn, with more ``<|im_end|>`` than it is ever served. Such prompts are dropped and counted as
-    ``special_token_string`` (logged with their ids); those whose ids leave fewer than ``max_completion_length``
-    tokens under ``max_length`` as ``too_long``, never truncated (a cut prompt is another item). The two
-    tokenizations agree on every other prompt (``chat_ids``' rule), and the lengths are counted on judge-serve's ids.
+    ``special_token_string`` (logged with their ids), as are those holding one of
+    ``judge.chat_tokens.SPECIAL_TOKEN_STRINGS`` (another model family's markers, which this tokenizer reads as text):
+    the list the traces stage skips items by, so that both stages leave out the same items; those whose ids leave
+    fewer than ``max_completion_length`` tokens under ``max_length`` as ``too_long``, never truncated (a cut prompt
+    is another item). The two tokenizations agree on every other prompt (``chat_ids``' rule), and the lengths are
+    counted on judge-serve's ids.
 
     Why drop rather than hand trl judge-serve's ids: trl 1.16 reads no prompt ids from the dataset
     (``GRPOTrainer._generate_and_score_completions`` takes ``x["prompt"]`` and ``_generate`` tokenizes it in
@@ -317,7 +319,7 @@ def screen_prompts(rows: list[dict[str, Any]], tokenizer, max_prompt_tokens: int
     Returns:
         (the rows kept, in order; reason -> prompts dropped, no key for a reason that dropped none).
     """
-    from judge.chat_tokens import chat_ids, chat_parts, template_wrapping
+    from judge.chat_tokens import chat_ids, chat_parts, special_token_strings_in, template_wrapping
 
     dropped: Counter = Counter()
     if not rows:
@@ -329,7 +331,8 @@ def screen_prompts(rows: list[dict[str, Any]], tokenizer, max_prompt_tokens: int
     whole = tokenizer(texts, add_special_tokens=False)["input_ids"]
     kept, forged = [], []
     for row, served_ids, trl_ids in zip(rows, served, whole):
-        if trl_ids != served_ids:
+        # The shared list too: the traces stage does not ask an item holding one, and GRPO trains the same items.
+        if trl_ids != served_ids or special_token_strings_in(row["prompt"]):
             forged.append(row["id"])
         elif len(served_ids) > max_prompt_tokens:
             dropped["too_long"] += 1

@@ -272,9 +272,11 @@ def test_one_prompt_judged_by_two_panels_pools_their_scores(tmp_path):
     assert report.summary() == ("3 items (6 expert scores) -> 1 prompts kept; dropped 2 items: duplicate_prompt=2 "
                                 "(2 other panels' scores pooled)")
     assert report.to_dict()["n_pooled_panels"] == 2
-    # In the other order the reference is the same: c, b, a pool to [1, 1, 1, 2, 2, 1], mode 1.
+    # In the other order the row is the same: the item of the smallest id (a, the traces stage's rule), its panel
+    # first, the others in item order.
     kept, _ = grpo.grpo_rows(_write_traces(tmp_path / "items2.jsonl", rows[::-1]))
-    assert [(row["id"], row["reference_scores"]) for row in kept] == [("c", [1.0])]
+    assert [(row["id"], row["expert_scores"], row["reference_scores"]) for row in kept] == \
+        [("a", [2.0, 1.0, 1.0, 2.0, 1.0, 1.0], [1.0])]
 
 
 def test_items_of_one_prompt_with_one_label_each_pool_into_their_mode(tmp_path):
