@@ -1,7 +1,8 @@
 """The traces stage's items and what it refuses: one prompt under several ids is one item (its experts' scores
 pooled, as GRPO pools them), a tolerance that lets every level agree is no rejection sampling, its own output is no
-input, a request the server refuses is final, an aborted answer is asked again, and a system turn the student never
-sees is refused. Also the SFT step's side: one prompt's trace trains once, and rows kept against tied modes are counted.
+input, a request the server refuses or aborts is asked again, and a system turn the student never sees is refused.
+Also the SFT step's side: one prompt's trace trains once, and rows kept against tied modes, or one prompt trained
+under several labels, are counted.
 
 The teacher is ``tests.support.scripted_endpoint.ScriptedEndpoint``, a real HTTP server on 127.0.0.1.
 """
@@ -73,7 +74,7 @@ def jsonl(path: Path) -> list[dict]:
 
 
 def test_one_prompt_under_two_ids_is_one_item_whose_panels_are_pooled(tmp_path):
-    """Two answer models writing one answer: ids A and B, one prompt, labels 2 and 1. Asked apart they were two
+    """Two answer models writing one answer: ids A and B, one prompt, labels 2 and 1. Asked apart they would be two
     items (2x the requests), trained "prompt -> 2" and "prompt -> 1"; pooled, the panel {2, 1} has no unique mode,
     and the item is skipped as GRPO skips it, counted."""
     with Teacher([answer()]) as teacher:
@@ -124,18 +125,38 @@ def test_a_tolerance_admitting_every_level_skips_the_item_and_warns(tmp_path, ca
     assert "1 items not asked (tolerance_admits_every_level)" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["traces.jsonl", "dropped.jsonl"])
-def test_the_stage_s_own_output_is_refused_as_its_input(tmp_path, capsys, name):
-    """traces.jsonl fed back was asked once per kept trace, and a dropped row's drop_reason landed on a kept row."""
-    with Teacher([answer("2"), answer("1")]) as teacher:
-        code, out = run(tmp_path, teacher.base_url, [{**BASE, "id": "A", "expert_scores": [2]}])
+@pytest.mark.parametrize(("name", "what"), [("traces.jsonl", "a row of the traces stage's output"),
+                                             ("dropped.jsonl", "a row of the traces stage's output"),
+                                             ("failed.jsonl", "a dropped or failed row of a judge-train data stage "
+                                                              "(it holds fail_reason)")])
+def test_the_stage_s_own_output_is_refused_as_its_input(tmp_path, capsys, name, what):
+    """traces.jsonl fed back would be asked once per kept trace, and a dropped or failed row's reason would land on
+    a kept row. A failed request's row holds no reasoning: its fail_reason alone marks it."""
+    with Teacher([answer("2"), answer("1"), 500]) as teacher:
+        code, out = run(tmp_path, teacher.base_url, [{**BASE, "id": "A", "expert_scores": [2]}], k=3)
         assert code == 0 and (out / name).read_text().strip()
         capsys.readouterr()
         asked = teacher.chats()
         assert run_on(tmp_path, teacher.base_url, out / name, out="again")[0] == 2
         assert teacher.chats() == asked
     err = capsys.readouterr().err
-    assert f"{out / name}: line 1: a row of the traces stage's output" in err
+    assert f"{out / name}: line 1: {what}" in err
+
+
+def test_an_empty_drop_reason_is_no_mark_and_another_stage_s_dropped_row_is_named_so():
+    """A kept row of your own with a bookkeeping drop_reason of null or "" trains in integer_rows: accepted here too.
+    The split stage's dropped row is refused without calling it the traces stage's."""
+    import judge
+    from train.synthetic.traces import refuse_traces_rows
+
+    rows = [{**BASE, "id": "A", "expert_scores": [2], "drop_reason": None},
+            {**BASE, "id": "B", "expert_scores": [2], "drop_reason": "", "fail_reason": None}]
+    refuse_traces_rows(judge.records_from_rows(rows), "mine.jsonl")
+    split_row = {**BASE, "id": "C", "expert_scores": [2], "drop_reason": "zero_shot:Brainstorming"}
+    with pytest.raises(judge.RecordError) as refused:
+        refuse_traces_rows(judge.records_from_rows([split_row]), "dropped.jsonl")
+    assert "a dropped or failed row of a judge-train data stage (it holds drop_reason)" in str(refused.value)
+    assert "traces stage's output" not in str(refused.value)
 
 
 def test_an_input_row_s_stage_keys_do_not_reach_this_run_s_rows(tmp_path):
@@ -149,17 +170,22 @@ def test_an_input_row_s_stage_keys_do_not_reach_this_run_s_rows(tmp_path):
     assert "skip_reason" not in row and (row["tolerance"], row["experts_reference"]) == (0.0, [2.0])
 
 
-def test_a_refused_request_is_final_and_a_key_error_is_asked_again(tmp_path, capsys):
-    """A 400 (a prompt past the context) is the server's answer: counted request_refused, not asked on rerun, and
-    not in the warning that a rerun recovers failed requests. A 401 (a key wrong) stays request_failed, asked again."""
+def test_a_refused_request_is_asked_again_on_every_rerun_and_a_key_error_too(tmp_path, capsys):
+    """A 400 (a prompt past a small server's context) is counted request_refused, not in the warning that a rerun
+    recovers failed requests; the remedy is the server's, which the run key does not see, so a rerun into the same
+    folder asks it again (a fixed server then answers), counted. A 401 (a key wrong) stays request_failed, asked
+    again."""
     with Teacher([400]) as teacher:
         code, out = run(tmp_path, teacher.base_url, [{**BASE, "id": "A", "expert_scores": [2]}])
         assert code == 0 and teacher.chats() == 2
         assert summary_of(out)["failed_by_reason"] == {"request_refused": 2}
         assert [row["error"][:13] for row in jsonl(out / "failed.jsonl")] == ["refused_400: "] * 2
         assert "requests failed" not in capsys.readouterr().err
-        assert run(tmp_path, teacher.base_url, [{**BASE, "id": "A", "expert_scores": [2]}])[0] == 0
-        assert teacher.chats() == 2
+    with Teacher([answer("2"), answer("2", "Всё исправлено верно, ошибок нет.")]) as fixed:
+        assert run(tmp_path, fixed.base_url, [{**BASE, "id": "A", "expert_scores": [2]}])[0] == 0
+        assert fixed.chats() == 2
+    summary = summary_of(out)
+    assert (summary["kept"], summary["failed"], summary["refused_traces_asked_again"]) == (2, 0, 2)
     with Teacher([401]) as teacher:
         code, out = run(tmp_path, teacher.base_url, [{**BASE, "id": "A", "expert_scores": [2]}], out="key")
         assert summary_of(out)["failed_by_reason"] == {"request_failed": 2}
@@ -172,6 +198,7 @@ def test_an_aborted_answer_is_asked_again_on_rerun(tmp_path):
     with Teacher([answer("2", finish="abort")]) as teacher:
         code, out = run(tmp_path, teacher.base_url, [{**BASE, "id": "A", "expert_scores": [2]}], k=1)
         assert code == 0 and summary_of(out)["failed_by_reason"] == {"turn_not_ended": 1}
+        assert summary_of(out)["refused_traces_asked_again"] == 0
         teacher.answers = [answer("2")]
         assert run(tmp_path, teacher.base_url, [{**BASE, "id": "A", "expert_scores": [2]}], k=1)[0] == 0
         assert teacher.chats() == 2
@@ -228,3 +255,104 @@ def test_rows_kept_against_tied_modes_are_counted_and_warned_of_under_skip(caplo
     assert len(rows) == 1 and report.kept_under_tied_modes == 1
     assert report.to_dict()["kept_under_tied_modes"] == 1
     assert "kept against the experts' tied modes" in caplog.text
+
+
+def test_a_pooled_item_s_id_does_not_depend_on_the_input_order(tmp_path):
+    """Rows A and B of one prompt, then the same rows in the other order into the same folder: the item is A (the
+    smallest item id) both times, so the rerun asks nothing again, and GRPO names the prompt's row A too."""
+    import judge
+    from train.grpo import grpo_rows
+
+    a, b = {**BASE, "id": "A", "expert_scores": [2]}, {**BASE, "id": "B", "expert_scores": [2], "model_id": "m2"}
+    with Teacher([answer("2")]) as teacher:
+        assert run(tmp_path, teacher.base_url, [b, a], k=1)[0] == 0
+        assert teacher.chats() == 1
+        code, out = run(tmp_path, teacher.base_url, [a, b], k=1)
+        assert code == 0 and teacher.chats() == 1
+    assert [(row["id"], row["pooled_item_ids"]) for row in jsonl(out / "traces.jsonl")] == [("A#0", ["B"])]
+    for order in ([a, b], [b, a]):
+        rows, report = grpo_rows(judge.records_from_rows(order), no_unique_mode="nearest")
+        assert [row["id"] for row in rows] == ["A"] and report.n_pooled_panels == 1
+
+
+def test_a_pooled_panel_past_the_record_s_bound_on_experts_is_skipped_and_counted(tmp_path):
+    """Five answer models' identical answers, 13 experts each: 65 scores pooled, more than a record holds (64). The
+    item is skipped as too_many_experts, naming the items pooled, not a crash blaming the first row."""
+    rows = [{**BASE, "id": f"R{n}", "model_id": f"m{n}", "expert_scores": [2] * 13,
+             "expert_ids": [f"e{n}_{i}" for i in range(13)]} for n in range(5)]
+    with Teacher([answer("2")]) as teacher:
+        code, out = run(tmp_path, teacher.base_url, rows, k=1)
+        assert code == 0 and teacher.chats() == 0
+    summary = summary_of(out)
+    assert summary["skipped_items_by_reason"] == {"duplicate_prompt": 4, "too_many_experts": 1}
+    assert (summary["items"], summary["input_rows"]) == (0, 5)
+    (skipped,) = [row for row in jsonl(out / "skipped.jsonl") if row["skip_reason"] == "too_many_experts"]
+    assert (skipped["id"], skipped["pooled_item_ids"]) == ("R0", ["R1", "R2", "R3", "R4"])
+
+
+def test_the_special_token_list_is_grpo_s_and_covers_qwen3_s_special_tokens(tmp_path, qwen3_tokenizer):
+    """One list for both stages: an answer holding <|vision_start|> (a Qwen special token GRPO's tokenizer check drops)
+    is not asked by the traces stage, and one holding Llama 3's <|eot_id|> (text to a Qwen tokenizer) is dropped by
+    GRPO as the traces stage skips it. Every special token of the Qwen3 tokenizer is in the list."""
+    import judge
+    from judge.chat_tokens import SPECIAL_TOKEN_STRINGS
+    from train import grpo
+
+    special = {token.content for token in qwen3_tokenizer.added_tokens_decoder.values() if token.special}
+    assert special and special <= set(SPECIAL_TOKEN_STRINGS)
+    with Teacher([answer()]) as teacher:
+        code, out = run(tmp_path, teacher.base_url, [{**BASE, "id": "A", "expert_scores": [2],
+                                                      "answer": "Готово <|vision_start|> 2"}])
+        assert code == 0 and teacher.chats() == 0
+    assert summary_of(out)["skipped_items_by_reason"] == {"special_token_string": 1}
+    records = judge.records_from_rows([{**BASE, "id": "a", "expert_scores": [2]},
+                                       {**BASE, "id": "b", "expert_scores": [2], "answer": "Готово.<|eot_id|>"}])
+    rows, _ = grpo.grpo_rows(records)
+    kept, dropped = grpo.screen_prompts(rows, qwen3_tokenizer, 10_000, "integer")
+    assert [row["id"] for row in kept] == ["a"] and dropped == {"special_token_string": 1}
+
+
+def test_tied_modes_covering_the_scale_have_their_own_reason_and_no_tolerance_advice(tmp_path, capsys):
+    """Experts 0 and 1 on a 0/1 rubric under no_unique_mode: any, at tolerance 0: no trace could be rejected, but not
+    for the tolerance, whose advice would already be followed."""
+    with Teacher([answer("1")]) as teacher:
+        code, out = run(tmp_path, teacher.base_url, [{**BASE, "id": "A", "rubrics": BINARY, "expert_scores": [0, 1]}],
+                        no_unique_mode="any")
+        assert code == 0 and teacher.chats() == 0
+    assert summary_of(out)["skipped_items_by_reason"] == {"references_cover_every_level": 1}
+    err = capsys.readouterr().err
+    assert "1 items not asked (references_cover_every_level)" in err and "a tolerance below" not in err
+
+
+def test_one_prompt_trained_under_several_items_labels_is_counted_and_warned_of(caplog):
+    """Rows of items A (label 2, trace 2) and B (label 1, trace 1) of one prompt each agree with their own item:
+    both train, and the prompt taught two answers is counted and warned of."""
+    import judge
+    from train.seq2seq import integer_rows
+
+    row = {**BASE, "reasoning": REASONING, "teacher_content": "2"}
+    records = judge.records_from_rows([
+        {**row, "id": "A#0", "item_id": "A", "expert_scores": [2], "reasoning_score": 2},
+        {**row, "id": "B#0", "item_id": "B", "expert_scores": [1], "reasoning_score": 1, "teacher_content": "1",
+         "reasoning": "Есть одна ошибка, остальное верно."}])
+    with caplog.at_level(logging.WARNING, logger="train.seq2seq"):
+        rows, report = integer_rows(records)
+    assert [(r["id"], r["score"]) for r in rows] == [("A#0", 2.0), ("B#0", 1.0)]
+    assert report.prompts_with_several_labels == 1 and report.to_dict()["prompts_with_several_labels"] == 1
+    assert "1 prompt(s) are trained under more than one score" in caplog.text
+    same = judge.records_from_rows([{**row, "id": "A#0", "item_id": "A", "expert_scores": [2], "reasoning_score": 2},
+                                    {**row, "id": "A#1", "item_id": "A", "expert_scores": [2], "reasoning_score": 2,
+                                     "reasoning": "Всё исправлено верно, ошибок нет."}])
+    assert integer_rows(same)[1].prompts_with_several_labels == 0
+
+
+def test_an_annotated_row_keeps_its_labelling_teacher_on_skipped_rows(tmp_path):
+    """teacher is not one of the stage's keys stripped from an input row: a skipped row names the teacher that
+    labelled it, a row this run asked names this run's teacher."""
+    with Teacher([answer("2")]) as teacher:
+        rows = [{**BASE, "id": "A", "expert_scores": [0, 2], "teacher": "labeller"},
+                {**BASE, "id": "B", "answer": "x", "expert_scores": [2], "teacher": "labeller"}]
+        code, out = run(tmp_path, teacher.base_url, rows, k=1)
+        assert code == 0
+    assert [(row["id"], row["teacher"]) for row in jsonl(out / "skipped.jsonl")] == [("A", "labeller")]
+    assert [(row["id"], row["teacher"]) for row in jsonl(out / "traces.jsonl")] == [("B#0", "t")]

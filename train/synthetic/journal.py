@@ -110,9 +110,9 @@ def request_failed(row: dict) -> bool:
     """Whether a journalled job failed for want of an answer (the endpoint never answered after its retries): such a
     job is asked again when the stage runs again, where one the endpoint answered, however badly, is final. Every
     stage journals ``ok: False`` for that; annotate also for a verdict it could not use (``error: verdict_...``),
-    which is the teacher's answer, traces for a request the server refused (``error: refused_<status>``, final:
-    ``train.synthetic.traces.REFUSED_STATUSES``), and every stage for an answer the client refused as oversized
-    (``answered_oversized``), which the endpoint did give.
+    which is the teacher's answer, traces for a refused request (``error: refused_<status>``, which the traces
+    stage asks again itself: ``train.synthetic.traces.REFUSED_STATUSES``), and every stage for an answer the client
+    refused as oversized (``answered_oversized``), which the endpoint did give.
 
     A row journalled as answered whose answer is not text (a list of content parts, an object) failed too: the
     client joins text parts and fails anything else, so asking again gives the row it journals now.

@@ -31,8 +31,9 @@ under one reason:
   ``max_kept_per_item`` so that the cap counts only traces SFT trains on), ``duplicate_trace`` (an agreeing trace whose
   reasoning and integer an earlier sample of the item already gave: a seeded or greedy teacher answers the same
   prompt alike, and the copy would weigh the trace twice in SFT), ``over_item_cap``;
-- failed (no verdict): ``request_failed`` (asked again by a rerun), ``request_refused`` (a 400, 413 or 422: the
-  server's final answer, ``REFUSED_STATUSES``, asked again only under another prompt or ``max_tokens``) and
+- failed (no verdict): ``request_failed`` (asked again by a rerun), ``request_refused`` (a 400, 413 or 422,
+  ``REFUSED_STATUSES``: the server's answer to the request, a prompt past its context or a body it cannot take,
+  which a server or proxy set up otherwise may accept; asked again by every rerun, as it cost no tokens) and
   ``verdict_<parse error>`` (``verdict_unclosed_think`` for an answer
   cut inside its reasoning, ``verdict_no_score``, ``verdict_empty`` for nothing, or nothing after a reasoning the
   teacher ended itself: ``finish_reason`` ``stop``, a larger ``max_tokens`` would not change it), and ``verdict_cut``
@@ -54,12 +55,16 @@ loader leaves out (``duplicate_input_rows``), so that ``input_rows`` is their su
 Items are refused as training data exactly as ``judge-train build-data`` refuses them
 (``train.build_data.load_training_records``: rows in the released benchmark's schema; ``zero_shot_records``: the
 Zero-Shot test), and rows of this stage's own output are refused (``refuse_traces_rows``). Rows that render one
-prompt are one item, their experts' scores pooled (``pooled_by_prompt``; the others counted ``duplicate_prompt``).
-Items not asked (``zero_shot`` with ``drop``, ``no_unique_mode``, ``no_expert_scores``, ``special_token_string``,
+prompt are one item, their experts' scores pooled (``pooled_by_prompt``: the item of the smallest id stands for them;
+the others counted ``duplicate_prompt``).
+Items not asked (``zero_shot`` with ``drop``, ``no_unique_mode``, ``no_expert_scores``, ``special_token_string``
+(the prompt holds one of ``judge.chat_tokens.SPECIAL_TOKEN_STRINGS``, the list GRPO drops prompts by),
 ``tolerance_admits_every_level`` (every level of the rubric within ``tolerance`` of the reference: nothing would be
-rejected), ``no_scale``, ``score_out_of_scale`` / ``score_not_a_level`` for an expert's score off the rubric or
-between its levels, as GRPO drops such an item, and ``reference_not_a_level``: a ``median`` or ``mean`` reference between the
-rubric's levels with none within ``tolerance``, which no integer could agree with) are counted per item. The mode is
+rejected), ``references_cover_every_level`` (tied modes that are every level, under ``no_unique_mode: any``),
+``too_many_experts`` (a pooled panel past a record's bound on experts), ``no_scale``, ``score_out_of_scale`` /
+``score_not_a_level`` for an expert's score off the rubric or between its levels, as GRPO drops such an item, and
+``reference_not_a_level``: a ``median`` or ``mean`` reference between the rubric's levels with none within
+``tolerance``, which no integer could agree with) are counted per item. The mode is
 the paper's reference (arXiv 2505.24616v3, Appendix D.2.1, where the judge's MAE is taken against the experts' mode);
 ``median`` and ``mean`` are options beside it, and either may be a level no expert gave (experts 0 and 2: 1).
 
@@ -78,7 +83,7 @@ experts' scores unchanged) with ``id`` ``<item id>#<sample>``, ``item_id``, ``re
 ``tolerance``): the rows the seq2seq recipe trains on with ``verdict_format: integer``
 (``train.seq2seq.integer_rows``), by that rule wherever they are copied.
 
-Why one module of ~580 lines: which items are asked, how each answer is decided and the run that journals them
+Why one module of ~615 lines: which items are asked, how each answer is decided and the run that journals them
 apply one agreement rule and write one set of row keys (``STAGE_KEYS``); ``train.seq2seq.integer_rows`` calls the
 decision on every trace it trains, so the rule has one home.
 """
@@ -90,6 +95,7 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
+from judge.chat_tokens import special_token_strings_in
 from judge.verdicts import bare_answer, has_think_tag
 from train.synthetic.client import (CHARS_PER_TOKEN, ChatClient, EndpointWatch, longer_than_asked,
                                     unusable_endpoints)
@@ -99,8 +105,7 @@ from train.synthetic.journal import Journal, log, request_failed, run_jobs, writ
 __all__ = ["experts_reference", "within_tolerance", "reference_within_reach", "bare_answer", "trace_outcome",
            "cut_by_max_tokens", "ask_again_for_max_tokens", "training_records", "run_traces", "MIN_RUSSIAN_SHARE",
            "CHARS_PER_TOKEN", "longer_than_asked", "REFUSED_STATUSES", "STAGE_KEYS", "POOLED_KEY", "own_record",
-           "tolerance_admits_every_level", "refuse_traces_rows", "pooled_by_prompt",
-           "SPECIAL_TOKEN_STRINGS"]
+           "tolerance_admits_every_level", "refuse_traces_rows", "pooled_by_prompt"]
 
 #: The least Cyrillic share of a kept trace's letters: the seq2seq recipe's default ``min_russian_share``
 #: (``train.config.TrainConfig``), so that a trace kept here is one SFT trains on.
@@ -169,7 +174,7 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
         # The client refused an answer longer than max_tokens allows (train.synthetic.client.longer_than_asked)
         return "failed", "verdict_oversized", None
     if str(done.get("error") or "").startswith("refused_"):
-        return "failed", "request_refused", None  # the server refused the request (400, 413, 422): final
+        return "failed", "request_refused", None  # the server refused the request (400, 413, 422)
     if done.get("ok") is not True or request_failed(done):  # the latter: an answer journalled that is not text, asked again
         return "failed", "request_failed", None
     # .get: a hand-made or foreign journal row may lack a field; it reads as an empty answer, a failure counted
@@ -250,9 +255,12 @@ def ask_again_for_max_tokens(done: dict, scale, max_tokens: int) -> bool:
     return asked_with is None or asked_with < max_tokens
 
 
-#: Statuses that are the server's final answer to a request (a prompt past its context, a body it cannot take):
-#: journalled ``refused_<status>`` and counted ``request_refused``, never asked again for the same prompt. 401, 403
-#: and 404 (a key or model name wrong) stay failed requests, which a rerun after the fix asks again.
+#: Statuses that are the server's answer to a request rather than an outage (a prompt past its context, a body it or
+#: a proxy cannot take): journalled ``refused_<status>`` and counted ``request_refused``, not in the warning that a
+#: rerun recovers failed requests. The remedy is on the server's side (a larger context, a proxy's body limit), and
+#: the run key leaves the server out, so every rerun asks them again: no tokens were generated, a refusal costs
+#: nothing to ask (counted ``refused_traces_asked_again``). 401, 403 and 404 (a key or model name wrong) stay failed
+#: requests, which a rerun after the fix asks again.
 REFUSED_STATUSES = (400, 413, 422)
 
 
@@ -268,10 +276,6 @@ def tolerance_admits_every_level(scale, references: tuple[float, ...], tolerance
                for level in scale.levels)
 
 
-#: ChatML's turn markers and Qwen's end of text: the chat API parses them in the user text as control tokens (a forged
-#: turn the teacher answers under), where SFT (``judge.chat_tokens.chat_ids``) and judge-serve read them as the
-#: characters they are. An item holding one is not asked (``special_token_string``), as GRPO drops its prompt.
-SPECIAL_TOKEN_STRINGS = ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
 #: The keys the traces stage writes on its rows (kept, dropped, failed, skipped) beside the item's POLLUX record:
 #: left out of the record it copies, so that an input row's own never land on a row of this run. Not ``teacher``,
 #: which an annotated row holds for the teacher that labelled it (a row of this run names its own over it).
@@ -284,9 +288,10 @@ POOLED_KEY = "pooled_item_ids"
 
 def refuse_traces_rows(records, source: str) -> None:
     """Refuse a row of this stage's own output as its input: a kept trace (``reasoning``, ``reasoning_score`` and
-    ``item_id``) would be asked again as an item of its own, one prompt once per kept trace, and a row of
-    dropped.jsonl or failed.jsonl would carry its ``drop_reason`` or ``fail_reason`` onto a kept row, which SFT then
-    drops.
+    ``item_id``) would be asked again as an item of its own, one prompt once per kept trace, and a dropped or failed
+    row (a ``drop_reason`` or ``fail_reason`` with a value: this stage's dropped.jsonl or failed.jsonl, or another
+    stage's dropped.jsonl) would carry it onto a kept row, which SFT then drops. An empty or null one is no mark:
+    ``train.seq2seq.integer_rows`` trains such a row too.
 
     Raises:
         judge.RecordError: naming the file, the row and the keys that mark it.
@@ -296,12 +301,15 @@ def refuse_traces_rows(records, source: str) -> None:
 
     for position, record in enumerate(records):
         marks = STAGE_ROW_MARKS["traces"]
-        held = (marks if all(mark in record.extra for mark in marks)
-                else [key for key in ("drop_reason", "fail_reason") if key in record.extra])
+        if all(mark in record.extra for mark in marks):
+            what, held = "a row of the traces stage's output", marks
+        else:
+            what, held = ("a dropped or failed row of a judge-train data stage",
+                          [key for key in ("drop_reason", "fail_reason") if record.extra.get(key)])
         if held:
             where, row = record.origin or (source, position)
-            raise RecordError(where, row, None, f"a row of the traces stage's output (it holds {', '.join(held)}): "
-                              "the traces stage reads the split stage's output (train.jsonl) or records of your own")
+            raise RecordError(where, row, None, f"{what} (it holds {', '.join(held)}): the traces stage reads the "
+                              "split stage's output (train.jsonl) or records of your own")
 
 
 def pooled_by_prompt(records) -> tuple[list, list, int]:
@@ -309,30 +317,44 @@ def pooled_by_prompt(records) -> tuple[list, list, int]:
     same answer to one instruction are one item to the judge, and asking each apart would pay for the prompt twice
     and train it on each row's own label (2 from one, 1 from the other) where GRPO's reference pools them.
 
+    A record is its own item, or the ``item_id`` it names: a copy of an item already pooled carries its panel again,
+    and adds none. The prompt's item is the one of the smallest item id (and of those records the smallest id), as
+    GRPO's: the journal keys ``<item id>#<sample>`` and the kept rows' ids do not depend on the input's order, so a
+    rerun on the rows reordered reuses the journal (an item of a smaller id joining the prompt is asked anew).
+
     Returns:
-        (records, copies, n_pooled_panels): the first record of each prompt, whose experts' scores are those of every
-        item of the prompt (its ``POOLED_KEY`` names the others), the later records, not asked on their own, and how
-        many items' panels joined another's. A record is its own item, or the ``item_id`` it names: a copy of an item
-        already pooled carries its panel again, and adds none.
+        (records, skipped, n_pooled_panels): a record per prompt, whose experts' scores are those of every item of
+        the prompt in item-id order (its ``POOLED_KEY`` names the others); ``(record, reason)`` for the records not
+        asked on their own, ``duplicate_prompt`` (the prompt's other records) or ``too_many_experts`` (the prompt's
+        item when the pooled panel holds more than ``judge.records.MAX_EXPERTS_PER_ITEM`` scores, more than a
+        record may carry: its skipped row names the items pooled); and how many items' panels joined another's.
     """
     import judge
+    from judge.records import MAX_EXPERTS_PER_ITEM
 
     groups: dict[str, list] = {}
     for record in records:
         groups.setdefault(judge.render_prompt(record), []).append(record)
-    firsts, copies, n_pooled = [], [], 0
+    kept, skipped, n_pooled = [], [], 0
     for group in groups.values():
-        first, rest = group[0], group[1:]
-        copies += rest
-        items: dict[str, object] = {}
+        items: dict[str, object] = {}  # item id -> its record of the smallest id
         for record in group:
-            items.setdefault(str(record.extra.get("item_id") or record.id), record)
-        if len(items) == 1:
-            firsts.append(first)
+            item = str(record.extra.get("item_id") or record.id)
+            if item not in items or str(record.id) < str(items[item].id):
+                items[item] = record
+        ordered = [items[item] for item in sorted(items)]
+        first, rest = ordered[0], ordered[1:]
+        skipped += [(record, "duplicate_prompt") for record in group if record is not first]
+        if not rest:
+            kept.append(first)
             continue
-        n_pooled += len(items) - 1
-        rest = list(items.values())[1:]
-        rows = [record.to_dict() for record in (first, *rest)]
+        n_pooled += len(rest)
+        rows = [record.to_dict() for record in ordered]
+        source, index = first.origin or ("<records>", 0)
+        if sum(len(r["expert_scores"]) for r in rows) > MAX_EXPERTS_PER_ITEM:
+            skipped.append((judge.JudgeRecord.from_row({**rows[0], POOLED_KEY: [record.id for record in rest]},
+                                                       source=source, index=index), "too_many_experts"))
+            continue
         row = {**rows[0], "expert_scores": [score for r in rows for score in r["expert_scores"]],
                "criteria_score": None, POOLED_KEY: [record.id for record in rest]}  # fmt: skip
         feedback = [r.get("expert_feedback") or [None] * len(r["expert_scores"]) for r in rows]
@@ -342,9 +364,8 @@ def pooled_by_prompt(records) -> tuple[list, list, int]:
         row.pop("expert_ids", None)
         if None not in experts and len(set(experts)) == len(experts):  # one expert on two items: one panel, unnamed
             row["expert_ids"] = experts
-        source, index = first.origin or ("<records>", 0)
-        firsts.append(judge.JudgeRecord.from_row(row, source=source, index=index))
-    return firsts, copies, n_pooled
+        kept.append(judge.JudgeRecord.from_row(row, source=source, index=index))
+    return kept, skipped, n_pooled
 
 
 def training_records(input_path: str | Path, config: TracesConfig, counts: dict | None = None):
@@ -378,11 +399,13 @@ def training_records(input_path: str | Path, config: TracesConfig, counts: dict 
     refuse_traces_rows(records, str(source))
     records, held_out = zero_shot_records(records, config.zero_shot, config.zero_shot_split())
     skipped = [(record, "zero_shot") for record in held_out]
-    records, copies, n_pooled = pooled_by_prompt(records)
-    skipped += [(record, "duplicate_prompt") for record in copies]
+    records, not_pooled, n_pooled = pooled_by_prompt(records)
+    skipped += not_pooled
     items = []
     for record in records:
-        if any(marker in judge.render_prompt(record) for marker in SPECIAL_TOKEN_STRINGS):
+        # A chat API parses such a string in the user text as a control token (a forged turn the teacher answers
+        # under), where SFT and judge-serve read it as text: the list GRPO drops its prompts by too.
+        if special_token_strings_in(judge.render_prompt(record)):
             skipped.append((record, "special_token_string"))
             continue
         if not record.expert_scores:
@@ -407,7 +430,10 @@ def training_records(input_path: str | Path, config: TracesConfig, counts: dict 
             continue
         if tolerance_admits_every_level(scale, references, config.tolerance):
             # Every verdict that parses would agree: no trace is rejected, one arguing against the label included.
-            skipped.append((record, "tolerance_admits_every_level"))
+            # Tied modes that are every level (experts 0 and 1 on a 0/1 rubric, under no_unique_mode: any) do it at
+            # any tolerance: their own reason, whose remedy is not a smaller tolerance.
+            covered = tolerance_admits_every_level(scale, references, 0.0)
+            skipped.append((record, "references_cover_every_level" if covered else "tolerance_admits_every_level"))
             continue
         items.append((record, scale, references))
     beyond_limit = max(0, len(items) - config.limit) if config.limit else 0
@@ -458,8 +484,9 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
             # not parse is, where a failed request is asked again.
             row["error"] = f"verdict_{result.error}"
         elif result.status in REFUSED_STATUSES:
-            # The server's final word on this prompt (too long for its context, a body it cannot take): asked again it
-            # answers the same: final (journal.request_failed), asked again only under another prompt or max_tokens.
+            # The server's answer to this request (too long for its context, a body it cannot take), not an outage:
+            # request_refused, not request_failed; every rerun asks it again (below), since a server set up otherwise
+            # may take it and asking costs no tokens.
             row["error"] = f"refused_{result.status}: {result.error}"
         return row
 
@@ -479,12 +506,13 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
     # An answer the server aborted (finish_reason abort: a restart, a cancelled request) is no verdict of the
     # teacher's: asked again, as a request that failed is.
     aborted = [key for key, _ in jobs if key in journal and journal.rows[key].get("finish_reason") == "abort"]
-    # A refusal under another max_tokens (a prompt and its max_tokens past the server's context) may not recur.
-    refused = [key for key, _ in jobs if key in journal and str(journal.rows[key].get("error") or "").startswith(
-        "refused_") and journal.rows[key].get("max_tokens") != teacher.max_tokens]
+    # A refusal is asked again on every rerun: its remedy is the server's (a larger context, a proxy's body limit),
+    # which the run key does not see, and a refused request generated no tokens.
+    refused = [key for key, _ in jobs
+               if key in journal and str(journal.rows[key].get("error") or "").startswith("refused_")]
     why = [f"whose answer a smaller max_tokens cut (now {teacher.max_tokens})"] if cut else []
     why += ["whose answer the server aborted"] if aborted else []
-    why += [f"the server refused under another max_tokens (now {teacher.max_tokens})"] if refused else []
+    why += ["the server refused (400, 413, 422)"] if refused else []
     run_jobs(jobs, work, journal, config.concurrency, "traces", fingerprint=request, redo=[*cut, *aborted, *refused],
              redo_why=" or ".join(why))
 
@@ -537,7 +565,7 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
         items_kept += n_kept > 0
         # No verdict from any of its k samples: the item is missing from the traces for want of a verdict, not because
         # the teacher disagreed. A rerun recovers only the failures it asks again (request_failed, an aborted answer,
-        # with a larger max_tokens a cut one, with another a refused one), not a verdict that did not parse.
+        # a refused request, with a larger max_tokens a cut one), not a verdict that did not parse.
         items_all_failed += n_failed == k
 
     skipped_rows = [{**own_record(record), "skip_reason": reason} for record, reason in skipped]
@@ -559,6 +587,7 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
         "failed_by_reason": dict(sorted(Counter(row["fail_reason"] for row in failed).items())),
         "cut_traces_asked_again": len(cut),
         "aborted_traces_asked_again": len(aborted),
+        "refused_traces_asked_again": len(refused),
         "skipped_items": len(skipped),
         "skipped_items_by_reason": dict(sorted(Counter(reason for _, reason in skipped).items())),
         **unusable_endpoints(clients),
@@ -568,6 +597,11 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
         log(f"traces: warning: {admits_all} items not asked (tolerance_admits_every_level): tolerance "
             f"{config.tolerance} lets every level of their rubric agree with the experts, so no trace would be "
             "rejected; a tolerance below the gap between levels (0: the reference exactly) asks them")
+    covered = sum(reason == "references_cover_every_level" for _, reason in skipped)
+    if covered:
+        log(f"traces: warning: {covered} items not asked (references_cover_every_level): their experts' tied modes "
+            "are every level of their rubric, so under no_unique_mode: any no trace would be rejected at any "
+            "tolerance; no_unique_mode: skip counts them as no_unique_mode instead")
     if jobs and not kept:
         # A stage that exits 0 says no more than that it finished: the SFT step after it finds no traces to train on
         reasons = Counter(row["fail_reason"] for row in failed) + Counter(row["drop_reason"] for row in dropped)
