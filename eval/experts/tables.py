@@ -32,7 +32,9 @@ How they aggregate, as far as the paper says:
   rows average to (1.569 + 1.404 + 1.398 + 1.295 + 1.300 + 1.333 + 1.541) / 7 = 1.406, but its Avg. is 1.401;
   Tables 14, 15 and 16 group the same items three ways and all give Avg. 0.888, which only an item-pooled mean
   does (Table 14's rows average to 0.887, Table 15's 31 task types with a value to 0.890). ``Avg.`` in the outputs
-  is that pooled mean.
+  is that pooled mean. The tables key it ``POOLED``, which no name from the data equals, and only the outputs write
+  it ``Avg.``: an evaluated model, task type or criterion of that name keeps its own row (marked apart on the pages,
+  as two names that read alike are; told apart by the CSV's ``pooled`` column).
 
 Whether the two Critical criteria (0 best: "0" means no critical violation, Appendix P.1) count in the mean scores
 that pool over criteria is a choice: the paper does not say. Table 9 lists them as rows, which says nothing of Tables
@@ -54,6 +56,7 @@ form their own ``unknown`` split, outside ``all``, as in ``judge-eval score``.
 from __future__ import annotations
 
 import csv
+import enum
 import io
 from collections.abc import Sequence
 from pathlib import Path
@@ -68,11 +71,21 @@ from eval.reports.names import one_line, shown_name, shown_names
 from eval.reports.report import fmt, markdown_table, md_text
 from judge.plumbing.atomic_write import write_atomically
 
-__all__ = ["AVG", "CRITICAL_IN_MEANS", "MEAN_OVER", "PAPER", "critical_in_means_sentence", "expert_tables",
-           "mean_over_sentence", "render_html", "render_markdown", "summary_line", "write_expert_tables"]
+__all__ = ["AVG", "CRITICAL_IN_MEANS", "MEAN_OVER", "PAPER", "POOLED", "critical_in_means_sentence",
+           "expert_tables", "mean_over_sentence", "render_html", "render_markdown", "summary_line",
+           "write_expert_tables"]
 
-#: The pooled row's name, as the paper's tables write it.
+#: The pooled row's (and a cross table's pooled column's) label, as the paper's tables write it.
 AVG = "Avg."
+
+
+class _Pooled(enum.Enum):
+    KEY = "pooled"
+
+
+#: The pooled row's and column's key in ``expert_tables``' tables: an enum member, so that no name from the data (a
+#: ``str``) equals it and a group named like the label keeps its own row; the outputs write it ``AVG``.
+POOLED = _Pooled.KEY
 #: ``critical_in_means``'s settings (module docstring): the paper is silent, ``include`` is the default.
 CRITICAL_IN_MEANS = ("include", "exclude")
 #: ``mean_over``'s settings (module docstring): how a mean-score cell pools its items; ``items`` is the default.
@@ -135,9 +148,9 @@ def _codes(labels: Sequence[str]) -> tuple[list[str], np.ndarray]:
 
 def _cells(values: np.ndarray, rows: tuple[list[str], np.ndarray], columns: tuple[list[str], np.ndarray] | None,
            index: np.ndarray, weights: np.ndarray | None = None) -> dict:
-    """``{row: {column: (n, mean)}}`` over the finite values of ``index``, with the pooled ``AVG`` row; the column is
-    the evaluated model (cross tables, with the pooled ``AVG`` column: all models together) or ``"Experts"``. ``n``
-    counts items; the mean weighs each item by ``weights`` (default: 1)."""
+    """``{row: {column: (n, mean)}}`` over the finite values of ``index``, with the pooled ``POOLED`` row last; the
+    column is the evaluated model (cross tables, with the pooled ``POOLED`` column last: all models together) or
+    ``"Experts"``. ``n`` counts items; the mean weighs each item by ``weights`` (default: 1)."""
     keep = index[np.isfinite(values[index])]
     weight = np.ones(len(values)) if weights is None else np.asarray(weights, dtype=np.float64)
     row_names, row_codes = rows
@@ -150,16 +163,16 @@ def _cells(values: np.ndarray, rows: tuple[list[str], np.ndarray], columns: tupl
     total = np.bincount(flat, weights=weight[keep] * values[keep], minlength=size).reshape(shape)
     # The pooled row (and, in a cross table, column) adds the counts and sums: a mean over items, not over cells.
     n, mass, total = (np.vstack([a, a.sum(axis=0)]) for a in (n, mass, total))
-    names = list(col_names)
+    col_order = [(j, col_names[j]) for j in np.argsort(np.asarray(col_names, dtype=object), kind="stable")]
     if columns is not None:
         n, mass, total = (np.hstack([a, a.sum(axis=1, keepdims=True)]) for a in (n, mass, total))
-        names.append(AVG)
+        col_order.append((len(col_names), POOLED))
+    row_order = [(i, row_names[i]) for i in np.argsort(np.asarray(row_names, dtype=object), kind="stable")]
     out = {}
-    for i in [*np.argsort(np.asarray(row_names, dtype=object), kind="stable"), len(row_names)]:
-        cells = {names[j]: (int(n[i, j]), float(total[i, j] / mass[i, j])) for j in np.argsort(names, kind="stable")
-                 if n[i, j]}
+    for i, row in [*row_order, (len(row_names), POOLED)]:
+        cells = {col: (int(n[i, j]), float(total[i, j] / mass[i, j])) for j, col in col_order if n[i, j]}
         if cells:
-            out[row_names[i] if i < len(row_names) else AVG] = cells
+            out[row] = cells
     return out
 
 
@@ -175,9 +188,10 @@ def expert_tables(records, critical_in_means: str = "include", mean_over: str = 
 
     Returns:
         ``{"counts": {...}, "english_names": {criterion: English name}, "tables": {table: {split: {row: {column:
-        (n_items, value)}}}}}``. ``mean_by_*`` are cross tables (columns: evaluated models and ``AVG``, all models
-        pooled; ``mean_by_model`` has the one column ``"Experts"``); ``vc_by_*`` have the column ``"Experts"``.
-        Every table has the pooled ``AVG`` row. A group without a value is absent (the paper's "—"). Also
+        (n_items, value)}}}}}``. ``mean_by_*`` are cross tables (columns: evaluated models and ``POOLED``, all
+        models pooled; ``mean_by_model`` has the one column ``"Experts"``); ``vc_by_*`` have the column
+        ``"Experts"``. Every table has the pooled ``POOLED`` row (written ``AVG``). A group without a value is
+        absent (the paper's "—"). Also
         ``"critical_in_means": {"setting", "n_items"}``: the setting and how many items it concerns (Critical
         criteria with an expert score, every split), and ``"mean_over"``: the setting.
     """
@@ -216,9 +230,9 @@ def expert_tables(records, critical_in_means: str = "include", mean_over: str = 
             # Each criterion keeps its own row; the Avg. row pools without the Critical ones.
             for name, idx in index.items():
                 if name in tables[key]:
-                    rows = {row: cells for row, cells in tables[key][name].items() if row != AVG}
-                    pooled = _cells(pooled_mean, group_of[by], cross, idx, weights).get(AVG)
-                    tables[key][name] = {**rows, **({AVG: pooled} if pooled else {})}
+                    rows = {row: cells for row, cells in tables[key][name].items() if row is not POOLED}
+                    pooled = _cells(pooled_mean, group_of[by], cross, idx, weights).get(POOLED)
+                    tables[key][name] = {**rows, **({POOLED: pooled} if pooled else {})}
     released = columns.criteria_score
     differs = np.isfinite(item_mean) & np.isfinite(released) & ~np.isclose(item_mean, released, atol=1e-6)
     counts = {
@@ -239,8 +253,10 @@ def expert_tables(records, critical_in_means: str = "include", mean_over: str = 
 
 
 def write_expert_tables(result: dict[str, Any], out: str | Path) -> dict[str, Path]:
-    """``experts_tables.csv`` (long: table, paper, split, row, row_en, column, n_items, value), ``experts.md`` and the
-    same tables as a small page, ``experts.html``.
+    """``experts_tables.csv`` (long: table, paper, split, row, row_en, column, n_items, value, pooled), ``experts.md``
+    and the same tables as a small page, ``experts.html``. The pooled row and column are written ``AVG``, and
+    ``pooled`` says which of the cell's row and column is the pooled one ("row", "column", "row and column" or ""),
+    since a group from the data may bear that name too.
 
     Returns:
         ``{"csv": path, "markdown": path, "html": path}``.
@@ -252,19 +268,33 @@ def write_expert_tables(result: dict[str, Any], out: str | Path) -> dict[str, Pa
     csv_path = out / "experts_tables.csv"
     with io.StringIO(newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["table", "paper", "split", "row", "row_en", "column", "n_items", "value"])
+        writer.writerow(["table", "paper", "split", "row", "row_en", "column", "n_items", "value", "pooled"])
         for key, by_split in result["tables"].items():
             for split, rows in by_split.items():
                 for row, cols in rows.items():
                     row_en = english.get(row, "") if key.endswith("criterion") else ""
                     for col, (n, value) in cols.items():
-                        writer.writerow([key, paper_of[key], split, row, row_en, col, n, repr(float(value))])
+                        pooled = " and ".join(side for side, name in (("row", row), ("column", col))
+                                              if name is POOLED)
+                        writer.writerow([key, paper_of[key], split, _label(row), row_en, _label(col), n,
+                                         repr(float(value)), pooled])
         write_atomically(csv_path, f.getvalue().encode("utf-8"))  # whole, never cut by a kill, as the pages
     md_path = out / "experts.md"
     write_atomically(md_path, render_markdown(result).encode("utf-8"))
     html_path = out / "experts.html"
     write_atomically(html_path, render_html(result).encode("utf-8"))
     return {"csv": csv_path, "markdown": md_path, "html": html_path}
+
+
+def _label(key: Any) -> Any:
+    """A table key as the CSV writes it: the pooled row or column ``AVG``, a name from the data as it is."""
+    return AVG if key is POOLED else key
+
+
+def _shown(keys: Sequence[Any]) -> dict[Any, str]:
+    """Each key's label on the pages: ``AVG`` for the pooled row or column, ``shown_names``' label for a name from
+    the data, marked apart where it reads as ``AVG`` (``reserved``), so that no group stands for the pooled row."""
+    return {**shown_names([key for key in keys if key is not POOLED], reserved=(AVG,)), POOLED: AVG}
 
 
 def _english(english: dict[str, str], row: str) -> str:
@@ -275,9 +305,9 @@ def _english(english: dict[str, str], row: str) -> str:
 def _cross_table(rows: dict, english: dict[str, str] | None) -> tuple[list[str], list[list[str]], int]:
     """Header, rows and how many leading columns hold names (the row's, its English name), which the renderers
     escape; the cells after them are the table's own figures."""
-    columns = sorted({c for cols in rows.values() for c in cols if c != AVG}) + [AVG]
-    # the pages' label of each name from the data (one line, cut, told apart where two read alike)
-    shown = shown_names([*rows, *columns])
+    columns = sorted({c for cols in rows.values() for c in cols if c is not POOLED}) + [POOLED]
+    # the pages' label of each name from the data (one line, cut, told apart where two read alike or one as Avg.)
+    shown = _shown([*rows, *columns])
     header = ["", *(["English name"] if english is not None else []), *(shown[c] for c in columns)]
     body = [[shown[row], *([_english(english, row)] if english is not None else []),
              *(f"{fmt(cols[c][1])} ({cols[c][0]})" if c in cols else "\u2014" for c in columns)]
@@ -288,8 +318,8 @@ def _cross_table(rows: dict, english: dict[str, str] | None) -> tuple[list[str],
 def _column_table(by_split: dict, splits: Sequence[str],
                   english: dict[str, str] | None) -> tuple[list[str], list, int]:
     """As ``_cross_table``: a row per name, a column per test."""
-    names = sorted({row for s in splits for row in by_split.get(s, {}) if row != AVG}) + [AVG]
-    shown = shown_names(names)
+    names = sorted({row for s in splits for row in by_split.get(s, {}) if row is not POOLED}) + [POOLED]
+    shown = _shown(names)
     header = ["", *(["English name"] if english is not None else []), *(_SPLIT_TITLES[s] for s in splits)]
     body = []
     for row in names:
@@ -397,11 +427,11 @@ def summary_line(result: dict[str, Any]) -> str:
     """One line for the console: the pooled figures per split."""
     parts, empty = [], []
     for split, rows in result["tables"]["mean_by_model"].items():
-        if AVG not in rows:  # no item of this split has an expert score: its tables are empty
+        if POOLED not in rows:  # no item of this split has an expert score: its tables are empty
             empty.append(split)
             continue
-        n, mean = rows[AVG]["Experts"]
-        vc = result["tables"]["vc_by_model"].get(split, {}).get(AVG, {}).get("Experts")
+        n, mean = rows[POOLED]["Experts"]
+        vc = result["tables"]["vc_by_model"].get(split, {}).get(POOLED, {}).get("Experts")
         vc_text = f"{vc[1]:.3f} over {vc[0]}" if vc else "\u2014"
         parts.append(f"{_SPLIT_TITLES[split]}: mean {mean:.3f} over {n} items, experts VC {vc_text}")
     setting = (result.get("critical_in_means") or {}).get("setting", "include")

@@ -79,7 +79,7 @@ def _digest(name: str) -> str:
 
 
 def shown_names(names: Iterable[Any], chars: int = NAME_CHARS,
-                as_text: Callable[[str], str] | None = None) -> dict[str, str]:
+                as_text: Callable[[str], str] | None = None, reserved: Iterable[str] = ()) -> dict[str, str]:
     """Each distinct name (as text) and how the pages show it: ``shown_name``'s cut of its ``one_line`` text (or
     ``as_text``'s writing of the name, where a page cuts and escapes it in one step: compare.md's run names), and
     where two cut names still read alike (``reads_as``: a name apart from another only by a bidirectional mark, a
@@ -87,13 +87,16 @@ def shown_names(names: Iterable[Any], chars: int = NAME_CHARS,
     more where two marks would still repeat: ``_MARK_DIGITS``), so that no row, heading or filter value of one name
     stands for another's: distinct names always get distinct labels. The digits depend on the name alone, whichever
     names a table holds and in whatever order (only a repeat of the 8-digit mark, one pair in about four billion,
-    lengthens it)."""
+    lengthens it). A name whose label reads as one of ``reserved`` (a label the page gives a row of its own, as the
+    experts' pooled "Avg.") is marked the same way, so that it cannot stand for that row."""
     distinct = list(dict.fromkeys(str(name) for name in names))
     cut = {name: as_text(name) if as_text else shown_name(one_line(name), chars) for name in distinct}
     labels = dict(cut)
     # Every cut of a longer name is ``chars`` long, so the labels read alike all are: a marked label is then longer
     # than any name left whole, and two marks of different lengths never read alike.
-    pending = _repeated(distinct, labels)
+    taken = {reads_as(label) for label in reserved}
+    repeated = set(_repeated(distinct, labels))
+    pending = [name for name in distinct if name in repeated or reads_as(labels[name]) in taken]
     for digits in _MARK_DIGITS:
         if not pending:
             break

@@ -9,7 +9,7 @@ import pytest
 
 import judge
 from eval.cli import main
-from eval.experts.tables import AVG, expert_tables
+from eval.experts.tables import AVG, POOLED, expert_tables
 from tests.support.release_artifacts import NOT_APPLICABLE, released_row, write_released_dataset
 
 EDITING, POETRY = ("Editing",), ("Literary text", "Poetry")
@@ -52,9 +52,9 @@ def test_mean_by_model_per_split_table_10(tables):
     llama {5} 1 (item 6 has no expert), Avg. (5/3+0+0.2+1)/4 = 43/60; Full test gpt4 (5/3+0+1.5+0.2)/4 = 101/120,
     llama (2+1+0)/3 = 1, Avg. 191/30 / 7 = 191/210."""
     by_model = tables["tables"]["mean_by_model"]
-    expected = {"zero_shot": {"gpt4": (1, 1.5), "llama": (2, 1.0), AVG: (3, 7 / 6)},
-                "standard": {"gpt4": (3, 28 / 45), "llama": (1, 1.0), AVG: (4, 43 / 60)},
-                "all": {"gpt4": (4, 101 / 120), "llama": (3, 1.0), AVG: (7, 191 / 210)}}
+    expected = {"zero_shot": {"gpt4": (1, 1.5), "llama": (2, 1.0), POOLED: (3, 7 / 6)},
+                "standard": {"gpt4": (3, 28 / 45), "llama": (1, 1.0), POOLED: (4, 43 / 60)},
+                "all": {"gpt4": (4, 101 / 120), "llama": (3, 1.0), POOLED: (7, 191 / 210)}}
     for split, rows in expected.items():
         got = {row: cols["Experts"] for row, cols in by_model[split].items()}
         assert got.keys() == rows.keys()
@@ -68,15 +68,15 @@ def test_mean_by_task_type_and_criterion_tables_1_and_9(tables):
     rhyme quality gpt4 1.5, llama 2; the Critical format criterion gpt4 0.2; Avg. row gpt4 101/120 as Table 10's."""
     by_task = tables["tables"]["mean_by_task_type"]["all"]
     assert by_task["Editing"]["gpt4"] == (3, pytest.approx(28 / 45)) and "llama" not in by_task["Editing"]
-    assert by_task["Editing"][AVG] == (3, pytest.approx(28 / 45))
-    assert by_task["Literary text"] == {"gpt4": (1, 1.5), "llama": (1, 2.0), AVG: (2, 1.75)}
-    assert by_task["Code creation"] == {"llama": (1, 1.0), AVG: (1, 1.0)}
-    assert by_task["Code modification"] == {"llama": (1, 0.0), AVG: (1, 0.0)}
+    assert by_task["Editing"][POOLED] == (3, pytest.approx(28 / 45))
+    assert by_task["Literary text"] == {"gpt4": (1, 1.5), "llama": (1, 2.0), POOLED: (2, 1.75)}
+    assert by_task["Code creation"] == {"llama": (1, 1.0), POOLED: (1, 1.0)}
+    assert by_task["Code modification"] == {"llama": (1, 0.0), POOLED: (1, 0.0)}
     by_criterion = tables["tables"]["mean_by_criterion"]["all"]
-    assert by_criterion[_name("rhyme_quality__3")] == {"gpt4": (1, 1.5), "llama": (1, 2.0), AVG: (2, 1.75)}
+    assert by_criterion[_name("rhyme_quality__3")] == {"gpt4": (1, 1.5), "llama": (1, 2.0), POOLED: (2, 1.75)}
     assert by_criterion[_name("narushenie_formata")]["gpt4"] == (1, pytest.approx(0.2))
-    assert by_criterion[_name("repeats")] == {"gpt4": (1, pytest.approx(5 / 3)), AVG: (1, pytest.approx(5 / 3))}
-    assert by_criterion[AVG]["gpt4"] == (4, pytest.approx(101 / 120))
+    assert by_criterion[_name("repeats")] == {"gpt4": (1, pytest.approx(5 / 3)), POOLED: (1, pytest.approx(5 / 3))}
+    assert by_criterion[POOLED]["gpt4"] == (4, pytest.approx(101 / 120))
     assert tables["english_names"][_name("rhyme_quality__3")] == "Rhyme quality"
 
 
@@ -88,13 +88,13 @@ def test_experts_verdict_confidence_tables_14_to_16(tables):
     vc = tables["tables"]
     by_model = {row: cols["Experts"] for row, cols in vc["vc_by_model"]["all"].items()}
     assert by_model["gpt4"] == (4, pytest.approx(89 / 120)) and by_model["llama"] == (1, 1.0)
-    assert by_model[AVG] == (5, pytest.approx(119 / 150))
+    assert by_model[POOLED] == (5, pytest.approx(119 / 150))
     by_task = {row: cols["Experts"] for row, cols in vc["vc_by_task_type"]["all"].items()}
-    assert by_task.keys() == {"Editing", "Literary text", AVG}
+    assert by_task.keys() == {"Editing", "Literary text", POOLED}
     assert by_task["Editing"] == (3, pytest.approx(37 / 45)) and by_task["Literary text"] == (2, 0.75)
     by_criterion = {row: cols["Experts"] for row, cols in vc["vc_by_criterion"]["all"].items()}
     assert by_criterion[_name("narushenie_formata")] == (1, pytest.approx(0.8))
-    assert by_criterion[AVG] == by_model[AVG] == by_task[AVG]
+    assert by_criterion[POOLED] == by_model[POOLED] == by_task[POOLED]
 
 
 def test_counts_say_what_was_left_out(tables):
@@ -174,24 +174,24 @@ def test_critical_criteria_in_the_means_is_a_named_choice_both_ways(tables, tabl
     Avg. of 6 items (5/3 + 0 + 1.5 + 2 + 1 + 0)/6 = 37/36; Zero-Shot unchanged (7/6); Table 1 Editing gpt4 {1, 2} 5/6;
     Table 9 keeps the criterion's own row (0.2) and its Avg. row is gpt4 19/18, all 37/36; the VC tables unchanged."""
     assert tables["critical_in_means"] == {"setting": "include", "n_items": 1}
-    assert tables["tables"]["mean_by_model"]["standard"][AVG]["Experts"] == (4, pytest.approx(43 / 60))
+    assert tables["tables"]["mean_by_model"]["standard"][POOLED]["Experts"] == (4, pytest.approx(43 / 60))
     out = tables_without_critical
     assert out["critical_in_means"] == {"setting": "exclude", "n_items": 1}
     by_model = out["tables"]["mean_by_model"]
-    expected = {"zero_shot": {"gpt4": (1, 1.5), "llama": (2, 1.0), AVG: (3, 7 / 6)},
-                "standard": {"gpt4": (2, 5 / 6), "llama": (1, 1.0), AVG: (3, 8 / 9)},
-                "all": {"gpt4": (3, 19 / 18), "llama": (3, 1.0), AVG: (6, 37 / 36)}}
+    expected = {"zero_shot": {"gpt4": (1, 1.5), "llama": (2, 1.0), POOLED: (3, 7 / 6)},
+                "standard": {"gpt4": (2, 5 / 6), "llama": (1, 1.0), POOLED: (3, 8 / 9)},
+                "all": {"gpt4": (3, 19 / 18), "llama": (3, 1.0), POOLED: (6, 37 / 36)}}
     for split, rows in expected.items():
         got = {row: cols["Experts"] for row, cols in by_model[split].items()}
         assert got.keys() == rows.keys()
         for row, (n, value) in rows.items():
             assert got[row][0] == n and got[row][1] == pytest.approx(value), (split, row)
     assert out["tables"]["mean_by_task_type"]["all"]["Editing"] == {"gpt4": (2, pytest.approx(5 / 6)),
-                                                                    AVG: (2, pytest.approx(5 / 6))}
+                                                                    POOLED: (2, pytest.approx(5 / 6))}
     by_criterion = out["tables"]["mean_by_criterion"]["all"]
-    assert by_criterion[_name("narushenie_formata")] == {"gpt4": (1, pytest.approx(0.2)), AVG: (1, pytest.approx(0.2))}
-    assert by_criterion[AVG] == {"gpt4": (3, pytest.approx(19 / 18)), "llama": (3, 1.0), AVG: (6, pytest.approx(37 / 36))}
-    assert list(by_criterion)[-1] == AVG
+    assert by_criterion[_name("narushenie_formata")] == {"gpt4": (1, pytest.approx(0.2)), POOLED: (1, pytest.approx(0.2))}
+    assert by_criterion[POOLED] == {"gpt4": (3, pytest.approx(19 / 18)), "llama": (3, 1.0), POOLED: (6, pytest.approx(37 / 36))}
+    assert list(by_criterion)[-1] == POOLED
     for key in ("vc_by_model", "vc_by_task_type", "vc_by_criterion"):
         assert out["tables"][key] == tables["tables"][key]
 
@@ -243,9 +243,9 @@ def test_mean_over_annotations_is_a_named_choice(tables, tmp_path):
     records = judge.load_records(write_released_dataset(tmp_path / "POLLUX", _rows()))
     out = expert_tables(records, mean_over="annotations")
     assert tables["mean_over"] == "items" and out["mean_over"] == "annotations"
-    expected = {"zero_shot": {"gpt4": (1, 1.5), "llama": (2, 4 / 3), AVG: (3, 10 / 7)},
-                "standard": {"gpt4": (3, 3 / 5), "llama": (1, 1.0), AVG: (4, 7 / 11)},
-                "all": {"gpt4": (4, 6 / 7), "llama": (3, 5 / 4), AVG: (7, 17 / 18)}}
+    expected = {"zero_shot": {"gpt4": (1, 1.5), "llama": (2, 4 / 3), POOLED: (3, 10 / 7)},
+                "standard": {"gpt4": (3, 3 / 5), "llama": (1, 1.0), POOLED: (4, 7 / 11)},
+                "all": {"gpt4": (4, 6 / 7), "llama": (3, 5 / 4), POOLED: (7, 17 / 18)}}
     for split, rows in expected.items():
         got = {row: cols["Experts"] for row, cols in out["tables"]["mean_by_model"][split].items()}
         assert got.keys() == rows.keys()
@@ -256,3 +256,32 @@ def test_mean_over_annotations_is_a_named_choice(tables, tmp_path):
     assert out["tables"]["mean_by_criterion"]["all"][_name("narushenie_formata")]["gpt4"] == (1, pytest.approx(0.2))
     for key in ("vc_by_model", "vc_by_task_type", "vc_by_criterion"):
         assert out["tables"][key] == tables["tables"][key]
+
+
+def test_an_evaluated_model_named_like_the_pooled_row_keeps_its_own_row(tmp_path):
+    """An evaluated model named "Avg." (the pooled row's label) is a group like any other: its Zero-Shot row {4, 7}
+    (2 + 0)/2 = 1 stands beside the pooled row 7/6 in the tables, experts.md (marked apart, as two names that read
+    alike are), experts.html and the CSV (whose ``pooled`` column says which row is the pooled one)."""
+    rows = [released_row(path, crit, [(s, NOT_APPLICABLE if s == -1 else "Комментарий эксперта.") for s in scores],
+                         instruction=f"Задание {item}.", answer=f"Ответ {item}.",
+                         model_id=AVG if model == "llama" else model)
+            for item, model, path, crit, scores in ITEMS]
+    folder = write_released_dataset(tmp_path / "POLLUX", rows)
+    zero_shot = expert_tables(judge.load_records(folder))["tables"]["mean_by_model"]["zero_shot"]
+    assert sorted(cols["Experts"] for cols in zero_shot.values()) == [(1, 1.5), (2, 1.0),
+                                                                      (3, pytest.approx(7 / 6))]
+    assert main(["experts", "--data", str(folder), "--out", str(tmp_path / "out")]) == 0
+    md = (tmp_path / "out" / "experts.md").read_text(encoding="utf-8")
+    table_10 = md.split("### Mean expert score by evaluated model")[1].split("###")[0]
+    avg_rows = [line for line in table_10.splitlines() if line.startswith("| Avg.")]
+    assert len(avg_rows) == 2 and avg_rows[-1].startswith("| Avg. | 1.167 (3) |")  # the pooled row, last
+    assert avg_rows[0].startswith("| Avg. (#") and "| 1.000 (2) |" in avg_rows[0]
+    page = (tmp_path / "out" / "experts.html").read_text(encoding="utf-8")
+    assert "<tr><td>Avg.</td><td>1.167 (3)</td>" in page and "<td>Avg. (#" in page
+    with (tmp_path / "out" / "experts_tables.csv").open(encoding="utf-8") as f:
+        found = [r for r in csv.DictReader(f)
+                 if (r["table"], r["split"], r["row"]) == ("mean_by_model", "zero_shot", AVG)]
+    assert sorted((r.get("pooled"), r["n_items"]) for r in found) == [("", "2"), ("row", "3")]
+    # Table 1's cross table: the model's own column beside the pooled one
+    header = next(line for line in md.split("(Table 1)")[1].splitlines() if line.startswith("| "))
+    assert "| Avg. (#" in header and header.rstrip().endswith("| Avg. |")
