@@ -270,7 +270,9 @@ def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.
             n_boot: int, seed: int, alpha: float, clusters: np.ndarray | None = None,
             apart: frozenset[str] = frozenset()) -> Paired:
     """One metric of both runs on the paired items, called at ``alpha``; not called (verdict "—", with
-    ``TARGETS_DIFFER``) where it is in ``apart`` (``_apart``)."""
+    ``TARGETS_DIFFER``) where it is in ``apart`` (``_apart``) and its delta could otherwise be called: a cell under
+    ``MIN_PAIRED`` paired units, or without a delta, reads as it would against one reference (n.s., too few to call;
+    "—"), since the targets are not what keeps it from a call."""
     ta, tb = base.table, other.table
     if metric == "vc_judge":
         xa, ya = base.extra["vc_judge"][index_a], base.extra["vc_judge"][index_a]
@@ -285,7 +287,7 @@ def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.
     # the units the bootstrap resampled: the paired items, or their instructions (what the minimum counts)
     paired = np.isfinite(xa) & np.isfinite(ya) & np.isfinite(xb) & np.isfinite(yb)
     units = found["n"] if cells is None else len(np.unique(cells[paired]))
-    if metric in apart:
+    if metric in apart and units >= MIN_PAIRED and math.isfinite(found["delta"]):
         return Paired.of(found, "—", units, why_no_call=TARGETS_DIFFER)
     call = _verdict(found["delta"], found["p_value"], metric, alpha, units, found.get("n_resamples"))
     return Paired.of(found, call, units)

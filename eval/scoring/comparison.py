@@ -50,8 +50,9 @@ class Paired(_ComparisonRecord):
         ``verdict`` is read against there; absent in the overall cells (called on ``p_value``), in cells too small
         to call, in cells not called and in a compare.json written before. why_no_call: why the cell is not called
         whatever its p-value (verdict "—"): "targets differ" where the two runs' MAE targets (``--target``) or
-        correlations' references (``--spearman-target``) differ, so that identical scores would differ too; absent
-        in every other cell.
+        correlations' references (``--spearman-target``) differ, so that identical scores would differ too, in a
+        cell with a delta and enough paired units to call; absent in every other cell (one too small to call reads
+        "n.s." as it would against one reference).
     """
 
     n: int

@@ -8,17 +8,19 @@ import json
 
 from tests.unit.test_compare_reference_and_counts import EXPERTS, JUDGE, _scored_run
 
-#: Two evaluated models, so that the tables by model hold cells of their own.
-MODELS = ["m1", "m2"] * (len(JUDGE) // 2)
+#: The items twice over, so that each of two evaluated models holds ``MIN_PAIRED`` (30) paired items or more.
+ITEMS_JUDGE, ITEMS_EXPERTS = JUDGE * 2, EXPERTS * 2
+#: Two evaluated models, so that the tables by model hold cells of their own, each large enough to call.
+MODELS = ["m1", "m2"] * (len(ITEMS_JUDGE) // 2)
 
 
-def _run(folder, name, **kwargs):
+def _run(folder, name, models=MODELS, **kwargs):
     from eval.scoring import item_table
     from tests.unit.test_eval_metrics import _table
 
-    run = _scored_run(folder, name, JUDGE, EXPERTS, **kwargs)
+    run = _scored_run(folder, name, ITEMS_JUDGE, ITEMS_EXPERTS, **kwargs)
     # the same items by two evaluated models: the by-model table holds two cells of each metric
-    table = _table(JUDGE, ["ok"] * len(JUDGE), EXPERTS, models=MODELS)
+    table = _table(ITEMS_JUDGE, ["ok"] * len(ITEMS_JUDGE), ITEMS_EXPERTS, models=models)
     target, spearman = kwargs.get("target", "mode"), kwargs.get("spearman_target")
     derived = item_table.derive(table, target, spearman_target=spearman)
     result = json.loads(item_table.dumps(item_table.evaluate(table, target=target, n_boot=200, derived=derived,
@@ -90,3 +92,27 @@ def test_spearman_against_two_references_is_not_called_and_stays_out_of_holm(tmp
     assert all(p.verdict == "—" and p.why_no_call == "targets differ" and p.p_holm is None for p in spearman)
     assert all(p.why_no_call is None for p in _cells(result, "mae"))  # MAE shares its target: called
     assert headline(result)  # renders
+
+
+def test_a_cell_too_small_to_call_says_so_rather_than_that_the_targets_differ(tmp_path):
+    """"targets differ" is the reason only where it is the reason: model m2's cell of 10 paired items is under
+    ``MIN_PAIRED`` and could not be called against one target either, so it reads n.s., too few to call, as it would
+    then; m1's (70 items) and the overall cell (80) are the ones the targets keep from a call."""
+    from eval.scoring.compare import MIN_PAIRED, TARGETS_DIFFER, compare, render_markdown
+
+    models = ["m1"] * 70 + ["m2"] * 10
+    a = _run(tmp_path / "A", "a", models=models)
+    b = _run(tmp_path / "B", "b", models=models, target="mean", spearman_target="mode")
+    result = compare([a, b], n_boot=200)
+    mae = list(_cells(result, "mae"))
+    small = [p for p in mae if p.n_units < MIN_PAIRED]
+    large = [p for p in mae if p.n_units >= MIN_PAIRED]
+    assert small and large
+    assert all(p.verdict == "—" and p.why_no_call == TARGETS_DIFFER for p in large)
+    assert all(p.verdict == "n.s." and p.why_no_call is None and p.p_holm is None for p in small)
+    assert result.comparisons[0].splits["all"].by("model")["m1"]["mae"].why_no_call == TARGETS_DIFFER
+    # m2's rows of the paired tables (their last column: the paired items)
+    small_rows = [line for line in render_markdown(result).splitlines()
+                  if line.startswith("| m2 |") and line.endswith("| 10 |")]
+    assert small_rows and not any(TARGETS_DIFFER in line for line in small_rows)
+    assert all("| n.s. |" in line for line in small_rows)
