@@ -5,6 +5,7 @@ a table's Holm family, and every page says why."""
 from __future__ import annotations
 
 import json
+import re
 
 from tests.unit.test_compare_reference_and_counts import EXPERTS, JUDGE, _scored_run
 
@@ -32,6 +33,19 @@ def _run(folder, name, models=MODELS, **kwargs):
     item_table.write_table(table, run / "items.parquet", extra=extra)
     (run / "metrics.json").write_text(json.dumps(result), encoding="utf-8")
     return run
+
+
+def _delta_classes(page, label):
+    """The css classes of compare.html's ``label`` delta cells (header "MAE delta …"), in every paired table: a
+    "worse" or "better" there colours the cell as a call."""
+    classes = []
+    for table in re.findall(r"<table[^>]*>(.*?)</table>", page, flags=re.S):
+        heads = re.findall(r"<th[^>]*>(.*?)</th>", table)
+        columns = [k for k, head in enumerate(heads) if head.startswith(f"{label} delta")]
+        for row in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>", 1)[-1]):
+            cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
+            classes += [c for k in columns if k < len(cells) for c in re.findall(r'class="([^"]*)"', cells[k])]
+    return classes
 
 
 def _cells(result, metric):
@@ -67,6 +81,9 @@ def test_mae_against_two_targets_is_not_called_and_stays_out_of_holm(tmp_path):
     assert "| worse |" not in text and "| better |" not in text and "— (targets differ)" in text
     page = render_compare_page(result, None)
     assert "targets differ" in page
+    # no MAE delta on the page is coloured as a call; the column is there (its interval's "ci" span)
+    mae_classes = _delta_classes(page, "MAE")
+    assert "ci" in mae_classes and not {"worse", "better"} & set(mae_classes)
     # compare.json: the verdict "—" and the reason, read back as written
     from eval.scoring.comparison import Comparison
 
@@ -92,6 +109,10 @@ def test_spearman_against_two_references_is_not_called_and_stays_out_of_holm(tmp
     assert all(p.verdict == "—" and p.why_no_call == "targets differ" and p.p_holm is None for p in spearman)
     assert all(p.why_no_call is None for p in _cells(result, "mae"))  # MAE shares its target: called
     assert headline(result)  # renders
+    from eval.reports.html_report import render_compare_page
+
+    spearman_classes = _delta_classes(render_compare_page(result, None), "Spearman")
+    assert "ci" in spearman_classes and not {"worse", "better"} & set(spearman_classes)
 
 
 def test_a_cell_too_small_to_call_says_so_rather_than_that_the_targets_differ(tmp_path):
