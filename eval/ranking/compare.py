@@ -856,8 +856,8 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
                 call = p_text
             dropped = [cell.get("n_dropped_a") or 0, cell.get("n_dropped_b") or 0]
             lost = f" (dropped A {dropped[0]}, B {dropped[1]})" if any(dropped) else ""
-            # the delta and its interval's ends as every compare writes a difference (fmt_delta: signed, a
-            # rounded-away one "0.000", never "-0.000")
+            # the delta and its interval's ends as compare.html writes them (fmt_delta: signed, a rounded-away
+            # one "0.000", never "-0.000"), so that one cell reads alike on both pages
             parts.append(f"{fmt_delta(cell['delta'])} [{fmt_delta(low)}, {fmt_delta(high)}]{call}{lost}")
         rows.append([md_text(row_name[str(r)]), *parts])
     fewest = fewest_for_call(result["alpha"])

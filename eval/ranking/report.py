@@ -255,9 +255,10 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
                 tip += "; no call: " + (why_not_called(low, high, cell["p_holm"], result["alpha"], p_name="Holm p")
                                         if "p_holm" in cell else why_not_called(low, high, cell["p_value"],
                                                                                 result["alpha"]))
-            # B - A with its sign, as compare.md and the leaderboard's pairs write it (fmt_delta: never "-0.000")
+            # B - A and its interval's ends with their sign, as compare.md writes them and the leaderboard's pairs
+            # write a delta (fmt_delta: never "-0.000"), so that one cell reads alike on both pages
             tds.append(f'<td{_diverging(cell["delta"], span)} title="{_e(tip)}">{fmt_delta(cell["delta"])}'
-                       f"<small>[{_fmt(low)}, {_fmt(high)}]</small>"  # as precise as the delta beside it
+                       f"<small>[{fmt_delta(low)}, {fmt_delta(high)}]</small>"
                        f'<small class="{css}">{_e(verdict)}</small></td>')
         table.append(f"<tr><td>{_e(row_name[str(r)])}</td>{''.join(tds)}</tr>")
     table.append("</tbody></table></div>")

@@ -213,3 +213,17 @@ def test_a_positive_delta_is_written_with_its_sign_on_the_page_and_in_markdown(t
     result["cells"]["X"]["m"]["delta"] = -1e-9
     assert "| 0.000 [" in render_ranking_compare_markdown(result)
     assert re.search(r'title="X × m[^"]*">0\.000<small>', render_ranking_compare_page(result))
+
+
+def test_the_interval_ends_read_alike_on_the_page_and_in_markdown(tmp_path):
+    """compare.html writes the interval's ends as compare.md does (``fmt_delta``: signed, an end rounding to zero
+    "0.000", never "-0.000"), so that one cell reads the same on both."""
+    from eval.ranking.compare import render_ranking_compare_markdown
+    from eval.ranking.report import render_ranking_compare_page
+
+    result = compare_rankings(_run(tmp_path / "a", "A", {1: 1.0, 2: 1.0}), _run(tmp_path / "b", "B", {1: 2.0, 2: 2.0}),
+                              n_boot=200, seed=0)
+    result["cells"]["X"]["m"]["ci"] = [-1e-9, 0.25]
+    assert "| +0.500 [0.000, +0.250]" in render_ranking_compare_markdown(result)
+    page = render_ranking_compare_page(result)
+    assert "<small>[0.000, +0.250]</small>" in page and "-0.000" not in page
