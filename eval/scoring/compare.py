@@ -56,7 +56,8 @@ from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_json, value_wo
 from judge.records import RowIndex, row_place
 
 __all__ = ["MIN_N_BOOT", "MIN_PAIRED", "NOT_SHOWN_EQUAL", "N_BOOT_BOUND", "PAIRED_WITHOUT_RESAMPLES", "ScoredRun",
-           "TARGETS_DIFFER", "compare", "comparison_headline", "decision", "fmt_p_bound", "headline", "holm_applied", "holm_upper_bounds", "load_run", "render_markdown",
+           "TARGETS_DIFFER", "compare", "comparison_headline", "decision", "fmt_p_bound", "headline", "holm_applied",
+           "holm_upper_bounds", "load_run", "render_markdown",
            "spearman_target", "MD_RUN_NAME_CHARS", "md_run_name", "names_in_full"]
 
 #: The most characters of a run's name compare.md writes in its headings and tables (``shown_name``'s cut: the start
@@ -324,7 +325,8 @@ def _too_few(n_units: int | None, n_resamples: int | None, alpha: float) -> bool
 def _callable(p: Paired, alpha: float) -> bool:
     """Whether a cell may be called at all: a p-value, enough paired units and resamples (``_verdict``), and one
     reference on both sides (no ``why_no_call``)."""
-    return p.why_no_call is None and math.isfinite(p.delta) and math.isfinite(p.p_value) and not _too_few(p.n_units, p.n_resamples, alpha)
+    return (p.why_no_call is None and math.isfinite(p.delta) and math.isfinite(p.p_value)
+            and not _too_few(p.n_units, p.n_resamples, alpha))
 
 
 def _holm(table: dict[str, dict[str, Paired]], alpha: float) -> dict[str, dict[str, Paired]]:

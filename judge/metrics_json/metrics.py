@@ -65,8 +65,8 @@ def _level(value: Any) -> float:
 
 def _interval(value: Any) -> Interval:
     """An interval read from JSON: null, or a list [low, high] of ``_number``s, low not above high where both are
-    finite (anything else was Python's unpacking error, "too many values to unpack", a string's two letters read as
-    its ends, or a whisker drawn backwards)."""
+    finite: refused here, naming the field, since anything else would surface as Python's unpacking error ("too
+    many values to unpack"), take a two-letter string's letters for its ends, or draw a whisker backwards."""
     if value is None:
         return NAN, NAN
     if not isinstance(value, list) or len(value) != 2:
@@ -81,7 +81,7 @@ def _interval(value: Any) -> Interval:
 def _within(low: float, high: float, what: str) -> Any:
     """A reader of a figure that is null (NaN) or a finite number in [low, high] (``what`` names the range in the
     error), and of an interval whose finite ends are (``_interval``): an MAE below 0 or a correlation past 1 is no
-    figure score writes, and the pages drew it as given."""
+    figure score writes, and the pages would draw it as given."""
     def check(number: float, value: Any) -> float:
         if not (math.isnan(number) or (math.isfinite(number) and low <= number <= high)):
             raise ValueError(f"expected {what}, got {shown_value(value)}")
@@ -104,7 +104,7 @@ _CORRELATION, _CORRELATION_INTERVAL = _within(-1.0, 1.0, "a correlation between 
 
 
 def _ci_level(value: Any) -> float:
-    """The intervals' level: a finite number strictly between 0 and 1 (2.0 read as "200 %" on every page)."""
+    """The intervals' level: a finite number strictly between 0 and 1 (every page would write 2.0 as "200 %")."""
     level = _number(value)
     if not (0.0 < level < 1.0):  # NaN (a null) fails too
         raise ValueError(f"expected a level between 0 and 1 (0.95 for 95 %), got {shown_value(value)}")
@@ -127,7 +127,7 @@ def _text_or_none(value: Any) -> str | None:
 def _list_of(read: Any) -> Any:
     """A reader of a JSON list whose every item ``read`` reads; the bad item's index said in the error."""
     def read_list(value: Any) -> list[Any]:
-        if not isinstance(value, list):  # a string was read as its letters
+        if not isinstance(value, list):  # a string would be read as its letters
             raise TypeError(f"expected a list, got {got_words(value)}")
         out = []
         for at, item in enumerate(value):
@@ -207,7 +207,8 @@ JUDGE_ROUNDINGS = ("half-up",)
 NUMBER_READERS = {"float": _number, "float | None": _number, "Interval": _interval, "Interval | None": _interval,
                   **COUNT_READERS}
 #: ``NUMBER_READERS`` and the readers of metrics.json's text, lists, tables and flags: a number for a name or a
-#: string for a list failed far from the file, in the pages that wrote it.
+#: string for a list is refused at the file, naming its field, rather than failing far from it in a page that
+#: writes it.
 _METRICS_READERS = {**NUMBER_READERS, "str": _text, "str | None": _text_or_none,
                     "list[str] | None": _or_none(_list_of(_text)), "list[int] | None": _or_none(_list_of(count)),
                     "list[float]": _list_of(_level), "dict[str, int]": _counts,
@@ -508,7 +509,8 @@ class Settings(_MetricsRecord):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Settings:
         # each checked against what score writes: compare pairs on these and says when two runs' differ
-        return _read(cls, data, vc_repeats=_vc_repeats, ci_level=_ci_level, spearman_target=_one_of(*TARGETS, absent=True),
+        return _read(cls, data, vc_repeats=_vc_repeats, ci_level=_ci_level,
+                     spearman_target=_one_of(*TARGETS, absent=True),
                      regression_scores=_one_of("raw", "clipped", absent=True),
                      bootstrap_unit=_one_of("item", "instruction", absent=True),
                      percentile_method=_one_of(PERCENTILE_METHODS[0], absent=True),
