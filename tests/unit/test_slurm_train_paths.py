@@ -82,14 +82,16 @@ def test_train_sbatch_names_the_resolved_config_it_did_not_find(tmp_path, folder
 
 
 def test_a_run_folder_where_the_lock_cannot_be_made_stops_with_the_scripts_message(tmp_path, folders):
-    """Under set -e the lock file's creation stopped the script with bash's own error, exit 1, before the message
-    the next line would give. (A folder where run.lock goes: this test may run as root, whom permissions pass.)"""
+    """Under set -e the lock file's creation would stop the script with bash's own error, exit 1, before the
+    message the next line gives; that message carries the system's reason (here "Is a directory"), not a guess at
+    the cause. (A folder where run.lock goes: this test may run as root, whom permissions pass.)"""
     submit_dir, work_dir = folders
     (submit_dir / "runs" / "t" / "run.lock").mkdir(parents=True)
     proc = _run(tmp_path, submit_dir, work_dir)
     assert proc.returncode == 2
-    assert proc.stderr == (f"train.sbatch: cannot create {submit_dir}/runs/t/run.lock, the run folder's lock (does "
-                           f"this user own JUDGE_OUTPUT_DIR={submit_dir}/runs/t, and may write there?)\n")
+    assert proc.stderr == (f"train.sbatch: cannot create {submit_dir}/runs/t/run.lock, the run folder's lock (Is a "
+                           f"directory; does this user own JUDGE_OUTPUT_DIR={submit_dir}/runs/t, and may write "
+                           "there?)\n")
     assert not (tmp_path / "srun_args").exists()
 
 

@@ -119,3 +119,53 @@ def test_a_sigterm_during_the_setup_stops_the_job_before_training_requeued_if_pr
     assert ("requeue 7" in calls) == requeued, calls
     assert not ran.exists()
     assert "train.sbatch: SIGTERM, held until the training step returned" in proc.stderr
+
+
+# The step itself dies of the signal that reaches the batch shell, as Slurm signals every step of the job: the port
+# probe's, or the checkpoint survey's (python3 -m there).
+SRUN_PROBE_KILLED = ('while [[ $1 == --* ]]; do shift; done\n'
+                     'if [[ $1 == python3 ]]; then kill -TERM "$FAKE_BATCH_PID"; exit 143; fi\nexec "$@"\n')
+SRUN_SURVEY_KILLED = ('while [[ $1 == --* ]]; do shift; done\n'
+                      'if [[ $1 == python3 && $2 == -m ]]; then kill -TERM "$FAKE_BATCH_PID"; exit 143; fi\n'
+                      'exec "$@"\n')
+# The env script, sourced by the batch shell, is signalled and then fails: set -e ends the script there.
+ENV_SCRIPT_KILLED = 'kill -TERM "$FAKE_BATCH_PID"\nfalse\n'
+
+
+def _setup_killed(tmp_path: Path, where: str, record: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """train.sbatch whose SIGTERM comes during the setup, in ``where`` (probe, survey, env-script), and kills
+    what the script waits on there."""
+    extra: dict[str, str] = {"FAKE_TORCHRUN_RAN": str(tmp_path / "torchrun_ran")}
+    srun = SRUN
+    if where == "probe":
+        srun = SRUN_PROBE_KILLED
+    elif where == "survey":
+        srun = SRUN_SURVEY_KILLED
+        (tmp_path / "run" / "checkpoint-5").mkdir(parents=True)
+        # the batch shell's python3 lacks train.output_folder, so the survey is a step (srun), as under a container
+        write_executables(tmp_path / "py", {"python3": (
+            f'if [[ $1 == -c && $2 == "import train.output_folder" ]]; then exit 1; fi\nexec "{sys.executable}" "$@"\n'
+        )})  # fmt: skip
+        extra["PATH"] = os.pathsep.join([str(tmp_path / "bin"), str(tmp_path / "py"), str(Path(sys.executable).parent),
+                                         os.environ["PATH"]])  # fmt: skip
+    else:
+        (tmp_path / "env.sh").write_text(ENV_SCRIPT_KILLED)
+        extra["JUDGE_ENV_SCRIPT"] = "env.sh"
+    return _run(tmp_path, record, "0", srun=srun, **extra)
+
+
+@pytest.mark.parametrize("where", ["probe", "survey", "env-script"])
+@pytest.mark.parametrize(("record", "code", "requeued"), [
+    ("JobState=RUNNING Restarts=0 PreemptTime=2026-11-23T18:12:28", 0, True),
+    ("JobState=CANCELLED Restarts=0 PreemptTime=None", 143, False),
+], ids=["preempted", "scancel"])  # fmt: skip
+def test_a_sigterm_that_kills_a_setup_step_stops_the_job_requeued_if_preempted(tmp_path, where, record, code,
+                                                                               requeued):
+    """The signal kills the step the script waits on as well (a probe or the survey failing, the env script failing
+    under set -e): the script asks the requeue rule before it ends, so a preempted job is requeued (exit 0) and a
+    cancelled one ends 143, never exit 2 with nobody asked; torchrun never starts."""
+    proc, calls = _setup_killed(tmp_path, where, record)
+    assert proc.returncode == code, proc.stderr
+    assert ("requeue 7" in calls) == requeued, calls
+    assert [c for c in calls if c.startswith("show job")], calls
+    assert not (tmp_path / "torchrun_ran").exists()
