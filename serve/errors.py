@@ -278,16 +278,25 @@ def _error_event(event: bytes, role: str) -> bytes:
 MAX_PENDING_EVENT_BYTES = 1024 * 1024
 #: The most bytes of one event passed on unheld: past this without its blank line the stream is no event stream.
 MAX_PASSED_EVENT_BYTES = MAX_ANSWER_BYTES
-#: How much of a long event's beginning is read to tell an error event (``_ERROR_DATA_START``, ``_ERROR_TYPE``).
+#: How much of a long event's data, from its first ``data:`` line, is read to tell an error event
+#: (``_ERROR_DATA_START``, ``_ERROR_TYPE``).
 _ERROR_HEAD_BYTES = 4096
+#: The SSE line that names an event an error outright (vLLM's Responses stream writes it before the data, whose
+#: ``"type": "error"`` OpenAI's ``ResponseErrorEvent`` serializes last, past any head of a long message).
+_ERROR_EVENT_LINE = re.compile(rb"(?m)^event:[ \t]*error[ \t]*$")
 #: A Responses event's ``sequence_number`` (a JSON-escaped ``\"sequence_number\"`` inside a string does not match;
 #: nor does a number of more digits than an event count has, which ``int`` could refuse).
 _SEQUENCE_NUMBER = re.compile(rb'(?<!\\)"sequence_number"\s*:\s*(\d{1,18})(?!\d)')
 
 
-def _looks_like_error(head: bytes) -> bool:
-    """Whether an event, read from its first bytes (``head``), is an error event or no event at all (no ``data:``
-    line): either is held and cut when long, any other passed on."""
+def _looks_like_error(held: bytes) -> bool:
+    """Whether a long event, read from the lines before its first ``data:`` line and ``_ERROR_HEAD_BYTES`` from
+    there, is an error event (an ``event: error`` line, or data that begins like an error's) or no event at all (no
+    ``data:`` line): either is held and cut, any other passed on."""
+    start = 0 if held.startswith(b"data:") else held.find(b"\ndata:") + 1
+    head = held[:start + _ERROR_HEAD_BYTES]
+    if _ERROR_EVENT_LINE.search(head):
+        return True
     data = _event_data(head)
     return data is None or bool(_ERROR_DATA_START.match(data) or _ERROR_TYPE.search(data))
 
@@ -296,12 +305,15 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
                          responses: bool = False) -> AsyncIterator[bytes]:
     """An engine's answer as it goes to the client. An event stream goes event by event (``_error_event``), and when
     the engine breaks it off (it died, its connection dropped, a read timed out, or it was declared dead while
-    silent: ``EngineUnavailable``, from ``serve.engine_client.until_dead``) it ends with an error event, the event
-    cut in two dropped: on a ``responses`` stream (``/v1/responses``) the Responses error event (``event: error``,
-    ``data: {"type": "error", ...}``, its ``sequence_number`` one past the last seen) and nothing after it, as vLLM
-    ends its own; on the others ``data: {"error": ...}`` and ``data: [DONE]``. An event longer than
-    ``MAX_PENDING_EVENT_BYTES`` whose data begins like an error's, or that has no ``data:`` line, is cut so too;
-    any other long event is passed on unheld, byte for byte, to its blank line (at most ``MAX_PASSED_EVENT_BYTES``).
+    silent: ``EngineUnavailable``, from ``serve.engine_client.until_dead``) it ends with an error event: on a
+    ``responses`` stream (``/v1/responses``) the Responses error event (``event: error``, ``data: {"type": "error",
+    ...}``, its ``sequence_number`` one past the last one sent) and nothing after it, as vLLM ends its own; on the
+    others ``data: {"error": ...}`` and ``data: [DONE]``. An event held whole and cut in two is dropped. An event
+    longer than ``MAX_PENDING_EVENT_BYTES`` that has an ``event: error`` line, whose data begins like an error's, or
+    that has no ``data:`` line, is cut so too; any other long event is passed on unheld, byte for byte, to its blank
+    line (at most ``MAX_PASSED_EVENT_BYTES``). Bytes passed on cannot be taken back: one broken off mid-way is ended
+    with a blank line before the error event, so the client reads it as an event whose JSON is cut (the openai SDK
+    raises ``json.JSONDecodeError`` there, before it reaches the error event).
     Any other body goes byte for byte, a break raised (its Content-Length then tells the client the body is short).
     Lines an event stream ends with CRLF or CR (the SSE standard allows all three; sse-starlette writes CRLF) go on
     ended with LF, the same events: an event's end is searched for as LF alone, so a stream framed otherwise would
@@ -313,7 +325,17 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
     size, last = 0, b""
     after_cr = False  # the previous chunk ended with CR: a LF opening this one ends the same line
     passing: int | None = None  # bytes of a long event passed on unheld, its blank line not yet seen
-    sequence, seen_tail = -1, b""  # a Responses stream's last sequence_number, the bytes before this chunk
+    sequence, sent_tail = -1, b""  # a Responses stream's last sequence_number sent, the bytes sent before
+
+    def sent(out: bytes) -> bytes:
+        # What goes to the client, its sequence numbers read: the closing error event is numbered one past the
+        # last the client was sent, never past one held and dropped.
+        nonlocal sequence, sent_tail
+        if responses and out:
+            numbers = _SEQUENCE_NUMBER.findall(sent_tail + out)
+            sequence = max([sequence, *map(int, numbers)])
+            sent_tail = out[-40:]
+        return out
 
     def ended(message: str) -> bytes:
         # An event passed on in part is ended first, or the error's lines would join its last one.
@@ -331,10 +353,6 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
             after_cr = chunk.endswith(b"\r")
             if b"\r" in chunk:
                 chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-            if responses:
-                numbers = _SEQUENCE_NUMBER.findall(seen_tail + chunk)
-                sequence = max([sequence, *map(int, numbers)])
-                seen_tail = chunk[-40:]
             if passing is not None:
                 found = (last + chunk).find(b"\n\n")
                 if found < 0:
@@ -346,10 +364,10 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
                         yield ended(f"the {role} engine sent an event longer than {MAX_PASSED_EVENT_BYTES} bytes; "
                                     "the reply is incomplete")
                         return
-                    yield chunk
+                    yield sent(chunk)
                     continue
                 end = found - len(last) + 2  # in chunk: just past the blank line that ends the passed event
-                yield chunk[:end]
+                yield sent(chunk[:end])
                 chunk, passing, last = chunk[end:], None, b""
                 if not chunk:
                     continue
@@ -357,7 +375,7 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
             if cut >= 0:
                 end = cut - len(last) + 2  # in chunk: just past the last blank line
                 *events, _ = b"".join([*parts, chunk[:end]]).split(b"\n\n")
-                yield b"".join(_error_event(event, role) + b"\n\n" for event in events)
+                yield sent(b"".join(_error_event(event, role) + b"\n\n" for event in events))
                 chunk, parts, size = chunk[end:], [], 0
             if chunk:
                 parts.append(chunk)
@@ -367,8 +385,8 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
                 last = b""
             if size > MAX_PENDING_EVENT_BYTES:
                 held = b"".join(parts)
-                if not _looks_like_error(held[:_ERROR_HEAD_BYTES]):
-                    yield held  # an ordinary event, only long: the rest follows as it arrives
+                if not _looks_like_error(held):
+                    yield sent(held)  # an ordinary event, only long: the rest follows as it arrives
                     passing, parts, size = len(held), [], 0
                     continue
                 log.warning("the %s engine's stream holds an event longer than %d bytes: cut off", role,

@@ -109,7 +109,6 @@ def test_a_responses_stream_broken_off_ends_with_the_responses_error_event(passi
     assert error.message == "the generator engine's stream broke off (ClientPayloadError); the reply is incomplete"
 
 
-
 def test_a_sequence_number_no_event_count_has_does_not_break_the_relay():
     """An engine's ``sequence_number`` of 5,000 digits (past what ``int`` converts) is passed on, not read: the
     stream still ends with the Responses error event, numbered after the last count it did read."""
@@ -122,6 +121,72 @@ def test_a_sequence_number_no_event_count_has_does_not_break_the_relay():
     assert sent.startswith(first + odd)
     error = ResponseErrorEvent.model_validate_json(sent[len(first + odd):].split(b"\n")[1].removeprefix(b"data: "))
     assert (error.code, error.sequence_number) == ("engine_error", 5)
+
+
+def test_the_closing_responses_error_is_numbered_after_the_last_event_sent_not_the_one_dropped():
+    """Events 0 and 1 reach the client, event 2 is cut in two by the break and dropped: the client's next number is
+    2, and the closing error event takes it."""
+    from openai.types.responses import ResponseErrorEvent
+
+    sent_events = (b'event: response.created\ndata: {"type": "response.created", "sequence_number": 0}\n\n'
+                   b'event: response.output_text.delta\ndata: {"type": "response.output_text.delta", '
+                   b'"sequence_number": 1, "delta": "x"}\n\n')
+    dropped = b'event: response.output_text.delta\ndata: {"type": "response.output_text.delta", "sequence_number": 2'
+    sent = _relayed([sent_events, dropped], responses=True, broken=aiohttp.ClientPayloadError("cut"))
+    assert sent.startswith(sent_events) and dropped not in sent
+    error = ResponseErrorEvent.model_validate_json(sent[len(sent_events):].split(b"\n")[1].removeprefix(b"data: "))
+    assert (error.code, error.sequence_number) == ("engine_error", 2)
+
+
+def test_a_long_responses_error_whose_type_comes_last_is_still_cut():
+    """OpenAI's ``ResponseErrorEvent`` serializes ``"type": "error"`` last, past the head of a long message; its
+    ``event: error`` line names it an error: held and cut at 1 MiB, its text (a path here) never reaching the
+    client, and the stream ends with judge-serve's Responses error event."""
+    cap = serve.errors.MAX_PENDING_EVENT_BYTES
+    error = (b'event: error\ndata: {"code": "500", "message": "' + b"T" * (2 * cap) + b' /secret/path", "param": null, '
+             b'"sequence_number": 1, "type": "error"}\n\n')
+    first = b'event: response.created\ndata: {"type": "response.created", "sequence_number": 0}\n\n'
+    sent = _relayed(_in_chunks(first + error, 64 * 1024), responses=True)
+    assert sent.startswith(first) and b"/secret" not in sent and b"TTTT" not in sent
+    event, data = sent[len(first):].rstrip(b"\n").split(b"\n")
+    assert event == b"event: error"
+    assert (json.loads(data.removeprefix(b"data: "))["code"], json.loads(data[6:])["sequence_number"]) == (
+        "engine_error", 1)
+
+
+def test_a_long_event_whose_data_line_comes_after_4_kib_of_other_lines_is_passed_on():
+    """A comment line and an ``id:`` line of more than the 4 KiB read to tell an error: the event is read from its
+    first ``data:`` line, so a 2 MiB completion after them goes on byte for byte rather than being cut."""
+    big = json.dumps({"choices": [{"index": 0, "text": "a" * (2 * serve.errors.MAX_PENDING_EVENT_BYTES)}]}).encode()
+    stream = b": " + b"c" * 5000 + b"\nid: 1\ndata: " + big + b"\n\ndata: [DONE]\n\n"
+    assert _relayed(_in_chunks(stream, 64 * 1024)) == stream
+
+
+def test_a_long_event_broken_off_after_part_of_it_was_passed_on_ends_before_the_error_event():
+    """Bytes passed on cannot be taken back: the part of a long completion event already sent is ended with a blank
+    line, then judge-serve's error event and ``[DONE]`` follow. The client reads an event whose JSON is cut, which
+    the openai SDK raises as ``json.JSONDecodeError`` before it reaches the error event (docs/serving.md,
+    "Streams")."""
+    import httpx
+    import openai
+
+    cap = serve.errors.MAX_PENDING_EVENT_BYTES
+    part = b'data: {"id": "c", "object": "text_completion", "created": 1, "model": "m", "choices": [{"index": 0, ' \
+        b'"text": "' + b"a" * (2 * cap)
+    sent = _relayed(_in_chunks(part, 64 * 1024), broken=aiohttp.ClientPayloadError("cut"))
+    passed, error, done, end = sent.split(b"\n\n")
+    assert (passed, done, end) == (part, b"data: [DONE]", b"")
+    assert json.loads(error.removeprefix(b"data: "))["error"]["code"] == "engine_error"
+
+    def answer(request):
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=sent)
+
+    client = openai.OpenAI(api_key="k", base_url="http://judge/v1", max_retries=0,
+                           http_client=httpx.Client(transport=httpx.MockTransport(answer)))
+    with pytest.raises(json.JSONDecodeError):
+        for _ in client.completions.create(model="m", prompt="p", stream=True):
+            pass
+
 
 def test_other_streams_broken_off_still_end_with_an_error_and_done():
     """A chat or completion stream keeps vLLM's ending: ``data: {"error": ...}`` then ``data: [DONE]``."""
