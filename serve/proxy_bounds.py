@@ -32,6 +32,14 @@ def _completion_prompts(body: dict) -> int:
     return max(texts + tensors, 1)
 
 
+def _echoes(value: Any) -> bool:
+    """Whether a completion's ``echo`` is true as vLLM's request class reads it (pydantic's lax bool: ``true``,
+    ``1``, ``"yes"``, ``"on"`` ...)."""
+    if isinstance(value, str):
+        return value.lower() in {"1", "true", "t", "yes", "y", "on"}
+    return value is True or (isinstance(value, (int, float)) and not isinstance(value, bool) and value == 1)
+
+
 def proxied_token_bound(body: Any, path: str, max_total: int,
                         max_model_len: int | None = None) -> tuple[Any, JSONResponse | None]:
     """Bound a proxied generation request to ``max_total`` tokens in all, so one request cannot buy unbounded work.
@@ -74,6 +82,15 @@ def proxied_token_bound(body: Any, path: str, max_total: int,
     if n < 1:
         return body, None  # the engine refuses it with its own message
     named = [f for f in fields if body.get(f) is not None]
+    for name in named:
+        # vLLM refuses a limit below 1 as it refuses a prompt that fills the window ("max_tokens must be at least 1,
+        # got 0"), which a client reads as context_length_exceeded and shortens its prompt for ever: refused here,
+        # naming the field. A completion with echo and max_tokens 0 is vLLM's echo without generation.
+        echo_alone = path == "/v1/completions" and _echoes(body.get("echo")) and body[name] == 0
+        if body[name] < 1 and not echo_alone:
+            alone = " (0 only with echo, which returns the prompt)" if path == "/v1/completions" else ""
+            return body, error_response(400, f"{name}: must be at least 1{alone}, got {body[name]}", param=name,
+                                        code="invalid_value")
     if not named and path == "/v1/completions":
         if COMPLETIONS_DEFAULT_MAX_TOKENS * n > max_total:
             return body, error_response(

@@ -215,3 +215,33 @@ def test_a_refusal_for_a_prompt_past_the_window_has_openais_code_in_an_answer_an
     streamed = _relayed([b"event: error\ndata: " + json.dumps(responses_event).encode() + b"\n\n"], responses=True)
     data = json.loads(streamed.split(b"\n")[1][6:])
     assert (data["code"], data["sequence_number"]) == ("context_length_exceeded", 3)
+
+
+@pytest.mark.parametrize(("path", "body", "param"), [
+    ("/v1/chat/completions", {"max_tokens": 0}, "max_tokens"),
+    ("/v1/chat/completions", {"max_completion_tokens": 0, "max_tokens": 5}, "max_completion_tokens"),
+    ("/v1/completions", {"max_tokens": 0}, "max_tokens"),
+    ("/v1/completions", {"max_tokens": 0, "echo": False}, "max_tokens"),
+    ("/v1/completions", {"max_tokens": -3, "echo": True}, "max_tokens"),
+    ("/v1/responses", {"max_output_tokens": 0}, "max_output_tokens"),
+], ids=["chat", "chat-completion-tokens", "completion", "completion-no-echo", "negative-with-echo", "responses"])
+def test_a_clients_own_limit_below_1_is_refused_naming_the_field_not_read_as_a_full_window(path, body, param):
+    """vLLM says "max_tokens must be at least 1, got 0" both for a client's own ``max_tokens: 0`` and for a prompt
+    that fills the window; the latter is ``context_length_exceeded``, which a client meets by shortening its prompt.
+    The proxy refuses the former before the engine, naming the field, so it never gets that code."""
+    from serve.proxy_bounds import proxied_token_bound
+
+    sent, refused = proxied_token_bound({"model": "m", "prompt": "p", **body}, path, 4096, 2048)
+    assert refused is not None and refused.status_code == 400
+    error = json.loads(refused.body)["error"]
+    assert (error["param"], error["code"]) == (param, "invalid_value")
+    assert error["message"].startswith(f"{param}: must be at least 1")
+
+
+@pytest.mark.parametrize("echo", [True, 1, "true", "on"])
+def test_a_completion_with_echo_and_max_tokens_0_still_goes_to_the_engine(echo):
+    """vLLM's echo without generation (``echo`` true and ``max_tokens`` 0) returns the prompt alone: passed on."""
+    from serve.proxy_bounds import proxied_token_bound
+
+    body = {"model": "m", "prompt": "p", "echo": echo, "max_tokens": 0}
+    assert proxied_token_bound(body, "/v1/completions", 4096, 2048) == (body, None)
