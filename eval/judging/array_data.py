@@ -12,6 +12,9 @@ the rules are the loader's own (``JudgeRecord.from_row``, ``judge.records.same_c
 * ``count DATA``: the records, a line blank by the loader's rule (nothing but whitespace once decoded,
   ``str.strip``: U+00A0, U+3000, ``\\x1c`` too) is none.
 * ``cut DATA FIRST LAST``: records FIRST..LAST (1-based) to standard output, their bytes as the file holds them.
+* ``overwrite CONFIG``: ``yes`` or ``no``, the ``overwrite`` of a ``judge-eval run`` config as ``judge-eval run``
+  reads it (``eval.judging.config.RunConfig`` through ``judge.plumbing.config_files.resolve_config``). A config it
+  refuses: exit 2 with its reason, so the array stops before it re-cuts the shards of an earlier one.
 """
 
 from __future__ import annotations
@@ -100,7 +103,18 @@ def main(argv: list[str] | None = None) -> int:
             if n >= first:
                 out.write(raw if raw.endswith(b"\n") else raw + b"\n")
         return 0
-    print(f"eval.judging.array_data: unknown command {command!r} (repeats, count, cut)", file=sys.stderr)
+    if command == "overwrite":
+        # Imported here: the other commands run on every task start and need neither the config classes nor YAML.
+        from eval.judging.config import RunConfig
+        from judge.plumbing.config_files import ConfigError, resolve_config
+
+        try:
+            print("yes" if resolve_config(RunConfig, path, {}).overwrite else "no")
+        except ConfigError as err:
+            print(err, file=sys.stderr)
+            return 2
+        return 0
+    print(f"eval.judging.array_data: unknown command {command!r} (repeats, count, cut, overwrite)", file=sys.stderr)
     return 2
 
 

@@ -103,7 +103,7 @@ def test_overwrite_in_the_config_recuts_the_data_in_the_new_count(tmp_path, line
     ("overwrite: true\n", ["--no-overwrite"]),
     ("overwrite: false\n", []),
     ("overwrite: no\n", []),
-    ("judge_config:\n  overwrite: true\n", []),
+    ("criteria: given\nextra_body:\n  overwrite: true\n", []),
 ], ids=["flag-after-the-script-wins", "false", "no", "not-the-top-level-key"])  # fmt: skip
 def test_a_config_that_does_not_overwrite_keeps_the_recorded_count(tmp_path, lines, script_args):
     _earlier_array_of_four(tmp_path)
@@ -111,6 +111,43 @@ def test_a_config_that_does_not_overwrite_keeps_the_recorded_count(tmp_path, lin
     proc = _one_task_array(tmp_path, 0, *script_args, JUDGE_EVAL_CONFIG="eval.yaml")
     assert proc.returncode == 2 and "says the earlier array had 4 shards" in proc.stderr, proc.stderr
     assert (tmp_path / "eval" / "shards" / "count").read_text(encoding="utf-8") == "4\n"
+
+
+@pytest.mark.parametrize(("lines", "said"), [
+    ("criteria: given\noverwrite:true\n", "not valid YAML"),
+    ("overwrite: true#c\n", "overwrite: expected true or false, got 'true#c'"),
+    ("judge_config:\n  overwrite: true\n", "unknown keys ['judge_config']"),
+], ids=["no-space-after-the-colon", "hash-without-a-space", "unknown-key"])  # fmt: skip
+def test_a_config_judge_eval_refuses_stops_the_task_before_anything_is_recut(tmp_path, lines, said):
+    """``overwrite:true`` and ``overwrite: true#c`` are no ``overwrite: true`` to YAML: judge-eval refuses the config.
+    Read by judge-eval's own reader, the task stops naming why before it rewrites shards/count or cuts its block, so
+    the earlier array's count of 4 stays and its shards can still be rerun."""
+    _earlier_array_of_four(tmp_path)
+    (tmp_path / "eval.yaml").write_text(lines, encoding="utf-8")
+    proc = _one_task_array(tmp_path, 0, JUDGE_EVAL_CONFIG="eval.yaml")
+    assert proc.returncode == 2, proc.stderr
+    assert f"{tmp_path}/eval.yaml: judge-eval refuses it (" in proc.stderr and said in proc.stderr, proc.stderr
+    assert (tmp_path / "eval" / "shards" / "count").read_text(encoding="utf-8") == "4\n"
+    assert (tmp_path / "eval" / "shards" / "0" / "data.jsonl").read_text(encoding="utf-8") == \
+        '{"id": "0"}\n{"id": "1"}\n'
+
+
+@pytest.mark.parametrize(("line", "recut"), [
+    ("overwrite: true", True), ("overwrite: 'yes'  # again", True), ("overwrite:true", False),
+    ("overwrite: true#c", False), ("overwrite: false", False),
+])  # fmt: skip
+def test_without_judge_evals_interpreter_the_overwrite_line_is_read_with_yamls_spacing(tmp_path, line, recut):
+    """Without a python beside judge-eval the line is read by sed, as YAML reads it: a space after the colon, and
+    before a comment; ``overwrite:true`` and ``true#c`` are no truth value there, so the recorded count stays."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text("#!/bin/bash\nexit 1\n", encoding="utf-8")
+    (bin_dir / "python").chmod(0o755)
+    _earlier_array_of_four(tmp_path)
+    (tmp_path / "eval.yaml").write_text(f"criteria: given\n{line}\n", encoding="utf-8")
+    proc = _one_task_array(tmp_path, 0, JUDGE_EVAL_CONFIG="eval.yaml")
+    assert proc.returncode == (0 if recut else 2), proc.stderr
+    assert (tmp_path / "eval" / "shards" / "count").read_text(encoding="utf-8") == ("1\n" if recut else "4\n")
 
 
 @pytest.mark.parametrize("text", ["", "\n  \n\t\n"])
