@@ -3,7 +3,7 @@
 Request (one item inline, or many under ``items``)::
 
     {
-      "model": "tiny-judge",                    # optional; must match the served name when given
+      "model": "tiny-judge",                    # optional; must match the served name when given ("" names none)
       "items": [{
         "id": "q1-a3",                          # optional, echoed back
         "instruction": "...", "answer": "...",
