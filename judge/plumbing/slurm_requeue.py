@@ -13,8 +13,10 @@ the partition's GraceTime). Which of them sent it is read from the job's record 
 * no record (the controller could not be asked): not requeued, and the log says it could not tell.
 
 train.preemption asks it on rank 0 after a signal-triggered save; slurm/train.sbatch runs it
-(``python -m judge.plumbing.slurm_requeue``) after its training step when a SIGTERM came before any rank could save
-(the data, the model and DeepSpeed still loading), when nothing in the step requeued the job; slurm/eval.sbatch and
+(``python -m judge.plumbing.slurm_requeue``) when a SIGTERM came: before each step it would start (the port probes,
+the checkpoint survey, GRPO's vLLM server, the training step), when its setup fails after one (the signal kills the
+step it waits on too), and after its training step when the signal came before any rank could save (the data, the
+model and DeepSpeed still loading) and nothing in the step requeued the job; slurm/eval.sbatch and
 slurm/rank.sbatch run it the same way when their task's ``judge-eval`` was stopped (or failed) or a SIGTERM came
 between steps.
 """
