@@ -109,10 +109,10 @@ def test_the_requeues_own_sigterm_does_not_undo_the_requeued_exit(tmp_path):
 ], ids=["preempted", "scancel"])  # fmt: skip
 def test_a_sigterm_during_the_setup_stops_the_job_before_training_requeued_if_preempted(tmp_path, record, restart,
                                                                                          code, requeued):
-    """The trap was set just before the training step: a SIGTERM during the env script, the port probes or the
-    checkpoint survey (each may be a step on another node) killed the batch shell (143, nobody asked to requeue it).
-    Trapped from the top, it is looked at before any step starts: requeued if preempted (exit 0), else 143, and
-    torchrun never starts."""
+    """A SIGTERM during the setup (the env script, the port probes, the checkpoint survey: each may be a step on
+    another node) must not kill the batch shell unasked, or a preempted job is never requeued. The trap is set at the
+    top and its flag looked at before any step starts: requeued if preempted (exit 0), else 143, and torchrun never
+    starts."""
     ran = tmp_path / "torchrun_ran"
     proc, calls = _run(tmp_path, record, restart, srun=SRUN_SIGNALLING_THE_PROBE, FAKE_TORCHRUN_RAN=str(ran))
     assert proc.returncode == code, proc.stderr
