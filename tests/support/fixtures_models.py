@@ -33,6 +33,7 @@ from typing import Iterator, Mapping, Sequence
 import pytest
 
 from judge.plumbing.processes import ProcessStartError, free_port, start_process
+from tests.support.shared_builds import built_once, pickled_once
 from train.tiny_models import build_qwen_tokenizer, build_tiny_qwen2
 
 #: Seconds to wait for /v1/models; ``JUDGE_VLLM_START_TIMEOUT_S`` overrides it. On 2 CPU cores the tiny model
@@ -193,30 +194,31 @@ def _machine_state() -> str:
 
 
 @pytest.fixture(scope="session")
-def qwen_tokenizer():
-    """The Qwen2.5 fast tokenizer (real vocabulary, ChatML template), built once per session."""
-    return build_qwen_tokenizer()
+def qwen_tokenizer(tmp_path_factory):
+    """The Qwen2.5 fast tokenizer (real vocabulary, ChatML template), built once per test run (~3 CPU-s a build;
+    ``tests.support.shared_builds``: the other workers unpickle it). Tests read it; none may change it."""
+    return pickled_once(tmp_path_factory, "qwen-tokenizer", (), build_qwen_tokenizer)
 
 
 @pytest.fixture(scope="session")
-def qwen3_tokenizer():
+def qwen3_tokenizer(tmp_path_factory):
     """Qwen3's tokenizer: the real Qwen2.5 BPE, Qwen3's added tokens and chat template (``train.tiny_models``), built
-    once per session (~3 CPU-s a build). Tests read it; none may change it."""
+    once per test run (~3 CPU-s a build; the other workers unpickle it). Tests read it; none may change it."""
     from train.tiny_models import build_qwen3_tokenizer
 
-    return build_qwen3_tokenizer()
+    return pickled_once(tmp_path_factory, "qwen3-tokenizer-object", (), build_qwen3_tokenizer)
 
 
 @pytest.fixture(scope="session")
-def qwen3_tokenizer_dir(tmp_path_factory, qwen3_tokenizer) -> Path:
+def qwen3_tokenizer_dir(tmp_path_factory, request) -> Path:
     """A folder holding ``qwen3_tokenizer`` alone, written as the tiny models and judge-train's exports write a
-    tokenizer (``train.tokenizer_file.save_tokenizer``), once per session. A recipe may take it as its base model
-    (the recipes write nothing into their base); a test that adds files to a base copies it first (:func:`copy_of`)."""
+    tokenizer (``train.tokenizer_file.save_tokenizer``), once per test run for all workers. A recipe may take it as
+    its base model (the recipes write nothing into their base); a test that adds files to a base copies it first
+    (:func:`copy_of`)."""
     from train.tokenizer_file import save_tokenizer
 
-    folder = tmp_path_factory.mktemp("qwen3-tokenizer")
-    save_tokenizer(qwen3_tokenizer, folder)
-    return folder
+    return built_once(tmp_path_factory, "qwen3-tokenizer0", (),
+                      lambda folder: save_tokenizer(request.getfixturevalue("qwen3_tokenizer"), folder))
 
 
 def copy_of(folder: Path, into: Path) -> Path:
@@ -226,17 +228,19 @@ def copy_of(folder: Path, into: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_causal_dir(tmp_path_factory, qwen_tokenizer) -> Path:
-    """Folder of a saved tiny Qwen2ForCausalLM (seed 0) with tokenizer and generation config."""
-    return build_tiny_qwen2(tmp_path_factory.mktemp("tiny-causal"), kind="causal", seed=0, tokenizer=qwen_tokenizer)
+def tiny_causal_dir(tmp_path_factory, request) -> Path:
+    """Folder of a saved tiny Qwen2ForCausalLM (seed 0) with tokenizer and generation config, built once per test
+    run for all workers (its name, ``tiny-causal0``, is the model name judge-serve gives it)."""
+    return built_once(tmp_path_factory, "tiny-causal0", ("causal", 0), lambda folder: build_tiny_qwen2(
+        folder, kind="causal", seed=0, tokenizer=request.getfixturevalue("qwen_tokenizer")))
 
 
 @pytest.fixture(scope="session")
-def tiny_regression_dir(tmp_path_factory, qwen_tokenizer) -> Path:
-    """Folder of a saved tiny Qwen2ForSequenceClassification regression judge (seed 0)."""
-    return build_tiny_qwen2(
-        tmp_path_factory.mktemp("tiny-regression"), kind="regression", seed=0, tokenizer=qwen_tokenizer
-    )
+def tiny_regression_dir(tmp_path_factory, request) -> Path:
+    """Folder of a saved tiny Qwen2ForSequenceClassification regression judge (seed 0), built once per test run for
+    all workers."""
+    return built_once(tmp_path_factory, "tiny-regression0", ("regression", 0), lambda folder: build_tiny_qwen2(
+        folder, kind="regression", seed=0, tokenizer=request.getfixturevalue("qwen_tokenizer")))
 
 
 @pytest.fixture(scope="session")

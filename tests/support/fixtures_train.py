@@ -116,26 +116,31 @@ def overfit_records_path(tmp_path_factory, qwen_tokenizer) -> Path:
 
 
 @pytest.fixture(scope="session")
-def overfit_base_dir(tmp_path_factory, qwen_tokenizer) -> Path:
-    """The tiny Qwen2 of train.tiny_models (same architecture and vocabulary) initialised with std 0.2, seed 0."""
-    import torch
-    from transformers import GenerationConfig, Qwen2ForCausalLM
+def overfit_base_dir(tmp_path_factory, request) -> Path:
+    """The tiny Qwen2 of train.tiny_models (same architecture and vocabulary) initialised with std 0.2, seed 0; built
+    once per test run for all workers (``tests.support.shared_builds``)."""
 
-    from train.tiny_models import tiny_qwen2_config
-    from train.tokenizer_file import save_tokenizer
+    def build(out: Path) -> None:
+        import torch
+        from transformers import GenerationConfig, Qwen2ForCausalLM
 
-    config = tiny_qwen2_config("causal")
-    config.initializer_range = OVERFIT_INIT_STD
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = Qwen2ForCausalLM(config)
-    model.generation_config = GenerationConfig(
-        bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id
-    )
-    out = tmp_path_factory.mktemp("overfit-base")
-    model.save_pretrained(str(out))
-    save_tokenizer(qwen_tokenizer, out)
-    return out
+        from train.tiny_models import tiny_qwen2_config
+        from train.tokenizer_file import save_tokenizer
+
+        config = tiny_qwen2_config("causal")
+        config.initializer_range = OVERFIT_INIT_STD
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            model = Qwen2ForCausalLM(config)
+        model.generation_config = GenerationConfig(
+            bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id
+        )
+        model.save_pretrained(str(out))
+        save_tokenizer(request.getfixturevalue("qwen_tokenizer"), out)
+
+    from tests.support.shared_builds import built_once
+
+    return built_once(tmp_path_factory, "overfit-base0", (OVERFIT_INIT_STD, 0), build)
 
 
 @pytest.fixture(scope="session")
