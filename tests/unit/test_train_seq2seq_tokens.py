@@ -229,12 +229,14 @@ R1_STYLE = ("{% for m in messages %}{% if m['role'] == 'user' %}<｜User｜>{{ m
 @functools.cache
 def _with_template(tokenizer, template: str):
     """A copy of the session's tokenizer (real Qwen vocabulary) with another chat template, made once per tokenizer
-    and template (a tokenizer hashes by identity); the fixture stays as it is. Remembered because a deep copy of the
-    151k vocabulary (and the literal-text encoder judge.chat_tokens builds for each tokenizer it meets) is the slow
-    part, and five templates serve ten tests. The tests only read a copy (render, tokenize, decode); none changes
-    it."""
-    copied = copy.deepcopy(tokenizer)
+    and template (a tokenizer hashes by identity); the fixture keeps its own template. A shallow copy: it shares the
+    fixture's Rust tokenizer and vocabulary, which only the template decides nothing of, and a deep copy of the 151k
+    vocabulary (as costly as building it) would change no id. Remembered because the literal-text encoder
+    judge.chat_tokens builds for each tokenizer it meets is the slow part, and five templates serve ten tests. The
+    tests only read a copy (render, tokenize, decode); none changes it."""
+    copied = copy.copy(tokenizer)
     copied.chat_template = template
+    assert tokenizer.chat_template != template  # the fixture's own template is untouched
     return copied
 
 
