@@ -40,7 +40,10 @@ def ordinary_rows(thinking: bool) -> list[dict]:
     if not thinking:  # the bundled sample's tagged rows, as build-data writes them
         from train.build_data import build_rows
 
-        rows += build_rows(judge.load_records(judge.sample_data_path())[:6], recipe="seq2seq", zero_shot="drop")[0][:6]
+        # "allow": the sample's first records are Zero-Shot ones, which "drop" would leave out to the last row
+        sample = build_rows(judge.load_records(judge.sample_data_path())[:6], recipe="seq2seq", zero_shot="allow")[0]
+        assert len(sample) >= 6
+        rows += sample[:6]
     return rows
 
 
