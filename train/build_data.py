@@ -6,6 +6,8 @@ The released POLLUX benchmark is not training data: rows in its schema are refus
 ``--allow-benchmark-rows`` says otherwise (the ``ai-forever/POLLUX`` dataset card asks that the benchmark not be used for training).
 Rows of ``judge-train data traces`` are refused too (``refuse_trace_rows``): each carries its item's every expert
 rationale, so one row per kept trace would train each rationale once per trace; ``verdict_format: integer`` trains them.
+So are rows whose ``split`` column names a side other than ``train`` (``refuse_other_split_rows``: the split stage's
+``split.jsonl`` pools both sides; its ``train.jsonl`` is the file to give).
 
 A record carries one or more verdicts as ``expert_scores`` with matching ``expert_feedback`` (a teacher model's
 verdicts come in the same shape, one per row). Each verdict becomes a row unless a rule of the POLLUX paper
@@ -61,8 +63,8 @@ from judge.verdicts import gives_reasons, rationale_words
 
 __all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "refuse_trace_rows", "zero_shot_records", "scores_off_the_rubric",
            "rows_for_config", "split_rows", "instruction_id", "validation_unit", "drop_too_long", "drop_long_examples",
-           "load_training_records", "load_training_records_report", "write_rows", "main", "VERDICT_OR_THINK_TAG",
-           "russian_share"]
+           "load_training_records", "load_training_records_report", "refuse_other_split_rows", "write_rows", "main",
+           "VERDICT_OR_THINK_TAG", "russian_share"]
 
 logger = logging.getLogger(__name__)
 
@@ -619,7 +621,27 @@ def load_training_records_report(data: str, allow_benchmark_rows: bool = False,
             "output (judge-train data) or your own data; pass --allow-benchmark-rows (config: "
             "allow_benchmark_rows: true) only for a deliberate experiment."
         )
+    refuse_other_split_rows(records)
     return records, load_report
+
+
+def refuse_other_split_rows(records: Sequence[JudgeRecord]) -> None:
+    """Refuse a record whose ``split`` column (the split stage's ``split.jsonl``, which pools both sides) names a side
+    other than ``train``: training on it would train the validation rows. The message names the file to give, the
+    split folder's ``train.jsonl``.
+
+    Raises:
+        judge.RecordError: naming the file, the row and the field ``split``.
+    """
+    for record in records:
+        side = (record.extra or {}).get("split")
+        if side is None or side == "train":
+            continue
+        source, row = record.origin or (f"record {record.id!r}", None)
+        hint = Path(source).parent / "train.jsonl" if record.origin else "the split stage's train.jsonl"
+        raise judge.RecordError(source, row, "split", f"record {record.id!r} is on the {side!r} side of a train/"
+                                f"validation split, and training on it would train the held-out rows; give the "
+                                f"split's training rows ({hint})")
 
 
 def write_rows(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
