@@ -69,8 +69,13 @@ REQUEST_SETTINGS = {
     # loads); a teacher's samples are seeded by its extra_body seed, which is in the teacher's key.
     "annotate": ("teacher", "criteria_language", "lenient", "max_attempts"),
     "traces": ("teacher", "system_prompt"),
-    "split": (),
+    # split asks nothing: these decide the partition its outputs hold, which a rerun with others would replace
+    # (KEYED_OUTPUTS), so that rerun needs --overwrite or a fresh --output.
+    "split": ("seed", "validation_fraction", "split_file", "allow_zero_shot"),
 }
+#: Per stage without a journal, the outputs whose presence means a run's settings are on the folder: compared with
+#: its run key as a journal is.
+KEYED_OUTPUTS = {"split": ("split.jsonl",)}
 #: Per stage, endpoint settings left out of its run key although they sit in a ``REQUEST_SETTINGS`` endpoint: caps
 #: on an answer rather than what shapes it. The traces teacher's ``max_tokens``: an answer that finished under a lower
 #: cap is the same answer under a higher one, and the stage asks again the answers a lower cap cut
@@ -239,11 +244,15 @@ def main(argv: list[str] | None = None) -> int:
             # texts under this run's assignment, another teacher's verdicts): the folder is claimed for these.
             unkeyed = any((out_dir / name).exists() for name in JOURNAL_FILES) and not (out_dir / RUN_KEY_FILE).exists()
             forget_unkeyed_caps(out_dir, args.stage)
-            claim_run_folder(out_dir, stage_run_key(args.stage, config, getattr(args, "input", None)),
-                             list(JOURNAL_FILES), overwrite=args.overwrite, adopt_unkeyed=True, out_flag="--output",
-                             # A stage with no journal (split; dedup without its check) leaves no progress file to
-                             # compare keys with: its run.json names it, so another stage cannot write over its outputs.
-                             jobs=(f"judge-train data {args.stage}",))
+            run_key = stage_run_key(args.stage, config, getattr(args, "input", None))
+            claim_run_folder(out_dir, run_key, [*JOURNAL_FILES, *KEYED_OUTPUTS.get(args.stage, ())],
+                             overwrite=args.overwrite, adopt_unkeyed=True, out_flag="--output",
+                             # A stage with no journal (dedup without its check) leaves no progress file to compare
+                             # keys with: its run.json names it, so another stage cannot write over its outputs.
+                             jobs=(f"judge-train data {args.stage}",),
+                             # A split folder keyed by its stage and input alone, before its settings were keyed.
+                             earlier_keys=({k: v for k, v in run_key.items() if k in ("stage", "input")},)
+                             if args.stage in KEYED_OUTPUTS else ())
             if unkeyed and not args.overwrite:
                 print(f"judge-train data {args.stage}: warning: {out_dir} holds a journal from before run keys; "
                       "resuming it under these settings (they are not checked against the run that wrote it)",

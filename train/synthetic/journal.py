@@ -240,6 +240,14 @@ def write_stage_outputs(
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if splits is not None:
+        # Each file is replaced whole, but not the set: a rerun (another seed or fraction) killed between two files
+        # would leave one run's train beside another's validation, sharing instructions. The earlier run's outputs go
+        # first, summary.json (written last, so it marks a finished set) before them; a kill leaves files missing,
+        # never two partitions mixed.
+        for name in ("summary.json", f"{stage}.jsonl", "dropped.jsonl", *(f"{name}.jsonl" for name in splits)):
+            (out_dir / name).unlink(missing_ok=True)
+        shutil.rmtree(out_dir / "dataset", ignore_errors=True)
     # Replaced whole (rewrite_journal: written aside, fsynced, renamed over): a rerun killed mid-write left a cut file
     # that the next stage read as the whole output.
     for name, rows in ((f"{stage}.jsonl", kept), ("dropped.jsonl", dropped)):
