@@ -7,7 +7,7 @@ The split is an instruction's: the paper's two tests "do not overlap, each conta
 (Appendix D.2), and its held-out criteria "are present exclusively in the Zero-Shot Test". An instruction is in the
 **Zero-Shot test** when its task type, or the criterion of any of its rows, is held out; otherwise it is in the
 **Standard test**; all its rows (one per criterion) go with it. ``splits_of`` assigns records so, grouped by
-instruction (``instruction_key``). ``split_of`` reads one row alone (its task type or its criterion held out): the
+instruction (``instruction_groups``: a shared ``instruction_key`` or a shared text). ``split_of`` reads one row alone (its task type or its criterion held out): the
 two agree on every row whose instruction's criteria come from one taxonomy task, since the taxonomy lists the
 held-out criteria only under held-out task types; they differ only on an instruction of a Standard task type scored
 on a held-out criterion, whose other rows ``split_of`` leaves in Standard.
@@ -51,6 +51,7 @@ __all__ = [
     "splits_of",
     "record_task_type",
     "instruction_key",
+    "instruction_groups",
     "check_no_leakage",
 ]
 
@@ -241,6 +242,29 @@ def instruction_key(record) -> str:
     return record.instruction or f"id:{record.id}"
 
 
+def instruction_groups(records: Iterable) -> list[str]:
+    """Each record's instruction, as the splits group them: records that share an ``instruction_key`` or an
+    instruction text (compatibility-composed, whitespace collapsed, case-folded) are one instruction, through any
+    chain of both (one union over the two keys), so one text under two ids never lands on two sides. A group is named
+    by the least ``instruction_key`` among its records: a group of one key keeps that key's name."""
+    records = list(records)
+    parent: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def root(node: tuple[str, str]) -> tuple[str, str]:
+        while parent.setdefault(node, node) != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    keys = [("key", instruction_key(record)) for record in records]
+    for record, key in zip(records, keys):
+        text = " ".join(unicodedata.normalize("NFKC", record.instruction or "").split()).casefold()
+        if text:
+            a, b = root(key), root(("text", text))
+            parent[max(a, b)] = min(a, b)  # a "key" node sorts first: every root is its group's least key
+    return [root(key)[1] for key in keys]
+
+
 def splits_of(records: Iterable, spec: SplitSpec | None = None, strict: bool = False,
               allow_unknown: bool = False) -> list[str]:
     """Each record's split, shared by an instruction's rows (the module docstring): ``"zero_shot"`` for every row of
@@ -252,11 +276,12 @@ def splits_of(records: Iterable, spec: SplitSpec | None = None, strict: bool = F
     records = list(records)
     spec = spec or load_split_spec()
     own = [split_of(record, spec, strict=strict, allow_unknown=allow_unknown) for record in records]
+    groups = instruction_groups(records)
     seen: dict[str, set[str]] = {}
-    for record, split in zip(records, own):
-        seen.setdefault(instruction_key(record), set()).add(split)
+    for group, split in zip(groups, own):
+        seen.setdefault(group, set()).add(split)
     shared = {key: next(s for s in (ZERO_SHOT, UNKNOWN, STANDARD) if s in splits) for key, splits in seen.items()}
-    return [shared[instruction_key(record)] for record in records]
+    return [shared[group] for group in groups]
 
 
 def split_groups(columns) -> tuple:

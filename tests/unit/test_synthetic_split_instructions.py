@@ -42,3 +42,31 @@ def test_an_id_given_as_a_number_and_as_text_is_one_instruction_on_one_side():
         (side,) = [name for name, part in splits.items() if any(r["id"] == "a" for r in part)]
         assert "b" in [r["id"] for r in splits[side]], seed
         assert len({str(r["instruction_id"]) for r in splits["validation"]}) == 2  # of 4 + 1 instructions, rounded
+
+
+def test_one_text_under_two_ids_lands_on_one_side():
+    """The split grouped by instruction_id alone: the same text under two ids (two task types, a merged input) could
+    be trained on and validated on; ids and texts are one union now (``judge.splits.instruction_groups``), whitespace
+    and case aside."""
+    from train.synthetic.splitting import split_records
+
+    rows = [_row(f"r{k}-{dup}", f"Инструкция номер {k}." if dup else f"  инструкция  НОМЕР {k}.", instruction_id=f"i{k}-{dup}")
+            for k in range(20) for dup in range(2)]
+    for seed in range(5):
+        splits, dropped = split_records(rows, SplitConfig(validation_fraction=0.3, seed=seed))
+        texts = {name: {" ".join(r["instruction"].split()).casefold() for r in part} for name, part in splits.items()}
+        assert dropped == [] and len(texts["validation"]) == 6
+        assert not texts["train"] & texts["validation"], seed
+
+
+def test_a_text_held_out_under_one_id_drops_its_copy_under_another():
+    """Zero-Shot by instruction: a text under a held-out task type (Style transfer) and again, under another id, under
+    a Standard one leaves neither copy in train."""
+    from train.synthetic.splitting import split_records
+
+    text = "Перепиши это письмо в стиле делового отчёта."
+    rows = [_row("held", text, instruction_id="a", task_type="Style transfer"), _row("copy", text, instruction_id="b"),
+            _row("other", "Другое.", instruction_id="c")]
+    splits, dropped = split_records(rows, SplitConfig(validation_fraction=0.0))
+    assert [r["id"] for r in splits["train"]] == ["other"]
+    assert {r["id"]: r["drop_reason"] for r in dropped} == {"held": "zero_shot:task_type", "copy": "zero_shot:instruction"}

@@ -4,7 +4,8 @@ Items whose task type or criterion the POLLUX paper held out (``judge.split_of``
 unless ``allow_zero_shot``; ``judge.check_no_leakage`` re-checks the training rows before anything is written.
 Instructions, not items, are split: all answers and criteria of one instruction land on the same side, so validation
 never scores an instruction the model trained on. An instruction is its ``instruction_id`` (read as text) when the row
-has one, else its text: ``judge.splits.instruction_key``, the grouping the leakage check reads.
+has one, else its text, and rows sharing either an id or a text are one: ``judge.splits.instruction_groups``, the
+grouping the leakage check reads.
 
 Outputs ``train.jsonl``, ``validation.jsonl`` and ``dataset/`` (a ``DatasetDict``) in the POLLUX record layout, ready
 for ``judge.load_records(path)`` / ``load_records(folder / "dataset", split="train")`` in the training recipes. A column
@@ -42,7 +43,7 @@ def split_records(rows: list[dict], config: SplitConfig, source: str | Path = "a
         judge.LeakageError: Zero-Shot items left in train (a bug upstream of this check).
     """
     from judge import ZERO_SHOT, check_no_leakage, load_split_spec, load_taxonomy, records_from_rows
-    from judge.splits import instruction_key, record_task_type, split_of, splits_of
+    from judge.splits import instruction_groups, record_task_type, split_of, splits_of
 
     spec = load_split_spec(config.split_file or None)
     taxonomy = load_taxonomy()
@@ -67,16 +68,18 @@ def split_records(rows: list[dict], config: SplitConfig, source: str | Path = "a
         else:
             kept.append(record)
 
-    # One instruction as the leakage check groups it (judge.splits.instruction_key: an id as its text, so 5 and "5"
-    # are one instruction, kept on one side; any id sorts beside the instruction texts).
-    instructions = sorted({instruction_key(r) for r in kept})
+    # One instruction as the leakage check groups it (judge.splits.instruction_groups: an id as its text, so 5 and
+    # "5" are one instruction, kept on one side, and one text under two ids is one too; any id sorts beside the
+    # instruction texts).
+    groups = instruction_groups(kept)
+    instructions = sorted(set(groups))
     random.Random(config.seed).shuffle(instructions)
     n_val = round(len(instructions) * config.validation_fraction)
     if config.validation_fraction > 0 and n_val == 0 and len(instructions) >= 2:
         n_val = 1  # a tiny run still gets a validation set
     held = set(instructions[:n_val])
-    train = [r for r in kept if instruction_key(r) not in held]
-    validation = [r for r in kept if instruction_key(r) in held]
+    train = [r for r, group in zip(kept, groups) if group not in held]
+    validation = [r for r, group in zip(kept, groups) if group in held]
     check_no_leakage(train, spec, allow_zero_shot=config.allow_zero_shot)
     return {"train": [r.to_dict() for r in train], "validation": [r.to_dict() for r in validation]}, dropped
 
@@ -88,6 +91,8 @@ def run_split(config: SplitConfig, input_path: str | Path, out_dir: Path) -> dic
         ValueError: the input is a file that holds no records (a user's mistake: empty train and validation files
             would pass for a finished stage, and the failure would wait for training, which refuses them).
     """
+    from judge.splits import instruction_groups
+
     inputs = read_input(input_path, "annotate")
     refuse_later_stage_rows(inputs.rows, input_path, "split", "annotate", row_index=inputs.row_index)
     rows = inputs.rows
@@ -101,17 +106,16 @@ def run_split(config: SplitConfig, input_path: str | Path, out_dir: Path) -> dic
     log(f"split: {len(rows)} items -> train {len(splits['train'])}, validation {len(splits['validation'])}, dropped {len(dropped)}")
     kept = [{**row, "split": name} for name, part in splits.items() for row in part]
     counts = {name: len(part) for name, part in splits.items()}
-    instructions = {name: len({_instruction_of_row(r) for r in part}) for name, part in splits.items()}
+    instructions = {name: len(set(instruction_groups([_as_record(r) for r in part]))) for name, part in splits.items()}
     return write_stage_outputs(
         out_dir, "split", kept, dropped, config, {"items": counts, "instructions": instructions}, splits=splits
     )
 
 
-def _instruction_of_row(row: dict) -> str:
-    """``judge.splits.instruction_key`` of a row in the record layout (``JudgeRecord.to_dict``: the extra columns,
-    ``instruction_id`` among them, at the top level): the summary counts the instructions the split grouped."""
+def _as_record(row: dict):
+    """A row in the record layout (``JudgeRecord.to_dict``: the extra columns, ``instruction_id`` among them, at the
+    top level) as ``judge.splits.instruction_groups`` reads a record: the summary counts the instructions the split
+    grouped."""
     from types import SimpleNamespace
 
-    from judge.splits import instruction_key
-
-    return instruction_key(SimpleNamespace(extra=row, instruction=row["instruction"], id=row["id"]))
+    return SimpleNamespace(extra=row, instruction=row["instruction"], id=row["id"])
