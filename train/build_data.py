@@ -30,6 +30,8 @@ verdicts come in the same shape, one per row). Each verdict becomes a row unless
   ``[FEEDBACK]`` (a second block, which GRPO's tagged format reward refuses), or a ``<think>`` / ``</think>`` tag (a
   reasoning judge's block inside a rationale it was never served).
 
+Each dropped verdict is kept with its reason (``BuildReport.dropped_rows``; ``build-data --out rows.jsonl`` writes them
+to ``rows.dropped.jsonl``, ``dropped_path``), and the report names the first per reason (``first_dropped``).
 The recipes add one more, ``too_long`` (the tokenized row exceeds ``max_length``; see ``drop_too_long`` and, on the
 ids a recipe trains, ``drop_long_examples``). Records that repeat an earlier record's content under another id are
 counted (``repeated_content``) and kept: each id may be meant, but every copy is trained on.
@@ -37,7 +39,7 @@ The seq2seq target is ``judge.render_target(feedback, score)`` with the verdict'
 carries ``judge.render_rationale_target(feedback)`` and, as its label, the record's ``criteria_score`` (mean over
 experts, or the teacher's score) or, with ``score_target="expert"``, the verdict's own score.
 
-Why one module of ~750 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
+Why one module of ~810 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
 which prints that report and refuses what no recipe could train on, are one path; the recipes' data step
 (``rows_for_config``) and ``judge-train run``'s early check take the same rules from here.
 """
@@ -63,8 +65,8 @@ from judge.verdicts import gives_reasons, rationale_words
 
 __all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "refuse_trace_rows", "zero_shot_records", "scores_off_the_rubric",
            "rows_for_config", "split_rows", "instruction_id", "validation_unit", "drop_too_long", "drop_long_examples",
-           "load_training_records", "load_training_records_report", "refuse_other_split_rows", "write_rows", "main",
-           "VERDICT_OR_THINK_TAG", "russian_share"]
+           "load_training_records", "load_training_records_report", "refuse_other_split_rows", "write_rows",
+           "dropped_path", "main", "VERDICT_OR_THINK_TAG", "russian_share"]
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +93,8 @@ class BuildReport:
             drop).
         n_rows: rows kept.
         dropped: reason -> number of verdicts dropped for it.
+        dropped_rows: each verdict ``build_rows`` dropped (``id``, ``record_id``, ``score``, ``feedback``,
+            ``drop_reason``), one per count in ``dropped``; not in ``to_dict``.
         zero_shot_ids: ids of the Zero-Shot records dropped (first 20).
         cut_by_max_rows: training rows left out by ``max_rows`` (None where the recipe does not count them).
         eval: the validation rows: their ``source``, ``n_rows`` and what was ``dropped`` from them (None where the
@@ -128,11 +132,30 @@ class BuildReport:
     kept_under_tied_modes: int = 0
     prompts_with_several_labels: int = 0
     duplicate_input_rows: int = 0
+    dropped_rows: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def drop(self, reason: str, row_id: Any) -> None:
         """Count one row dropped for ``reason``, keeping the first such row's id."""
         self.dropped[reason] += 1
         self.first_dropped.setdefault(reason, str(row_id))
+
+    def drop_verdict(self, reason: str, record: JudgeRecord, index: int | None = None,
+                     verdict: tuple[float, str | None] | None = None) -> None:
+        """``drop`` one verdict of ``record`` (``index``; None for a record with no verdict, counted once), keeping it
+        with its reason in ``dropped_rows`` (what ``build-data --out`` writes beside its rows)."""
+        row_id = record.id if index is None else f"{record.id}/{index}"
+        self.drop(reason, row_id)
+        score, feedback = verdict or (None, None)
+        self.dropped_rows.append({"id": row_id, "record_id": record.id, "score": score, "feedback": feedback,
+                                  "drop_reason": reason})
+
+    def drop_all(self, reason: str, record: JudgeRecord) -> None:
+        """``drop_verdict`` every verdict of ``record``, or the record once when it has none."""
+        verdicts = _verdicts(record)
+        if not verdicts:
+            self.drop_verdict(reason, record)
+        for index, verdict in enumerate(verdicts):
+            self.drop_verdict(reason, record, index, verdict)
 
     def summary(self) -> str:
         """One line: kept and dropped counts with their reasons."""
@@ -262,8 +285,9 @@ def build_rows(
     report = BuildReport(n_records=len(records), repeated_content=_repeated_content(records))
     records, held_out = zero_shot_records(records, zero_shot, split_spec)
     for record in held_out:
-        report.n_verdicts += len(_verdicts(record))
-        report.dropped["zero_shot"] += len(_verdicts(record))
+        # A record whose experts all abstained counts once, as under no_expert_scores: it is still one read.
+        report.n_verdicts += max(1, len(_verdicts(record)))
+        report.drop_all("zero_shot", record)
         if len(report.zero_shot_ids) < 20:
             report.zero_shot_ids.append(record.id)
 
@@ -274,18 +298,18 @@ def build_rows(
             # Empty expert_scores, or every expert abstained (the loader keeps such items without a score): nothing
             # to train on, and without a count the record would vanish from the report unexplained.
             report.n_verdicts += 1
-            report.dropped["no_expert_scores"] += 1
+            report.drop_verdict("no_expert_scores", record)
             continue
         report.n_verdicts += len(verdicts)
         try:
             scale = judge.oriented_scale(record.criteria_name, record.rubrics)
         except ScaleError:
-            report.dropped["no_scale"] += len(verdicts)
+            report.drop_all("no_scale", record)
             continue
         if recipe == "regression" and score_target != "expert" and not all(map(scale.contains, record.expert_scores)):
             # The label is the experts' mean: one expert's score off the rubric (a -1 on 0..2) would pull every
             # row's label, though that expert's own row is dropped.
-            report.dropped["label_from_off_scale_scores"] += len(verdicts)
+            report.drop_all("label_from_off_scale_scores", record)
             continue
         prompt = judge.render_prompt(record)
         label = record.criteria_score
@@ -296,7 +320,7 @@ def build_rows(
                 if label is None or not scale.contains(label):
                     reason = "score_out_of_scale"
             if reason is not None:
-                report.dropped[reason] += 1
+                report.drop_verdict(reason, record, index, (score, feedback))
                 continue
             feedback = feedback.strip()
             row = {"id": f"{record.id}/{index}", "record_id": record.id, "instruction_id": instruction_id(record),
@@ -685,7 +709,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--allow-benchmark-rows", "--allow_benchmark_rows", dest="allow_benchmark_rows",
                         action="store_true", help="Accept rows in the released POLLUX benchmark schema (refused by "
                         "default: the dataset card asks that POLLUX not be used for training).")  # fmt: skip
-    parser.add_argument("--out", default=None, help="Write the rows to this JSONL file.")
+    parser.add_argument("--out", default=None, help="Write the rows to this JSONL file, and the dropped verdicts, each "
+                        "with its drop_reason, beside it (rows.jsonl: rows.dropped.jsonl).")
     args = parser.parse_args(argv)
     prog = parser.prog
     try:
@@ -720,11 +745,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out:
         try:
             written = write_rows(rows, args.out)
+            dropped = write_rows(report.dropped_rows, dropped_path(args.out))
         except OSError as err:  # no permission, a read-only disk, a parent that is a file: named, the old file kept
             print(f"{prog}: error: --out {args.out}: cannot write ({err.strerror or err})", file=sys.stderr)
             return 2
         print(f"wrote {written}")
+        print(f"wrote {dropped} ({len(report.dropped_rows)} dropped verdict(s), each with its drop_reason)")
     return 0
+
+
+def dropped_path(out: str | Path) -> Path:
+    """Where ``build-data --out rows.jsonl`` writes its dropped verdicts: ``rows.dropped.jsonl`` beside it."""
+    out = Path(out)
+    return out.with_name(f"{out.stem if out.suffix == '.jsonl' else out.name}.dropped.jsonl")
 
 
 def refuse_bad_arguments(args: Any) -> None:
