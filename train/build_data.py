@@ -20,7 +20,9 @@ verdicts come in the same shape, one per row). Each verdict becomes a row unless
 - ``no_feedback``      the record has scores but no rationales;
 - ``no_scale``         no scale can be read from the rubric;
 - ``score_out_of_scale`` the verdict's score (or the regression label) lies outside the criterion's scale;
-- ``not_russian``      fewer than ``min_russian_share`` of the rationale's letters are Cyrillic;
+- ``not_russian``      fewer than ``min_russian_share`` of the rationale's letters are Cyrillic, its fenced and
+                       inline code left out (``without_code``, the rule the instructions stage's language filter
+                       reads);
 - ``too_few_words``    a rationale under two words (``judge.verdicts.gives_reasons``, the rule every training
                        stage applies), unless it is one word and the score is the scale's best level (paper, Appendix
                        B: "one word rationale are only eligible for the perfect scores"; the best level is 0 for the
@@ -66,12 +68,13 @@ from judge.verdicts import gives_reasons, rationale_words
 __all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "refuse_trace_rows", "zero_shot_records", "scores_off_the_rubric",
            "rows_for_config", "split_rows", "instruction_id", "validation_unit", "drop_too_long", "drop_long_examples",
            "load_training_records", "load_training_records_report", "refuse_other_split_rows", "write_rows",
-           "dropped_path", "main", "VERDICT_OR_THINK_TAG", "russian_share"]
+           "dropped_path", "main", "VERDICT_OR_THINK_TAG", "russian_share", "without_code"]
 
 logger = logging.getLogger(__name__)
 
 _CYRILLIC = re.compile(r"[а-яёА-ЯЁ]")
 _LETTER = re.compile(r"[^\W\d_]")
+_CODE = re.compile(r"```.*?(```|$)|`[^`\n]*`", re.DOTALL)
 #: Verdict tags, and reasoning tags: a <think> left in a feedback would teach the judge to write one in its answer,
 #: and a second [FEEDBACK] a second block, which GRPO's format reward (``judge.verdicts.bare_tagged_answer``) refuses.
 #: The synthetic annotate stage asks its teacher again for such a feedback, rather than keep a label dropped here.
@@ -236,9 +239,15 @@ class BuildReport:
         return f"{len(train)} training rows{cut}, {len(held_out)} validation rows"
 
 
+def without_code(text: str) -> str:
+    """``text`` with its fenced (an unclosed fence runs to the end) and inline code blanked out: a code task's text
+    quotes code by design, whose identifiers say nothing of the language it is written in."""
+    return _CODE.sub(" ", text)
+
+
 def russian_share(text: str) -> float:
-    """Share of Cyrillic letters among all letters of ``text`` (0.0 when it has no letters)."""
-    letters = _LETTER.findall(text)
+    """Share of Cyrillic letters among the letters of ``text`` outside code (``without_code``): 0.0 when it has none."""
+    letters = _LETTER.findall(without_code(text))
     if not letters:
         return 0.0
     return sum(1 for ch in letters if _CYRILLIC.match(ch)) / len(letters)

@@ -102,7 +102,6 @@ _COMPLEXITY_NAMES = {"easy": "Easy", "medium": "Medium", "hard": "Hard"}
 _PROBLEM = re.compile(r"\[PROBLEM\](.*?)\[END\]", re.DOTALL | re.IGNORECASE)
 _PROBLEM_END = re.compile(r"\[END\]", re.IGNORECASE)
 _THINK = re.compile(r"^.*?</think\s*>", re.DOTALL | re.IGNORECASE)
-_CODE = re.compile(r"```.*?(```|$)|`[^`\n]*`", re.DOTALL)
 _WORD = re.compile(r"[^\W\d_]+")
 _RUSSIAN_WORD = re.compile(r"[а-яё]+", re.IGNORECASE)
 
@@ -181,7 +180,9 @@ def non_russian_share(text: str, ignore_code: bool = True) -> float:
     instruction quotes code by design. A text with no words at all counts as entirely non-Russian (1.0).
     """
     if ignore_code:
-        text = _CODE.sub(" ", text)
+        from train.build_data import without_code  # one rule for what is code, as build-data's language share reads it
+
+        text = without_code(text)
     words = _WORD.findall(text)
     if not words:
         return 1.0
