@@ -721,12 +721,12 @@ def test_a_reference_row_without_a_known_task_type_is_refused_by_file_and_line(t
 @pytest.mark.parametrize("field", ["task_type", "task_subtype", "task_subsubtype"])
 def test_a_non_string_task_field_of_an_instruction_is_refused_by_file_and_line(tmp_path, field):
     """``task_type: 5`` in the instructions was an AttributeError from the taxonomy lookup; now a RecordError naming
-    the file, the row (line 3) and the field. An instruction's unknown task type stays its own group."""
+    the file, the row (line 3) and the field."""
     from judge import RecordError
     from train.synthetic.dedup import run_dedup
 
     reference = _write_jsonl(tmp_path / "ref.jsonl", [{"instruction": "Напишите план", "task_type": "Plans"}])
-    rows = [{"id": "a", "instruction": "x", "task_type": "Something else"}, None,
+    rows = [{"id": "a", "instruction": "x", "task_type": "Plans"}, None,
             {"id": "b", "instruction": "y", "task_type": "Plans", field: 5}]
     inputs = _write_jsonl(tmp_path / "ins.jsonl", rows)
     config = DedupConfig(reference=str(reference), embedding_model=str(tmp_path / "no-such-model"))
@@ -735,3 +735,29 @@ def test_a_non_string_task_field_of_an_instruction_is_refused_by_file_and_line(t
     assert str(err.value) == f"{inputs}: line 3: field {field!r}: an integer, not a string"
     with pytest.raises(RecordError, match="rows: row 0: field 'task_type': an integer, not a string"):
         deduplicate([{"id": "a", "instruction": "x", "task_type": 5}], [], DedupConfig(reference="x"), _table_embedder({}))
+
+
+@pytest.mark.parametrize(
+    "bad_row, message",
+    [
+        ({"id": "b", "instruction": "Составьте план", "task_type": ""}, "field 'task_type': missing: an instruction's task type"),
+        ({"id": "b", "instruction": "Составьте план"}, "field 'task_type': missing: "),
+        ({"id": "b", "instruction": "Составьте план", "task_type": "Nonexistent type"},
+         "field 'task_type': 'Nonexistent type' is not a task type of the taxonomy: "),
+        ({"id": "b", "instruction": "  ", "task_type": "Plans"}, "field 'instruction': blank"),
+    ],
+)
+def test_an_instruction_without_a_known_task_type_or_text_is_refused_before_the_model_loads(tmp_path, bad_row, message):
+    """Dedup kept such rows: a typo'd task type formed a group of its own (its near-duplicates never compared with
+    their type's), and a blank instruction went on to be answered and annotated. Refused by file, line and field
+    before any model loads (the embedding model here does not exist)."""
+    from judge import RecordError
+    from train.synthetic.dedup import run_dedup
+
+    reference = _write_jsonl(tmp_path / "ref.jsonl", [{"instruction": "Напишите план", "task_type": "Plans"}])
+    inputs = _write_jsonl(tmp_path / "ins.jsonl", [{"id": "a", "instruction": "Напишите план", "task_type": "Plans"},
+                                                   None, bad_row])
+    config = DedupConfig(reference=str(reference), embedding_model=str(tmp_path / "no-such-model"))
+    with pytest.raises(RecordError) as err:
+        run_dedup(config, inputs, tmp_path / "out")
+    assert str(err.value).startswith(f"{inputs}: line 3: {message}")

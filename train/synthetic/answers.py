@@ -108,6 +108,10 @@ def run_answers(config: AnswersConfig, input_path: str | Path, out_dir: Path) ->
     inputs = read_input(input_path, "dedup")
     refuse_later_stage_rows(inputs.rows, input_path, "answers", "dedup", row_index=inputs.row_index)
     rows = require_fields(inputs.rows, ("id", "instruction"), input_path, row_index=inputs.row_index)
+    # Before any request: annotate refuses such a row only after its answers are paid for.
+    from train.synthetic.dedup import INPUT_TASK_TYPE, task_types_of
+
+    task_types_of(rows, input_path, inputs.row_index, known=True, why=INPUT_TASK_TYPE)
     journal = Journal(out_dir / "journal.jsonl")
     every_job = answer_jobs(rows, dataclasses.replace(config, limit=0), journal.rows)
     jobs = every_job[: config.limit] if config.limit else every_job

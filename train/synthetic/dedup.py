@@ -73,6 +73,7 @@ __all__ = [
     "reference_thresholds",
     "deduplicate",
     "task_types_of",
+    "INPUT_TASK_TYPE",
     "render_llm_check_prompt",
     "parse_llm_check",
     "llm_check_answer",
@@ -401,12 +402,21 @@ def _canonical_type(row: dict) -> str:
     return canonical or name
 
 
-def task_types_of(rows: list[dict], source: str | Path, row_index: list[int] | None = None, known: bool = False) -> list[str]:
+#: What an input row's task type is for, as ``task_types_of`` says it when refusing one (dedup, answers).
+INPUT_TASK_TYPE = ("an instruction's task type picks its dedup group (Algorithm 1) and, later, the criteria it is "
+                   "judged on and its Zero-Shot split")
+
+
+def task_types_of(rows: list[dict], source: str | Path, row_index: list[int] | None = None, known: bool = False,
+                  why: str = "a reference instruction's task type picks the group whose thresholds it sets "
+                             "(Algorithm 1 step 6)") -> list[str]:
     """Each row's task type, as the groups of Algorithm 1 are keyed (the taxonomy's English name when it knows it).
 
     Args:
         known: refuse a row whose task type the taxonomy cannot resolve (the reference's: a reference row in no
-            task type's group would silently give none its thresholds).
+            task type's group would silently give none its thresholds; the input's: a typo'd type would be a group
+            of its own, its near-duplicates never compared with their type's).
+        why: what the refusal says the task type is for.
 
     Raises:
         judge.RecordError: naming ``source``, the row (``row_index``, as ``require_fields``) and the field, for a
@@ -427,8 +437,7 @@ def task_types_of(rows: list[dict], source: str | Path, row_index: list[int] | N
         canonical = _canonical_type(row)
         if known and taxonomy.canonical_task_type(canonical) is None:
             problem = "missing" if not row.get("task_type") else f"{row['task_type']!r} is not a task type of the taxonomy"
-            raise RecordError(str(source), where, "task_type", f"{problem}: a reference instruction's task type "
-                              "picks the group whose thresholds it sets (Algorithm 1 step 6)")
+            raise RecordError(str(source), where, "task_type", f"{problem}: {why}")
         out.append(canonical)
     return out
 
@@ -670,7 +679,8 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
     rows = require_fields(inputs.rows, ("id", "instruction"), input_path, row_index=inputs.row_index)
     reference = read_input(config.reference, "instructions")
     reference_rows = require_fields(reference.rows, ("instruction",), config.reference, row_index=reference.row_index)
-    task_types_of(rows, input_path, inputs.row_index)  # bad task fields named by file and line, before any model loads
+    # Bad task fields named by file and line, before any model loads.
+    task_types_of(rows, input_path, inputs.row_index, known=True, why=INPUT_TASK_TYPE)
     task_types_of(reference_rows, config.reference, reference.row_index, known=True)
     log(f"dedup: {len(rows)} instructions, {len(reference_rows)} reference rows, model {config.embedding_model}, "
         f"LLM check: {EndpointConfig(**config.llm).name if config.runs_llm_check else 'off (borderline: ' + config.borderline_without_check + ')'}")

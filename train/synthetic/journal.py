@@ -39,7 +39,8 @@ from judge.plumbing.journal import (JournalError, JournalWriter, RepeatedKeyErro
 from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_json, value_words
 
 __all__ = ["Journal", "InputRows", "run_jobs", "request_failed", "answered_oversized", "write_stage_outputs",
-           "read_input", "read_rows", "require_fields", "refuse_later_stage_rows", "STAGE_ROW_MARKS", "log"]
+           "read_input", "read_rows", "require_fields", "NOT_BLANK", "refuse_later_stage_rows", "STAGE_ROW_MARKS",
+           "log"]
 
 
 def log(message: str) -> None:
@@ -401,10 +402,15 @@ def _positions(rows: list[dict]) -> InputRows:
     return InputRows(rows, [RowIndex(i) for i in range(len(rows))])
 
 
+#: The fields ``require_fields`` refuses blank (empty or only whitespace) as well as missing: a blank instruction
+#: would be embedded, paid for and answered as if it were one.
+NOT_BLANK = ("instruction",)
+
+
 def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path, *,
                    row_index: Sequence[int] | None = None) -> list[dict]:
-    """``rows`` unchanged when every one holds every field as a string, and, when ``fields`` names ``id``, no two
-    hold one id; else a ``judge.RecordError`` naming the file, the row and the field. A stage reads its input's fields
+    """``rows`` unchanged when every one holds every field as a string (not blank, for the ``NOT_BLANK`` fields), and,
+    when ``fields`` names ``id``, no two hold one id; else a ``judge.RecordError`` naming the file, the row and the field. A stage reads its input's fields
     deep in a worker thread or a similarity pass, where a missing one was a bare ``KeyError`` traceback after paid
     requests.
 
@@ -414,8 +420,8 @@ def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path
             lines).
 
     Raises:
-        judge.RecordError: the first row lacking a field, or holding a non-string there, or repeating an earlier
-            row's id (the message names both rows and the id).
+        judge.RecordError: the first row lacking a field, or holding a non-string (or a blank ``NOT_BLANK`` one) there,
+            or repeating an earlier row's id (the message names both rows and the id).
         ValueError: ``row_index`` not one index per row.
     """
     from judge import RecordError
@@ -429,10 +435,13 @@ def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path
     for index, row in zip(row_index, rows):
         for name in fields:
             value = row.get(name)
-            if isinstance(value, str) or (name == "id" and isinstance(value, int) and not isinstance(value, bool)):
+            if isinstance(value, str) and (name not in NOT_BLANK or value.strip()):
+                continue
+            if name == "id" and isinstance(value, int) and not isinstance(value, bool):
                 continue
             wanted = "a string or an integer" if name == "id" else "a string"
-            problem = "missing" if value is None else f"{value_words(value)}, not {wanted}"
+            problem = ("blank: no instruction to embed, answer or judge" if isinstance(value, str) else
+                       "missing" if value is None else f"{value_words(value)}, not {wanted}")
             raise RecordError(str(source), index, name, problem)
         if "id" in fields:
             # A job's key is made of its row's id (as text: 7 and "7" are one key): two rows with one id were one
