@@ -19,6 +19,10 @@ writing leaves each file whole, the earlier run's or its own, never cut; and a r
 A stage killed halfway loses at most the jobs in flight; the journal's last line may be cut, and is dropped (and
 said). Any other line that is not JSON is an error naming ``file:line``, never skipped. Ctrl-C stops a stage: the jobs
 not started are cancelled, and those in flight finish and are journalled before it exits.
+
+Why one module of ~520 lines: the journal, the job runner that appends to it, the input readers and checks every
+stage runs before its first job, and the output writer are one stage's life from its input to its folder; every
+stage takes all of them, and a split would only move the folder layout above away from the code that writes it.
 """
 
 from __future__ import annotations
