@@ -16,11 +16,14 @@ Every output but the journal is replaced whole (written aside, then renamed over
 writing leaves each file whole, the earlier run's or its own, never cut; and a rerun that keeps nothing leaves no
 ``dataset/`` of the earlier run's rows behind (it is removed, and said).
 
+A stage's JSONL input is read a line at a time, and a line over ``MAX_LINE_BYTES`` (4 MiB) is refused by file and
+line before it is parsed.
+
 A stage killed halfway loses at most the jobs in flight; the journal's last line may be cut, and is dropped (and
 said). Any other line that is not JSON is an error naming ``file:line``, never skipped. Ctrl-C stops a stage: the jobs
 not started are cancelled, and those in flight finish and are journalled before it exits.
 
-Why one module of ~520 lines: the journal, the job runner that appends to it, the input readers and checks every
+Why one module of ~540 lines: the journal, the job runner that appends to it, the input readers and checks every
 stage runs before its first job, and the output writer are one stage's life from its input to its folder; every
 stage takes all of them, and a split would only move the folder layout above away from the code that writes it.
 """
@@ -43,7 +46,7 @@ from judge.plumbing.journal import (JournalError, JournalWriter, RepeatedKeyErro
 from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_json, value_words
 
 __all__ = ["Journal", "InputRows", "run_jobs", "request_failed", "answered_oversized", "write_stage_outputs",
-           "read_input", "read_rows", "require_fields", "NOT_BLANK", "refuse_later_stage_rows", "STAGE_ROW_MARKS",
+           "read_input", "read_rows", "require_fields", "NOT_BLANK", "MAX_LINE_BYTES", "refuse_later_stage_rows", "STAGE_ROW_MARKS",
            "log"]
 
 
@@ -411,6 +414,12 @@ def _positions(rows: list[dict]) -> InputRows:
 NOT_BLANK = ("instruction",)
 
 
+#: The longest line a stage reads from its input, in bytes (newline aside): far above any instruction, answer or
+#: verdict (a 32k-token answer is under 200 KB), and a bound on what one row may cost in memory and in the text
+#: every later stage embeds, sends and trains on.
+MAX_LINE_BYTES = 4 * 1024 * 1024
+
+
 def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path, *,
                    row_index: Sequence[int] | None = None) -> list[dict]:
     """``rows`` unchanged when every one holds every field as a string (not blank, for the ``NOT_BLANK`` fields), and,
@@ -496,26 +505,37 @@ def _read_input_jsonl(path: Path) -> InputRows:
     A key given twice is an error too, as ``judge.load_records`` and every journal's reader make it: ``json.loads``
     would keep the last value without a word.
     """
-    from judge.records import LineIndex
-
     rows: list[dict] = []
     row_index: list[int] = []
-    for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = loads_without_repeats(line)
-        except RepeatedKeyError as err:  # a ValueError: before the handler of json's others
-            raise ValueError(f"{path}:{number}: field {err.key!r} is given twice in the row (JSON would keep the last "
-                             "value without a word): give it once") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:  # unreadable_json would misname a non-UTF-8 line
-            raise ValueError(f"{path}:{number}: not a JSON line ({err})") from None
-        except JSON_REFUSALS as err:
-            # Valid JSON json.loads cannot hold: deep nesting was a bare RecursionError (a traceback), a long number
-            # Python's advice to call sys.set_int_max_str_digits().
-            raise ValueError(f"{path}:{number}: {unreadable_json(err)}") from None
-        if not isinstance(row, dict):
-            raise ValueError(f"{path}:{number}: not a JSON object")
-        rows.append(row)
-        row_index.append(LineIndex(number - 1))
+    with path.open("rb") as handle:
+        # Read a line at a time, each at most MAX_LINE_BYTES: a line over it is refused before it is parsed.
+        lines = iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b"")
+        for number, line in enumerate(lines, start=1):
+            if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                raise ValueError(f"{path}:{number}: a line over {MAX_LINE_BYTES} bytes, the cap on one input row "
+                                 "(train.synthetic.journal.MAX_LINE_BYTES): no instruction, answer or verdict is that "
+                                 "long; fix or remove the row")
+            if line.strip():
+                _add_input_row(path, number, line, rows, row_index)
     return InputRows(rows, row_index)
+
+
+def _add_input_row(path: Path, number: int, line: bytes, rows: list[dict], row_index: list[int]) -> None:
+    """Parse line ``number`` of ``path`` into ``rows`` (``_read_input_jsonl``'s rules)."""
+    from judge.records import LineIndex
+
+    try:
+        row = loads_without_repeats(line)
+    except RepeatedKeyError as err:  # a ValueError: before the handler of json's others
+        raise ValueError(f"{path}:{number}: field {err.key!r} is given twice in the row (JSON would keep the last "
+                         "value without a word): give it once") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:  # unreadable_json would misname a non-UTF-8 line
+        raise ValueError(f"{path}:{number}: not a JSON line ({err})") from None
+    except JSON_REFUSALS as err:
+        # Valid JSON json.loads cannot hold: deep nesting was a bare RecursionError (a traceback), a long number
+        # Python's advice to call sys.set_int_max_str_digits().
+        raise ValueError(f"{path}:{number}: {unreadable_json(err)}") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"{path}:{number}: not a JSON object")
+    rows.append(row)
+    row_index.append(LineIndex(number - 1))
