@@ -241,7 +241,6 @@ def resolve_run_config(args: argparse.Namespace):
 
 def _run(args: argparse.Namespace) -> int:
     from eval.judging.config import RunConfig
-    from eval.judging.run import run
     from judge.plumbing.config_files import chosen_fields
     from judge.plumbing.run_folder import refuse_file
 
@@ -253,7 +252,8 @@ def _run(args: argparse.Namespace) -> int:
     refuse_empty_data(config.data)
     refuse_file(config.out, "--out")
     args.out = config.out  # from the flags or the YAML: the Ctrl+C line (main) says whether it holds rows
-    # run() validates the config, refuses a judge it could not reach, then logs the config: once, for every caller.
+    config.validate()  # before the judging client is imported; run() validates again, refuses an unreachable judge
+    from eval.judging.run import run  # and logs the config: once, for every caller
     summary = run(config, max_tokens_chosen="max_tokens" in chosen_fields(args, RunConfig))
     print(json.dumps(summary, ensure_ascii=False, indent=2))
     return 0 if summary["request_failed"] == 0 else 3
@@ -372,7 +372,6 @@ def _rank(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from eval.ranking.compare import is_ranking_run
     from eval.scoring.interval_options import extreme_rate_choice
 
     missing = [run for run in args.runs if not Path(run).exists()]
@@ -388,6 +387,7 @@ def _compare(args: argparse.Namespace) -> int:
             raise ValueError(f"{run}: given twice" + ("" if run == same else f" (the folder {same})") + "; compare "
                              "takes different runs")
     refuse_out_of_bounds(args)  # as score: a missing input named first, then any flag out of its bounds
+    from eval.ranking.compare import is_ranking_run  # numpy and the wire models: not for the refusals above
     extreme_rate_choice(args, len(args.runs) > 2 and any(map(is_ranking_run, args.runs)),
                         "only a leaderboard (three or more rank runs) has rates with an interval, its win rates")
     if any(map(is_ranking_run, args.runs)):

@@ -1111,9 +1111,6 @@ def rank(config: RankConfig) -> dict[str, Any]:
             InstructionError (a RecordError): bad data; ValueError: nothing scored (``pollux_matrix``;
             every answer empty or failed, and those left unscored).
     """
-    from eval.ranking.items import data_binary_criteria
-    from eval.ranking.matrix import UNJUDGED_STATUSES, pollux_matrix
-    from eval.ranking.report import write_ranking_page
     from eval.judging.format_choice import chosen_verdict_format
     from eval.judging.run import RUN_FOLDER_JOBS, refuse_other_run_kind, run
     from judge.plumbing.provenance import read_provenance, update_provenance
@@ -1164,6 +1161,12 @@ def rank(config: RankConfig) -> dict[str, Any]:
     # The format the judge stage resolved (a judge URL's from its server): its verdicts stay for a rerun.
     refuse_pollux_reading(config.verdict_reader, (read_provenance(out, missing_ok=True).get("config") or {}).get(
         "verdict_format"), "recorded in run.json by the judge stage")
+
+    # The matrix and its page (numpy, the scoring's compare tables) only once there are verdicts to put in them:
+    # a refused config or data does not import them.
+    from eval.ranking.items import data_binary_criteria
+    from eval.ranking.matrix import UNJUDGED_STATUSES, pollux_matrix
+    from eval.ranking.report import write_ranking_page
 
     items = ranked_items(out / ITEMS, out / "predictions.jsonl", config.verdict_reader, unjudged=out / UNJUDGED)
     # The binary criteria of the whole data, not of this selection: metrics.py collects them from every row, and a

@@ -1,0 +1,61 @@
+"""A console script's refusal of a bad argument, and its --help, import only what the refusal needs: `judge-eval run`
+refuses a setting out of its bounds before the judging client (httpx, openai, pydantic's wire models) is imported,
+`judge-eval compare` refuses a missing folder before numpy and the rank-run reader, and `judge-eval rank` refuses
+its data before the matrix and its page. Each case runs in a fresh interpreter and reports what it imported."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HEAVY = ("pandas", "numpy", "torch", "transformers", "vllm", "httpx", "openai", "pydantic", "sklearn", "scipy",
+         "judge.wire", "judge.criteria_auto", "eval.judging.run", "eval.judging.backends", "eval.ranking.compare",
+         "eval.ranking.matrix", "eval.ranking.report", "eval.scoring.compare")
+
+
+def imported_by(argv: list[str]) -> list:
+    """``judge-eval argv`` in a fresh interpreter: its exit code and which of ``HEAVY`` it imported."""
+    code = ("import json, sys\n"
+            "from eval.cli import main\n"
+            "try:\n"
+            f"    code = main({argv!r})\n"
+            "except SystemExit as stop:\n"
+            "    code = stop.code\n"
+            f"print(json.dumps([code, [m for m in {HEAVY!r} if m in sys.modules]]))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    exit_code, imported = json.loads(done.stdout.strip().splitlines()[-1])
+    return [exit_code, imported]
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["rank", "--help"], ["score", "--help"]])
+def test_help_imports_no_library_of_any_subcommand(argv):
+    assert imported_by(argv) == [0, []]
+
+
+def test_run_refuses_a_setting_out_of_bounds_before_importing_the_judging_client(tmp_path):
+    exit_code, imported = imported_by(["run", "--concurrency", "0", "--judge", "http://127.0.0.1:9/v1",
+                                       "--out", str(tmp_path / "run")])
+    assert exit_code == 2
+    assert imported == []
+    assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+def test_compare_refuses_missing_folders_before_importing_numpy(tmp_path):
+    exit_code, imported = imported_by(["compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert exit_code == 2
+    assert imported == []
+
+
+def test_rank_refuses_missing_data_before_importing_the_matrix_and_its_page(tmp_path):
+    exit_code, imported = imported_by(["rank", "--model", "http://127.0.0.1:9/v1", "--judge", "http://127.0.0.1:9/v1",
+                                       "--data", str(tmp_path / "missing"), "--out", str(tmp_path / "rank")])
+    assert exit_code == 2
+    # --n-boot's bound comes from the scoring's compare module (RankConfig.validate) and the folder is checked by the
+    # run stage's own refusal, both before the data: the matrix and its page come only after the stages.
+    assert [m for m in ("eval.ranking.matrix", "eval.ranking.report") if m in imported] == []
