@@ -455,7 +455,7 @@ class ServeConfig:
             raise ConfigError(f"criteria_threshold: a task-type probability, from 0 to 1; got {self.criteria_threshold}")
         if self.criteria_classifier not in ("", "tfidf", "llm", "head"):
             raise ConfigError(f"criteria_classifier: {self.criteria_classifier!r} is not one of tfidf, llm, head")
-        from judge.criteria_auto.registry import check_classifier_key_env
+        from judge.plumbing.api_keys import check_classifier_key_env
 
         check_classifier_key_env(self.criteria_classifier_api_key_env, (self.api_key_env, self.reward_key_env))
         if self.criteria_classifier in ("llm", "head") and not self.criteria_classifier_path:

@@ -181,7 +181,7 @@ class RunConfig:
             # Said with the other settings, before the run folder is claimed (judge.criteria_auto refuses it too).
             raise ConfigError("criteria_classifier_model: required with --criteria-classifier llm (the model name "
                               "the endpoint serves)")
-        from judge.criteria_auto.registry import check_classifier_key_env
+        from judge.plumbing.api_keys import check_classifier_key_env
 
         check_classifier_key_env(self.criteria_classifier_api_key_env, (self.api_key_env,))
         if not self.judge and not self.base_url_env:

@@ -14,7 +14,8 @@ from judge.criteria_auto.head import HeadClassifier
 from judge.criteria_auto.llm import LLMClassifier
 from judge.criteria_auto.policy import DEFAULT_THRESHOLD, TaskClassifier
 from judge.criteria_auto.tfidf import TfidfClassifier
-from judge.plumbing.api_keys import SERVE_KEY_ENV, client_api_key, resolve_api_key
+# The key-variable check lives with the key rules: a settings check imports it without the classifiers (numpy).
+from judge.plumbing.api_keys import JUDGE_KEY_ENVS, check_classifier_key_env, client_api_key, resolve_api_key
 from judge.plumbing.config_files import ConfigError
 
 __all__ = ["CLASSIFIER_KEY_ENV", "JUDGE_KEY_ENVS", "METHODS", "artefact_folder_problem", "build_classifier",
@@ -40,31 +41,6 @@ def build_classifier(method: str, **kwargs) -> TaskClassifier:
 #: key is sent. A default variable would be one the user did not name for this endpoint, e.g. ``$OPENAI_API_KEY`` is
 #: an API judge's key (``configs/eval/gpt-4o.yaml``) and would go to whatever URL the classifier is given.
 CLASSIFIER_KEY_ENV = ""
-
-#: The judge's own key variables, never the classifier's: judge-serve's client key and reward key (their default
-#: names; ``judge_key_envs`` adds the ones a configuration chose) and the key of judge-serve's engines
-#: (``serve.engine_auth.ENGINE_KEY_ENV``, which ``serve.launch.engine_env`` keeps in the engines' environment).
-JUDGE_KEY_ENVS = (SERVE_KEY_ENV, "JUDGE_SERVE_REWARD_KEY", "VLLM_API_KEY")
-
-
-def check_classifier_key_env(api_key_env: str, judge_key_envs: tuple[str, ...] = ()) -> None:
-    """Refuse a ``criteria_classifier_api_key_env`` that names one of the judge's key variables.
-
-    Args:
-        api_key_env: the setting: one variable, several separated by commas, or "".
-        judge_key_envs: the configuration's own key variables (its ``api_key_env``, ``reward_key_env``; commas
-            allowed), on top of ``JUDGE_KEY_ENVS``.
-
-    Raises:
-        ConfigError: one line naming the setting and the variable.
-    """
-    judge = {name.strip() for entry in (*JUDGE_KEY_ENVS, *judge_key_envs) for name in entry.split(",")} - {""}
-    for name in (name.strip() for name in api_key_env.split(",")):
-        if name in judge:
-            raise ConfigError(f"criteria_classifier_api_key_env: ${name} holds the judge's own key, which is never "
-                              "sent to the classifier's endpoint; export the classifier's key in a variable of its "
-                              "own (e.g. CLASSIFIER_API_KEY) and name that, or '' for none")
-
 
 def classifier_api_key(api_key_env: str, command: str = "criteria auto") -> str:
     """The key the ``llm`` method sends to its endpoint (``Authorization: Bearer``), read by ``KEY_RULE``

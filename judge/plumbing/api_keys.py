@@ -23,7 +23,7 @@ from judge.plumbing.config_files import ConfigError
 from judge.plumbing.provenance import register_secret
 
 __all__ = ["DEFAULT_KEY_ENV", "SERVE_KEY_ENV", "CLIENT_KEY_ENV", "KEY_RULE", "ClientKey", "client_api_key",
-           "resolve_api_key"]
+           "resolve_api_key", "JUDGE_KEY_ENVS", "check_classifier_key_env"]
 
 #: The variable a client command falls back to (the ``openai`` SDK's own).
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -110,3 +110,28 @@ def client_api_key(typed: str, env_name: str, *, command: str) -> ClientKey:
             register_secret(key)
             return ClientKey(key, f"${name}")
     return ClientKey("", "")
+
+
+#: The judge's own key variables, never the classifier's: judge-serve's client key and reward key (their default
+#: names; ``judge_key_envs`` adds the ones a configuration chose) and the key of judge-serve's engines
+#: (``serve.engine_auth.ENGINE_KEY_ENV``, which ``serve.launch.engine_env`` keeps in the engines' environment).
+JUDGE_KEY_ENVS = (SERVE_KEY_ENV, "JUDGE_SERVE_REWARD_KEY", "VLLM_API_KEY")
+
+
+def check_classifier_key_env(api_key_env: str, judge_key_envs: tuple[str, ...] = ()) -> None:
+    """Refuse a ``criteria_classifier_api_key_env`` that names one of the judge's key variables.
+
+    Args:
+        api_key_env: the setting: one variable, several separated by commas, or "".
+        judge_key_envs: the configuration's own key variables (its ``api_key_env``, ``reward_key_env``; commas
+            allowed), on top of ``JUDGE_KEY_ENVS``.
+
+    Raises:
+        ConfigError: one line naming the setting and the variable.
+    """
+    judge = {name.strip() for entry in (*JUDGE_KEY_ENVS, *judge_key_envs) for name in entry.split(",")} - {""}
+    for name in (name.strip() for name in api_key_env.split(",")):
+        if name in judge:
+            raise ConfigError(f"criteria_classifier_api_key_env: ${name} holds the judge's own key, which is never "
+                              "sent to the classifier's endpoint; export the classifier's key in a variable of its "
+                              "own (e.g. CLASSIFIER_API_KEY) and name that, or '' for none")

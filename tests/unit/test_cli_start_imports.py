@@ -1,7 +1,8 @@
 """A console script's refusal of a bad argument, and its --help, import only what the refusal needs: `judge-eval run`
 refuses a setting out of its bounds before the judging client (httpx, openai, pydantic's wire models) is imported,
 `judge-eval compare` refuses a missing folder before numpy and the rank-run reader, and `judge-eval rank` refuses
-its data before the matrix and its page. Each case runs in a fresh interpreter and reports what it imported."""
+a data source that is not there before the matrix and its page, and judge-serve refuses a missing model
+without the task classifiers. Each case runs in a fresh interpreter and reports what it imported."""
 
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ HEAVY = ("pandas", "numpy", "torch", "transformers", "vllm", "httpx", "openai", 
          "eval.ranking.matrix", "eval.ranking.report", "eval.scoring.compare")
 
 
-def imported_by(argv: list[str]) -> list:
-    """``judge-eval argv`` in a fresh interpreter: its exit code and which of ``HEAVY`` it imported."""
+def imported_by(argv: list[str], script: str = "eval.cli") -> list:
+    """``judge-eval argv`` (or the console script whose ``main`` is in ``script``) in a fresh interpreter: its exit
+    code and which of ``HEAVY`` it imported."""
     code = ("import json, sys\n"
-            "from eval.cli import main\n"
+            f"from {script} import main\n"
             "try:\n"
             f"    code = main({argv!r})\n"
             "except SystemExit as stop:\n"
@@ -59,3 +61,11 @@ def test_rank_refuses_missing_data_before_importing_the_matrix_and_its_page(tmp_
     # --n-boot's bound comes from the scoring's compare module (RankConfig.validate) and the folder is checked by the
     # run stage's own refusal, both before the data: the matrix and its page come only after the stages.
     assert [m for m in ("eval.ranking.matrix", "eval.ranking.report") if m in imported] == []
+
+
+def test_serve_refuses_a_missing_model_without_the_task_classifiers(tmp_path):
+    # The settings check names the classifier's key variable (judge.plumbing.api_keys) without importing the
+    # classifiers (numpy); the reward rule's check is judge.wire's, with its pydantic models.
+    exit_code, imported = imported_by(["--print-config", "--model", str(tmp_path / "missing")], "serve.cli")
+    assert exit_code == 2
+    assert [m for m in imported if m not in ("pydantic", "judge.wire")] == []
