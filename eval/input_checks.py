@@ -27,7 +27,7 @@ RANKING_MARKERS = ("answers.jsonl", "candidate/run_key.json")
 def run_marker(folder: str | Path, markers: tuple[str, ...] = RUN_MARKERS) -> str | None:
     """The first of ``markers`` that ``folder`` holds (a file or a folder), or None: what a refusal of a folder
     holding a run of another kind (``refuse_convert_out``, ``refuse_another_run``,
-    ``eval.judging.run.refuse_other_run_kind``) names as the reason."""
+    ``eval.judging.run_settings.refuse_other_run_kind``) names as the reason."""
     return next((name for name in markers if (Path(folder) / name).exists()), None)
 
 

@@ -66,7 +66,6 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from eval.input_checks import RANKING_MARKERS, run_marker
 from eval.judging.config import RunConfig
 from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
@@ -79,7 +78,8 @@ from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_
 from eval.judging.local_server import local_server, served_name, starts_judge_serve
 from eval.judging.predictions import (REQUEST_FAILED, PredictionRow, iter_predictions, log_failed_requests,
                                       record_content_key, resume_predictions)
-from eval.judging.run_settings import clear_score_outputs, earlier_run_keys, resolved_paths, run_key
+from eval.judging.run_settings import (RUN_FOLDER_JOBS, clear_score_outputs, earlier_run_keys,  # noqa: F401 - rank's
+                                      refuse_other_run_kind, resolved_paths, run_key)
 from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, iter_pairwise_rows, judge_pairs,
                                    pending_judgments, selected_pairs)
 from judge.plumbing.api_keys import client_api_key
@@ -90,7 +90,7 @@ from judge.plumbing.json_reading import counted
 from judge.plumbing.message_content import without_lone_surrogates
 from judge.plumbing.provenance import redact, write_provenance
 from judge.plumbing.retry import EndpointUnusable, RetryPolicy
-from judge.plumbing.run_folder import ResumeMismatch, claim_run_folder, hold_run_folder
+from judge.plumbing.run_folder import claim_run_folder, hold_run_folder
 from judge.verdicts import VerdictError
 from judge.wire import ModelLimits
 
@@ -459,29 +459,6 @@ def not_a_model_ref(ref: str, field: str) -> ConfigError:
 
 #: What a run's work writes (its verdicts, criteria auto's items and choices): a folder holding them is resumed.
 PROGRESS_FILES = ["predictions.jsonl", PAIRWISE_PREDICTIONS, "auto_items.jsonl", "task_choices.jsonl"]
-#: The run.json jobs a ranking's folder may hold: `judge-eval rank` judges its candidate's answers in its own folder
-#: through this run (whose job its run.json then names), and writes its own where no item reached the judge.
-RUN_FOLDER_JOBS = ("judge-eval run", "judge-eval rank")
-
-
-def refuse_other_run_kind(out: Path, ranking: bool) -> None:
-    """Refuse a ranking's folder to a plain `judge-eval run` and a plain run's folder (its predictions, no ranking's
-    answers) to a ranking, before any request: both write `judge-eval run` in run.json, so the job alone
-    (``refuse_other_job``) does not tell them apart, and --overwrite would discard the other's verdicts. What marks
-    each: ``eval.input_checks.run_marker`` with ``RANKING_MARKERS``.
-
-    Raises:
-        ResumeMismatch: naming the folder and what it holds.
-    """
-    marked = run_marker(out, RANKING_MARKERS)
-    if not ranking and marked:
-        held, kind, this = f"its {marked}", "judge-eval rank", "judge-eval run"
-    elif ranking and not marked and (out / "predictions.jsonl").exists():
-        held, kind, this = "its predictions.jsonl, no ranking's answers", "judge-eval run", "judge-eval rank"
-    else:
-        return
-    raise ResumeMismatch(f"{out} holds a `{kind}` run ({held}), not a `{this}` one: use a fresh --out (--overwrite "
-                         "discards this command's own progress, never another command's files)")
 
 
 def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,

@@ -1,6 +1,7 @@
 """What ties a ``judge-eval run`` folder to its settings: the run key a resume must match, the paths run.json
-records, which records its ``--split`` and ``--limit`` select, and what ``--overwrite`` clears besides the progress
-files (``eval.judging.run``)."""
+records, which records its ``--split`` and ``--limit`` select, what ``--overwrite`` clears besides the progress
+files (``eval.judging.run``), and whether the folder is a plain run's or a ranking's (``refuse_other_run_kind``,
+which ``judge-eval rank`` asks before its data is read, without the judging client)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from eval.input_checks import RANKING_MARKERS, run_marker
 from eval.pairwise.files import PAIRWISE_PAIRS
+from judge.plumbing.run_folder import ResumeMismatch
 
 if TYPE_CHECKING:
     from eval.judging.config import RunConfig
 
 __all__ = ["RESUME_FREE", "SCORE_OUTPUTS", "IN_OUT", "run_key", "earlier_run_keys", "resolved_paths",
-           "clear_score_outputs", "selected_positions"]
+           "clear_score_outputs", "selected_positions", "RUN_FOLDER_JOBS", "refuse_other_run_kind"]
 
 log = logging.getLogger("judge_eval.run")
 
@@ -121,3 +124,28 @@ def selected_positions(splits: Sequence[str], split: str, limit: int) -> list[in
     not judged yet (``eval.scoring.score.selected_items``)."""
     chosen = [k for k, of in enumerate(splits) if split == "all" or of == split]
     return chosen[: limit or None]
+
+
+#: The run.json jobs a ranking's folder may hold: `judge-eval rank` judges its candidate's answers in its own folder
+#: through this run (whose job its run.json then names), and writes its own where no item reached the judge.
+RUN_FOLDER_JOBS = ("judge-eval run", "judge-eval rank")
+
+
+def refuse_other_run_kind(out: Path, ranking: bool) -> None:
+    """Refuse a ranking's folder to a plain `judge-eval run` and a plain run's folder (its predictions, no ranking's
+    answers) to a ranking, before any request: both write `judge-eval run` in run.json, so the job alone
+    (``refuse_other_job``) does not tell them apart, and --overwrite would discard the other's verdicts. What marks
+    each: ``eval.input_checks.run_marker`` with ``RANKING_MARKERS``.
+
+    Raises:
+        ResumeMismatch: naming the folder and what it holds.
+    """
+    marked = run_marker(out, RANKING_MARKERS)
+    if not ranking and marked:
+        held, kind, this = f"its {marked}", "judge-eval rank", "judge-eval run"
+    elif ranking and not marked and (out / "predictions.jsonl").exists():
+        held, kind, this = "its predictions.jsonl, no ranking's answers", "judge-eval run", "judge-eval rank"
+    else:
+        return
+    raise ResumeMismatch(f"{out} holds a `{kind}` run ({held}), not a `{this}` one: use a fresh --out (--overwrite "
+                         "discards this command's own progress, never another command's files)")

@@ -1112,7 +1112,7 @@ def rank(config: RankConfig) -> dict[str, Any]:
             every answer empty or failed, and those left unscored).
     """
     from eval.judging.format_choice import chosen_verdict_format
-    from eval.judging.run import RUN_FOLDER_JOBS, refuse_other_run_kind, run
+    from eval.judging.run_settings import RUN_FOLDER_JOBS, refuse_other_run_kind
     from judge.plumbing.provenance import read_provenance, update_provenance
     from judge.plumbing.run_folder import refuse_other_job
     from judge.verdicts import VerdictReader
@@ -1152,6 +1152,8 @@ def rank(config: RankConfig) -> dict[str, Any]:
     item_counts = write_items(rows, answers, out / ITEMS, others=others,
                               judged=judged_ids(out / "predictions.jsonl") if others else (), unjudged=out / UNJUDGED)
     if item_counts["n_items"]:
+        from eval.judging.run import run  # the judging client: once there are items to judge
+
         judge_counts = run(judge_config(config, out / ITEMS, out), ranking=True)
     else:
         # Every selected answer is empty or failed (a reasoning candidate always cut inside <think>): no verdict to

@@ -1,8 +1,8 @@
 """A console script's refusal of a bad argument, and its --help, import only what the refusal needs: `judge-eval run`
 refuses a setting out of its bounds before the judging client (httpx, openai, pydantic's wire models) is imported,
-`judge-eval compare` refuses a missing folder before numpy and the rank-run reader, and `judge-eval rank` refuses
-a data source that is not there before the matrix and its page, and judge-serve refuses a missing model
-without the task classifiers. Each case runs in a fresh interpreter and reports what it imported."""
+`judge-eval compare` refuses a missing folder before numpy and the rank-run reader, `judge-eval rank` refuses a data
+source that is not there before the judging client, the matrix and its page, and judge-serve refuses a missing
+model without the task classifiers. Each case runs in a fresh interpreter and reports what it imported."""
 
 from __future__ import annotations
 
@@ -54,14 +54,13 @@ def test_compare_refuses_missing_folders_before_importing_numpy(tmp_path):
     assert imported == []
 
 
-def test_rank_refuses_missing_data_before_importing_the_matrix_and_its_page(tmp_path):
+def test_rank_refuses_missing_data_before_importing_the_judging_client_and_the_matrix(tmp_path):
     exit_code, imported = imported_by(["rank", "--model", "http://127.0.0.1:9/v1", "--judge", "http://127.0.0.1:9/v1",
                                        "--data", str(tmp_path / "missing"), "--out", str(tmp_path / "rank")])
     assert exit_code == 2
-    # --n-boot's bound comes from the scoring's compare module (RankConfig.validate) and the folder is checked by the
-    # run stage's own refusal, both before the data: the matrix and its page come only after the stages.
-    assert [m for m in ("eval.ranking.matrix", "eval.ranking.report") if m in imported] == []
-
+    # --n-boot's bound is read from the scoring's compare module (RankConfig.validate: numpy, judge.wire); the
+    # judging client and the matrix and its page come only once there is something to judge and rank.
+    assert [m for m in imported if m not in ("numpy", "pydantic", "judge.wire", "eval.scoring.compare")] == []
 
 def test_serve_refuses_a_missing_model_without_the_task_classifiers(tmp_path):
     # The settings check names the classifier's key variable (judge.plumbing.api_keys) without importing the
