@@ -66,7 +66,6 @@ instructions it failed are written as failed rows, and a rerun asks those never 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import json
@@ -466,6 +465,8 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     stage can read as text (``judge.plumbing.message_content.message_text``: an image part, a JSON object) is a
     failed row too; a list of text parts is read joined.
     """
+    import asyncio  # here, as the client: every judge-eval start imports this module for RankConfig's flags
+
     import openai
     from tqdm import tqdm
 
@@ -746,6 +747,8 @@ def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Pa
                 raise ConfigError(f"out: {path} holds answers of {name!r}, not of {label!r}; use another --out")
             name = label
             log.info("answers: %d instructions (%d already answered) from %s", len(todo), len(done), name)
+            import asyncio
+
             counts = asyncio.run(_answer_all(todo, config, base_url, model, name, path, api_key=key.key,
                                              failed_before=failed_before))
     # One row per instruction: this run's in data order (the failed ones kept, so the next run retries them), then

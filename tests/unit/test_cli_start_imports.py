@@ -16,7 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("pandas", "numpy", "torch", "transformers", "vllm", "httpx", "openai", "pydantic", "sklearn", "scipy",
          "judge.wire", "judge.criteria_auto", "eval.judging.run", "eval.judging.backends", "eval.ranking.compare",
-         "eval.ranking.matrix", "eval.ranking.report", "eval.scoring.compare")
+         "eval.ranking.matrix", "eval.ranking.report", "eval.scoring.compare", "asyncio")
 
 
 def imported_by(argv: list[str], script: str = "eval.cli") -> list:
@@ -67,4 +67,4 @@ def test_serve_refuses_a_missing_model_without_the_task_classifiers(tmp_path):
     # classifiers (numpy); the reward rule's check is judge.wire's, with its pydantic models.
     exit_code, imported = imported_by(["--print-config", "--model", str(tmp_path / "missing")], "serve.cli")
     assert exit_code == 2
-    assert [m for m in imported if m not in ("pydantic", "judge.wire")] == []
+    assert [m for m in imported if m not in ("pydantic", "judge.wire", "asyncio")] == []  # asyncio: it serves on it
