@@ -651,9 +651,9 @@ def _no_table_in(name: str, path: Path) -> FileNotFoundError:
     """A folder read as a table that holds none: a folder of JSONL or JSON files (``--data data/`` for
     ``data/train.jsonl``) is told the file to give, since a folder is read only as Parquet shards or a dataset."""
     # train.jsonl first (a split stage's folder: its training side), then JSONL, the records' form; a dropped.jsonl
-    # holds the rows a stage left out, never the file to train on.
+    # (a stage's) or X.dropped.jsonl (build-data's, beside X.jsonl) holds rows left out, never the file to train on.
     files = sorted((p.name != "train.jsonl", p.suffix.lower() != ".jsonl", p.name) for p in path.iterdir()
-                   if p.is_file() and p.suffix.lower() in (".jsonl", ".json") and p.name != "dropped.jsonl")
+                   if p.is_file() and p.suffix.lower() in (".jsonl", ".json") and not p.name.endswith("dropped.jsonl"))
     names = [name for *_, name in files]
     hint = (f"; it holds {', '.join(names[:3])}{', ...' if len(names) > 3 else ''}: give the file itself "
             f"({path / names[0]})" if names else "")

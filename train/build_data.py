@@ -660,8 +660,11 @@ def load_training_records_report(data: str, allow_benchmark_rows: bool = False,
 
 def refuse_other_split_rows(records: Sequence[JudgeRecord]) -> None:
     """Refuse a record whose ``split`` column (the split stage's ``split.jsonl``, which pools both sides) names a side
-    other than ``train``: training on it would train the validation rows. The message names the file to give, the
-    split folder's ``train.jsonl``.
+    other than ``train``: as training data it would train the held-out rows, and as eval data it would hold trained
+    ones. The message names the files to give, the split folder's ``train.jsonl`` for ``data`` and
+    ``validation.jsonl`` for ``eval_data``; a ``train.jsonl`` or ``validation.jsonl`` that itself carries the column
+    holds a stale one, copied from the input of the split run that wrote it, and is told so rather than pointed back
+    at itself.
 
     Raises:
         judge.RecordError: naming the file, the row and the field ``split``.
@@ -671,10 +674,15 @@ def refuse_other_split_rows(records: Sequence[JudgeRecord]) -> None:
         if side is None or side == "train":
             continue
         source, row = record.origin or (f"record {record.id!r}", None)
-        hint = Path(source).parent / "train.jsonl" if record.origin else "the split stage's train.jsonl"
-        raise judge.RecordError(source, row, "split", f"record {record.id!r} is on the {side!r} side of a train/"
-                                f"validation split, and training on it would train the held-out rows; give the "
-                                f"split's training rows ({hint})")
+        problem = f"record {record.id!r} is on the {side!r} side of a train/validation split"
+        if record.origin and Path(source).name in ("train.jsonl", "validation.jsonl"):
+            raise judge.RecordError(source, row, "split", f"{problem}, but this file is a split stage's output side: "
+                                    "its split column is stale, copied from an input that was already split; rerun "
+                                    "the split stage on the annotate stage's output")
+        folder = Path(source).parent if record.origin else Path("the split stage's folder")
+        raise judge.RecordError(source, row, "split", f"{problem} (the split stage's split.jsonl pools both sides): "
+                                f"give the split's training rows ({folder / 'train.jsonl'}) as data and its "
+                                f"validation rows ({folder / 'validation.jsonl'}) as eval_data")
 
 
 def write_rows(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:

@@ -95,6 +95,7 @@ def run_split(config: SplitConfig, input_path: str | Path, out_dir: Path) -> dic
 
     inputs = read_input(input_path, "annotate")
     refuse_later_stage_rows(inputs.rows, input_path, "split", "annotate", row_index=inputs.row_index)
+    _refuse_split_column(inputs.rows, input_path, inputs.row_index)
     rows = inputs.rows
     if not rows and Path(input_path).is_file():
         raise ValueError(f"--input {input_path}: holds no records (an empty file); nothing to split")
@@ -110,6 +111,23 @@ def run_split(config: SplitConfig, input_path: str | Path, out_dir: Path) -> dic
     return write_stage_outputs(
         out_dir, "split", kept, dropped, config, {"items": counts, "instructions": instructions}, splits=splits
     )
+
+
+def _refuse_split_column(rows: list[dict], source: str | Path, row_index: list[int]) -> None:
+    """Refuse a row that already holds a ``split`` column (this stage's own ``split.jsonl``, or data split before):
+    the rows written to ``train.jsonl`` and ``validation.jsonl`` keep their columns, so the old side would ride along
+    into the new partition and contradict it, and build-data refuses a training row marked for another side.
+
+    Raises:
+        judge.RecordError: naming the file, the row and the field ``split``.
+    """
+    from judge import RecordError
+
+    for position, row in enumerate(rows):
+        if "split" in row:
+            raise RecordError(str(source), row_index[position], "split",
+                              f"the row is already split ({row['split']!r}; the split stage's split.jsonl holds this "
+                              "column): give the annotate stage's output, or remove the column")
 
 
 def _as_record(row: dict):
