@@ -41,7 +41,7 @@ The seq2seq target is ``judge.render_target(feedback, score)`` with the verdict'
 carries ``judge.render_rationale_target(feedback)`` and, as its label, the record's ``criteria_score`` (mean over
 experts, or the teacher's score) or, with ``score_target="expert"``, the verdict's own score.
 
-Why one module of ~810 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
+Why one module of ~860 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
 which prints that report and refuses what no recipe could train on, are one path; the recipes' data step
 (``rows_for_config``) and ``judge-train run``'s early check take the same rules from here.
 """
@@ -52,7 +52,9 @@ import hashlib
 import json
 import logging
 import math
+import os
 import re
+import secrets
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -761,14 +763,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.out:
         try:
-            written = write_rows(rows, args.out)
-            dropped = write_rows(report.dropped_rows, dropped_path(args.out))
-        except OSError as err:  # no permission, a read-only disk, a parent that is a file: named, the old file kept
-            print(f"{prog}: error: --out {args.out}: cannot write ({err.strerror or err})", file=sys.stderr)
+            written, dropped = write_rows_and_dropped(rows, report.dropped_rows, args.out)
+        except OSError as err:  # no permission, a read-only disk, a parent that is a file: named, the old files kept
+            print(f"{prog}: error: --out {args.out}: cannot write ({err.strerror or err}); neither {args.out} nor "
+                  f"{dropped_path(args.out)} replaced", file=sys.stderr)
             return 2
         print(f"wrote {written}")
         print(f"wrote {dropped} ({len(report.dropped_rows)} dropped verdict(s), each with its drop_reason)")
     return 0
+
+
+def write_rows_and_dropped(rows: list[dict], dropped: list[dict], out: str | Path) -> tuple[Path, Path]:
+    """Write the rows to ``out`` and the dropped verdicts beside it (``dropped_path``) as one pair: both are written
+    aside first and renamed into place only when both are whole, so a failed write leaves the earlier pair, never new
+    rows beside an earlier run's dropped verdicts.
+
+    Returns:
+        (the rows file, the dropped file).
+
+    Raises:
+        OSError: as a write or rename raises; the files written aside are removed.
+    """
+    out = Path(out)
+    targets = (out, dropped_path(out))
+    token = secrets.token_hex(6)
+    asides = [path.with_name(f".{path.name}.{token}.new") for path in targets]
+    try:
+        write_rows(rows, asides[0])
+        write_rows(dropped, asides[1])
+        # the dropped file first: a rename that fails between the two leaves the earlier rows, the file trained on
+        os.replace(asides[1], targets[1])
+        os.replace(asides[0], targets[0])
+    finally:
+        for aside in asides:
+            aside.unlink(missing_ok=True)
+    return targets
 
 
 def dropped_path(out: str | Path) -> Path:
@@ -781,7 +810,7 @@ def refuse_bad_arguments(args: Any) -> None:
     """Refuse, before the data is read, an empty ``--data``, a ``--min-russian-share`` that is not a share (NaN
     compares false with every share, so every rationale passed; above 1 none can) and an ``--out`` that is a folder,
     lies under a file, or cannot be written (as ``judge-eval convert`` checks its ``--out``), or that is the
-    ``--data`` file itself or lies inside the ``--data`` folder.
+    ``--data`` file itself or lies inside the ``--data`` folder (and so the dropped file beside it).
 
     Raises:
         ValueError: naming the flag and the value (``ConfigError``, a ValueError, for an ``--out`` under a file or
@@ -803,15 +832,19 @@ def refuse_bad_arguments(args: Any) -> None:
         refuse_unwritable(Path(args.out).parent, what=f"folder of --out {args.out}")
         # The rows replace --out whole: written over --data, they would destroy the records they were built from.
         data = Path(data)
-        if Path(data).is_file() and Path(args.out).is_file() and Path(data).samefile(args.out):
-            raise ValueError(f"--out {args.out}: the same file as --data {args.data}; the rows would replace the "
-                             "records they are built from: give --out another file")
-        # A folder's records are its Parquet shards or its save_to_disk files (judge.record_sources): --out there
-        # could replace one. Refused anywhere in the folder, one rule to keep in mind rather than the loader's
-        # layouts (a JSONL beside the shards is not read as records, but the folder is the data's).
-        if Path(data).is_dir() and Path(args.out).resolve().is_relative_to(Path(data).resolve()):
-            raise ValueError(f"--out {args.out}: inside the --data folder {args.data}, which holds the records the "
-                             "rows are built from (a shard written over is lost): give --out a file outside it")
+        # The dropped file beside --out is replaced as well: it is checked by the same rules.
+        for written, what in ((Path(args.out), ""), (dropped_path(args.out), "its dropped file {} is ")):
+            what = what.format(written)
+            if data.is_file() and written.exists() and data.samefile(written):
+                raise ValueError(f"--out {args.out}: {what}the same file as --data {args.data}; the rows would replace "
+                                 "the records they are built from: give --out another file")
+            # A folder's records are its Parquet shards or its save_to_disk files (judge.record_sources): a file
+            # written there could replace one. Refused anywhere in the folder, one rule to keep in mind rather than
+            # the loader's layouts (a JSONL beside the shards is not read as records, but the folder is the data's).
+            if data.is_dir() and written.resolve().is_relative_to(data.resolve()):
+                raise ValueError(f"--out {args.out}: {what}inside the --data folder {args.data}, which holds the "
+                                 "records the rows are built from (a shard written over is lost): give --out a file "
+                                 "outside it")
 
 
 def _what_dropped(report: BuildReport) -> str:

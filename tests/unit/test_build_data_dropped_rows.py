@@ -49,3 +49,38 @@ def test_out_writes_every_dropped_verdict_beside_the_rows(tmp_path, capsys):
     assert [(row["id"], row["drop_reason"]) for row in dropped] == [("b/0", "zero_shot"), ("b/1", "zero_shot"),
                                                                     ("a/1", "not_russian")]
     assert "dropped 3: not_russian=1, zero_shot=2" in capsys.readouterr().out
+
+
+def test_out_whose_dropped_file_is_the_data_is_refused_and_the_data_kept(tmp_path, capsys):
+    data = tmp_path / "rows.dropped.jsonl"
+    judge.write_jsonl([_record("a")], data)
+    before = data.read_bytes()
+    assert build_data_main(["--data", str(data), "--zero-shot", "drop", "--out", str(tmp_path / "rows.jsonl")]) == 2
+    assert "--data" in capsys.readouterr().err
+    assert data.read_bytes() == before
+    assert not (tmp_path / "rows.jsonl").exists()
+
+
+def test_a_failed_dropped_write_leaves_both_files_as_they_were(tmp_path, capsys, monkeypatch):
+    import train.build_data as build_data
+
+    data = tmp_path / "records.jsonl"
+    judge.write_jsonl([_record("a")], data)
+    out, dropped = tmp_path / "rows.jsonl", tmp_path / "rows.dropped.jsonl"
+    out.write_text("old rows\n", encoding="utf-8")
+    dropped.write_text("old dropped\n", encoding="utf-8")
+    real = build_data.write_rows
+    calls = []
+
+    def second_fails(rows, path):
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(rows, path)
+
+    monkeypatch.setattr(build_data, "write_rows", second_fails)
+    assert build_data_main(["--data", str(data), "--zero-shot", "drop", "--out", str(out)]) == 2
+    assert "No space left on device" in capsys.readouterr().err
+    assert out.read_text(encoding="utf-8") == "old rows\n"
+    assert dropped.read_text(encoding="utf-8") == "old dropped\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["records.jsonl", "rows.dropped.jsonl", "rows.jsonl"]
