@@ -20,9 +20,9 @@ verdicts come in the same shape, one per row). Each verdict becomes a row unless
 - ``no_feedback``      the record has scores but no rationales;
 - ``no_scale``         no scale can be read from the rubric;
 - ``score_out_of_scale`` the verdict's score (or the regression label) lies outside the criterion's scale;
-- ``not_russian``      fewer than ``min_russian_share`` of the rationale's letters are Cyrillic, its fenced and
-                       inline code left out (``without_code``, the rule the instructions stage's language filter
-                       reads);
+- ``not_russian``      fewer than ``min_russian_share`` of the rationale's letters are Cyrillic, its code left out
+                       (``rationale_without_code``: closed fences, and inline spans that are not prose; an unclosed
+                       fence and English prose in backticks count);
 - ``too_few_words``    a rationale under two words (``judge.verdicts.gives_reasons``, the rule every training
                        stage applies), unless it is one word and the score is the scale's best level (paper, Appendix
                        B: "one word rationale are only eligible for the perfect scores"; the best level is 0 for the
@@ -41,7 +41,7 @@ The seq2seq target is ``judge.render_target(feedback, score)`` with the verdict'
 carries ``judge.render_rationale_target(feedback)`` and, as its label, the record's ``criteria_score`` (mean over
 experts, or the teacher's score) or, with ``score_target="expert"``, the verdict's own score.
 
-Why one module of ~860 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
+Why one module of ~880 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
 which prints that report and refuses what no recipe could train on, are one path; the recipes' data step
 (``rows_for_config``) and ``judge-train run``'s early check take the same rules from here.
 """
@@ -70,13 +70,17 @@ from judge.verdicts import gives_reasons, rationale_words
 __all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "refuse_trace_rows", "zero_shot_records", "scores_off_the_rubric",
            "rows_for_config", "split_rows", "instruction_id", "validation_unit", "drop_too_long", "drop_long_examples",
            "load_training_records", "load_training_records_report", "refuse_other_split_rows", "write_rows",
-           "dropped_path", "main", "VERDICT_OR_THINK_TAG", "russian_share", "without_code"]
+           "dropped_path", "main", "VERDICT_OR_THINK_TAG", "russian_share", "rationale_without_code", "without_code"]
 
 logger = logging.getLogger(__name__)
 
 _CYRILLIC = re.compile(r"[а-яёА-ЯЁ]")
 _LETTER = re.compile(r"[^\W\d_]")
 _CODE = re.compile(r"```.*?(```|$)|`[^`\n]*`", re.DOTALL)
+#: A closed fence; an unclosed fence's marker with its language tag; an inline span (``rationale_without_code``)
+_RATIONALE_CODE = re.compile(r"```.*?```|```[\w+#.-]*[ \t]*(?=\n|$)|```|`[^`\n]*`", re.DOTALL)
+#: A plain word as prose writes it: letters, then at most one punctuation mark
+_PLAIN_WORD = re.compile(r"[^\W\d_]+[,.;:!?]?")
 #: Verdict tags, and reasoning tags: a <think> left in a feedback would teach the judge to write one in its answer,
 #: and a second [FEEDBACK] a second block, which GRPO's format reward (``judge.verdicts.bare_tagged_answer``) refuses.
 #: The synthetic annotate stage asks its teacher again for such a feedback, rather than keep a label dropped here.
@@ -242,14 +246,36 @@ class BuildReport:
 
 
 def without_code(text: str) -> str:
-    """``text`` with its fenced (an unclosed fence runs to the end) and inline code blanked out: a code task's text
-    quotes code by design, whose identifiers say nothing of the language it is written in."""
+    """``text`` with its fenced (an unclosed fence runs to the end) and inline code blanked out: the instructions
+    stage's rule. A code task's text quotes code by design, whose identifiers say nothing of the language it is
+    written in; every backticked span counts as quoted. A rationale is read by ``rationale_without_code``."""
     return _CODE.sub(" ", text)
 
 
+def rationale_without_code(text: str) -> str:
+    """``text`` with its code blanked out, by the rationale check's rule: a closed fence is code; an unclosed fence
+    loses only its marker and language tag (the text after it counts: a fence the writer never closed is no proof
+    that the rest is code); an inline span is code unless it holds three plain words in a row (letters, each with at
+    most one punctuation mark after it), which is prose quoted in backticks, an English verdict among them.
+
+    The instructions stage keeps ``without_code``, which leaves every backticked span and everything after an
+    unclosed fence out: a task's text may quote foreign material in backticks, and its 5% bound would drop it.
+    """
+    def blank(match: re.Match) -> str:
+        span = match.group(0)
+        if span.startswith("```"):
+            return " "
+        words = [bool(_PLAIN_WORD.fullmatch(token)) for token in span[1:-1].split()]
+        prose = any(all(words[i:i + 3]) for i in range(len(words) - 2))
+        return span if prose else " "
+
+    return _RATIONALE_CODE.sub(blank, text)
+
+
 def russian_share(text: str) -> float:
-    """Share of Cyrillic letters among the letters of ``text`` outside code (``without_code``): 0.0 when it has none."""
-    letters = _LETTER.findall(without_code(text))
+    """Share of Cyrillic letters among the letters of ``text`` outside code (``rationale_without_code``): 0.0 when it
+    has none."""
+    letters = _LETTER.findall(rationale_without_code(text))
     if not letters:
         return 0.0
     return sum(1 for ch in letters if _CYRILLIC.match(ch)) / len(letters)

@@ -180,7 +180,8 @@ def non_russian_share(text: str, ignore_code: bool = True) -> float:
     instruction quotes code by design. A text with no words at all counts as entirely non-Russian (1.0).
     """
     if ignore_code:
-        from train.build_data import without_code  # one rule for what is code, as build-data's language share reads it
+        # every backticked span left out, quoted material as well as code (build-data's rationale rule counts prose)
+        from train.build_data import without_code
 
         text = without_code(text)
     words = _WORD.findall(text)
