@@ -15,12 +15,15 @@ from train.synthetic.config import AnswersConfig
     ({"id": "b", "instruction": "Составьте план"}, "field 'task_type': missing: "),
     ({"id": "b", "instruction": "Составьте план", "task_type": "Nonexistent type"}, "field 'task_type': 'Nonexistent type'"),
     ({"id": "b", "instruction": "", "task_type": "Plans"}, "field 'instruction': blank"),
+    ({"id": "b", "instruction": "Выпишите", "task_type": "Extract", "task_subtype": "Nonexistent subtype"},
+     "field 'task_subtype': task type 'Extract' has no subtype 'Nonexistent subtype'"),
+    ({"id": "b", "instruction": "Составьте план", "task_type": "Plans"}, "field 'task_subtype': task 'Plans' names 3 "),
 ])
 def test_a_row_annotate_would_refuse_is_refused_before_any_request(tmp_path, bad_row, message):
     from judge import RecordError
     from train.synthetic.answers import run_answers
 
-    rows = [{"id": "a", "instruction": "Напишите план", "task_type": "Plans"}, bad_row]
+    rows = [{"id": "a", "instruction": "Напишите план", "task_type": "Plans", "task_subtype": "Road map"}, bad_row]
     path = tmp_path / "dedup.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     config = AnswersConfig(answer_models=[{"model": "m", "base_url": "http://127.0.0.1:9/v1"}], max_retries=0)

@@ -711,7 +711,7 @@ def test_a_reference_row_without_a_known_task_type_is_refused_by_file_and_line(t
 
     good = {"instruction": "Напишите план", "task_type": "Plans"}
     reference = _write_jsonl(tmp_path / "ref.jsonl", [good, None, reference_row])
-    inputs = _write_jsonl(tmp_path / "ins.jsonl", [{"id": "a", "instruction": "Напишите план поездки", "task_type": "Plans"}])
+    inputs = _write_jsonl(tmp_path / "ins.jsonl", [{"id": "a", "instruction": "Напишите план поездки", "task_type": "Plans", "task_subtype": "Road map"}])
     config = DedupConfig(reference=str(reference), embedding_model=str(tmp_path / "no-such-model"))
     with pytest.raises(RecordError) as err:
         run_dedup(config, inputs, tmp_path / "out")
@@ -726,8 +726,8 @@ def test_a_non_string_task_field_of_an_instruction_is_refused_by_file_and_line(t
     from train.synthetic.dedup import run_dedup
 
     reference = _write_jsonl(tmp_path / "ref.jsonl", [{"instruction": "Напишите план", "task_type": "Plans"}])
-    rows = [{"id": "a", "instruction": "x", "task_type": "Plans"}, None,
-            {"id": "b", "instruction": "y", "task_type": "Plans", field: 5}]
+    rows = [{"id": "a", "instruction": "x", "task_type": "Plans", "task_subtype": "Road map"}, None,
+            {"id": "b", "instruction": "y", "task_type": "Plans", "task_subtype": "Road map", field: 5}]
     inputs = _write_jsonl(tmp_path / "ins.jsonl", rows)
     config = DedupConfig(reference=str(reference), embedding_model=str(tmp_path / "no-such-model"))
     with pytest.raises(RecordError, match=None) as err:
@@ -745,6 +745,9 @@ def test_a_non_string_task_field_of_an_instruction_is_refused_by_file_and_line(t
         ({"id": "b", "instruction": "Составьте план", "task_type": "Nonexistent type"},
          "field 'task_type': 'Nonexistent type' is not a task type of the taxonomy: "),
         ({"id": "b", "instruction": "  ", "task_type": "Plans"}, "field 'instruction': blank"),
+        ({"id": "b", "instruction": "Выпишите", "task_type": "Extract", "task_subtype": "Nonexistent subtype"},
+         "field 'task_subtype': task type 'Extract' has no subtype 'Nonexistent subtype'"),
+        ({"id": "b", "instruction": "Составьте план", "task_type": "Plans"}, "field 'task_subtype': task 'Plans' names 3 "),
     ],
 )
 def test_an_instruction_without_a_known_task_type_or_text_is_refused_before_the_model_loads(tmp_path, bad_row, message):
@@ -755,7 +758,7 @@ def test_an_instruction_without_a_known_task_type_or_text_is_refused_before_the_
     from train.synthetic.dedup import run_dedup
 
     reference = _write_jsonl(tmp_path / "ref.jsonl", [{"instruction": "Напишите план", "task_type": "Plans"}])
-    inputs = _write_jsonl(tmp_path / "ins.jsonl", [{"id": "a", "instruction": "Напишите план", "task_type": "Plans"},
+    inputs = _write_jsonl(tmp_path / "ins.jsonl", [{"id": "a", "instruction": "Напишите план", "task_type": "Plans", "task_subtype": "Road map"},
                                                    None, bad_row])
     config = DedupConfig(reference=str(reference), embedding_model=str(tmp_path / "no-such-model"))
     with pytest.raises(RecordError) as err:

@@ -671,8 +671,9 @@ def test_a_journal_from_the_position_scheme_resumes_without_asking_again(scripte
     texts = [r["instruction"] for r in [*now, rows[2]]]
     server = scripted({(m, t): [f"Новый ответ {m} на {t}"] for m in names for t in texts})
     (tmp_path / "dedup").mkdir()
-    (tmp_path / "dedup" / "dedup.jsonl").write_text(  # a task type, without which answers refuses a row
-        "".join(json.dumps({**r, "task_type": "Plans"}, ensure_ascii=False) + "\n" for r in now), encoding="utf-8")
+    (tmp_path / "dedup" / "dedup.jsonl").write_text(  # a leaf task, without which answers refuses a row
+        "".join(json.dumps({**r, "task_type": "Plans", "task_subtype": "Road map"}, ensure_ascii=False) + "\n"
+                for r in now), encoding="utf-8")
     config = _write_yaml(tmp_path / "answers.yaml", "answer_models: [" + ", ".join(
         f'{{model: {m}, base_url: "{server.base_url}"}}' for m in names) + "]\nbackoff_s: 0.0\n")
     argv = ["answers", "--config", str(config), "--input", str(tmp_path / "dedup"), "--output", str(tmp_path / "answers")]

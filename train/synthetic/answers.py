@@ -111,7 +111,7 @@ def run_answers(config: AnswersConfig, input_path: str | Path, out_dir: Path) ->
     # Before any request: annotate refuses such a row only after its answers are paid for.
     from train.synthetic.dedup import INPUT_TASK_TYPE, task_types_of
 
-    task_types_of(rows, input_path, inputs.row_index, known=True, why=INPUT_TASK_TYPE)
+    task_types_of(rows, input_path, inputs.row_index, known=True, why=INPUT_TASK_TYPE, leaf=True)
     journal = Journal(out_dir / "journal.jsonl")
     every_job = answer_jobs(rows, dataclasses.replace(config, limit=0), journal.rows)
     jobs = every_job[: config.limit] if config.limit else every_job

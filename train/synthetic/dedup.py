@@ -409,7 +409,7 @@ INPUT_TASK_TYPE = ("an instruction's task type picks its dedup group (Algorithm 
 
 def task_types_of(rows: list[dict], source: str | Path, row_index: list[int] | None = None, known: bool = False,
                   why: str = "a reference instruction's task type picks the group whose thresholds it sets "
-                             "(Algorithm 1 step 6)") -> list[str]:
+                             "(Algorithm 1 step 6)", leaf: bool = False) -> list[str]:
     """Each row's task type, as the groups of Algorithm 1 are keyed (the taxonomy's English name when it knows it).
 
     Args:
@@ -417,13 +417,17 @@ def task_types_of(rows: list[dict], source: str | Path, row_index: list[int] | N
             task type's group would silently give none its thresholds; the input's: a typo'd type would be a group
             of its own, its near-duplicates never compared with their type's).
         why: what the refusal says the task type is for.
+        leaf: refuse, too, a row whose ``task_type``, ``task_subtype`` and ``task_subsubtype`` name no one leaf of
+            the taxonomy (``Taxonomy.leaf``, as the annotate stage reads them to pick the criteria): the input's rows,
+            refused before any request rather than at annotate, after their answers are paid for.
 
     Raises:
         judge.RecordError: naming ``source``, the row (``row_index``, as ``require_fields``) and the field, for a
             task field that is present but not a string (the taxonomy lookup failed with a bare AttributeError), or
-            with ``known``, a ``task_type`` missing or not in the taxonomy.
+            with ``known``, a ``task_type`` missing or not in the taxonomy; with ``leaf``, the level
+            ``Taxonomy.leaf`` names for a path that ends at no one leaf.
     """
-    from judge import RecordError, load_taxonomy
+    from judge import RecordError, TaxonomyError, load_taxonomy
     from judge.plumbing.json_reading import value_words
 
     taxonomy = load_taxonomy()
@@ -438,6 +442,12 @@ def task_types_of(rows: list[dict], source: str | Path, row_index: list[int] | N
         if known and taxonomy.canonical_task_type(canonical) is None:
             problem = "missing" if not row.get("task_type") else f"{row['task_type']!r} is not a task type of the taxonomy"
             raise RecordError(str(source), where, "task_type", f"{problem}: {why}")
+        if leaf:
+            try:
+                taxonomy.leaf(row.get("task_type"), row.get("task_subtype"), row.get("task_subsubtype"))
+            except TaxonomyError as err:
+                raise RecordError(str(source), where, _TASK_FIELDS[err.level or 0],
+                                  f"{err.args[0]}: the annotate stage picks the criteria by the row's leaf task") from None
         out.append(canonical)
     return out
 
@@ -680,7 +690,7 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
     reference = read_input(config.reference, "instructions")
     reference_rows = require_fields(reference.rows, ("instruction",), config.reference, row_index=reference.row_index)
     # Bad task fields named by file and line, before any model loads.
-    task_types_of(rows, input_path, inputs.row_index, known=True, why=INPUT_TASK_TYPE)
+    task_types_of(rows, input_path, inputs.row_index, known=True, why=INPUT_TASK_TYPE, leaf=True)
     task_types_of(reference_rows, config.reference, reference.row_index, known=True)
     log(f"dedup: {len(rows)} instructions, {len(reference_rows)} reference rows, model {config.embedding_model}, "
         f"LLM check: {EndpointConfig(**config.llm).name if config.runs_llm_check else 'off (borderline: ' + config.borderline_without_check + ')'}")
