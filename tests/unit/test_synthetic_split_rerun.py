@@ -1,6 +1,6 @@
-"""A split rerun into the same folder: the outputs are one partition or none (a kill between two files used to be
-able to leave one seed's train beside another's validation), and a rerun with other split settings is refused
-without --overwrite (the settings are in the folder's run key)."""
+"""A split rerun into the same folder: the outputs are one partition or none (a kill between two files must not leave
+one seed's train beside another's validation), a rerun with other split settings is refused without --overwrite (the
+settings are in the folder's run key), and an overwrite that fails leaves no summary of the set it discarded."""
 
 from __future__ import annotations
 
@@ -64,3 +64,16 @@ def test_a_rerun_with_another_seed_needs_overwrite(annotate, tmp_path, capsys):
     assert main([*argv, "--config", str(config)]) == 2
     assert "seed: 0 -> 1" in capsys.readouterr().err
     assert main([*argv, "--config", str(config), "--overwrite"]) == 0
+
+
+def test_a_failed_overwrite_leaves_no_summary_of_the_set_it_discarded(annotate, tmp_path, capsys):
+    from train.synthetic.cli import main
+
+    out = tmp_path / "split"
+    assert main(["split", "--input", str(annotate), "--output", str(out)]) == 0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({**_row(0), "expert_scores": "oops"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert main(["split", "--input", str(bad), "--output", str(out), "--overwrite"]) == 2
+    assert "expert_scores" in capsys.readouterr().err
+    assert not (out / "split.jsonl").exists()
+    assert not (out / "summary.json").exists()  # its presence says a finished set

@@ -74,8 +74,9 @@ REQUEST_SETTINGS = {
     "split": ("seed", "validation_fraction", "split_file", "allow_zero_shot"),
 }
 #: Per stage without a journal, the outputs whose presence means a run's settings are on the folder: compared with
-#: its run key as a journal is.
-KEYED_OUTPUTS = {"split": ("split.jsonl",)}
+#: its run key as a journal is, and removed by ``--overwrite``. ``summary.json`` among them: it marks a finished set,
+#: so an overwrite that then fails must not leave the discarded set's.
+KEYED_OUTPUTS = {"split": ("split.jsonl", "summary.json")}
 #: Per stage, endpoint settings left out of its run key although they sit in a ``REQUEST_SETTINGS`` endpoint: caps
 #: on an answer rather than what shapes it. The traces teacher's ``max_tokens``: an answer that finished under a lower
 #: cap is the same answer under a higher one, and the stage asks again the answers a lower cap cut
@@ -250,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                              # A stage with no journal (dedup without its check) leaves no progress file to compare
                              # keys with: its run.json names it, so another stage cannot write over its outputs.
                              jobs=(f"judge-train data {args.stage}",),
-                             # A split folder keyed by its stage and input alone, before its settings were keyed.
+                             # A split folder whose key holds only its stage and input (no split settings) is adopted.
                              earlier_keys=({k: v for k, v in run_key.items() if k in ("stage", "input")},)
                              if args.stage in KEYED_OUTPUTS else ())
             if unkeyed and not args.overwrite:
