@@ -349,6 +349,7 @@ def check_no_leakage(records: Iterable, spec: SplitSpec | None = None, allow_zer
         shown = ", ".join(leaked[:5]) + (" ..." if len(leaked) > 5 else "")
         raise LeakageError(
             f"{len(leaked)} items belong to the Zero-Shot test (held-out task types or criteria, or an instruction "
-            f"one of whose rows has one): {shown}; "
+            f"one of whose rows has one; rows are one instruction when they share an instruction_id or the same "
+            f"instruction text, whatever their ids): {shown}; "
             "remove them, or deliberately pass allow_zero_shot=True (judge-train: --zero-shot allow)"
         )
