@@ -37,7 +37,7 @@ so 2,200 instructions of one type cost seconds, not hours. ``chrf_min_cosine`` a
 Memory: similarities are computed in blocks of ``block_size`` rows against the earlier rows of the same task type,
 so the largest array is ``block_size x n_type`` floats (per chrF order); no all-pairs matrix is ever built.
 
-Why one module of ~735 lines: Algorithm 1's steps read one set of pair tables (cosine, chrF, the reference
+Why one module of ~755 lines: Algorithm 1's steps read one set of pair tables (cosine, chrF, the reference
 percentiles) built block by block here, and the stage's runner (the embedding cache, the journalled LLM check) is
 their only caller; apart, each half would have to be read with the other open.
 """
