@@ -252,8 +252,9 @@ def _run(args: argparse.Namespace) -> int:
     refuse_empty_data(config.data)
     refuse_file(config.out, "--out")
     args.out = config.out  # from the flags or the YAML: the Ctrl+C line (main) says whether it holds rows
-    config.validate()  # before the judging client is imported; run() validates again, refuses an unreachable judge
-    from eval.judging.run import run  # and logs the config: once, for every caller
+    # run() validates the config, refuses a judge it could not reach, then logs the config: once, for every caller.
+    # Imported here, so the refusals above come before the judging client (httpx, openai, the wire models) loads.
+    from eval.judging.run import run
     summary = run(config, max_tokens_chosen="max_tokens" in chosen_fields(args, RunConfig))
     print(json.dumps(summary, ensure_ascii=False, indent=2))
     return 0 if summary["request_failed"] == 0 else 3

@@ -1,5 +1,5 @@
 """A console script's refusal of a bad argument, and its --help, import only what the refusal needs: `judge-eval run`
-refuses a setting out of its bounds before the judging client (httpx, openai, pydantic's wire models) is imported,
+refuses an --out that is a file before the judging client (httpx, openai, pydantic's wire models) is imported,
 `judge-eval compare` refuses a missing folder before numpy and the rank-run reader, `judge-eval rank` refuses a data
 source that is not there before the judging client, the matrix and its page, and judge-serve refuses a missing
 model without the task classifiers. Each case runs in a fresh interpreter and reports what it imported."""
@@ -40,12 +40,13 @@ def test_help_imports_no_library_of_any_subcommand(argv):
     assert imported_by(argv) == [0, []]
 
 
-def test_run_refuses_a_setting_out_of_bounds_before_importing_the_judging_client(tmp_path):
-    exit_code, imported = imported_by(["run", "--concurrency", "0", "--judge", "http://127.0.0.1:9/v1",
-                                       "--out", str(tmp_path / "run")])
+def test_run_refuses_an_out_that_is_a_file_before_importing_the_judging_client(tmp_path):
+    out = tmp_path / "run"
+    out.write_text("not a folder\n", encoding="utf-8")
+    exit_code, imported = imported_by(["run", "--judge", "http://127.0.0.1:9/v1", "--out", str(out)])
     assert exit_code == 2
     assert imported == []
-    assert not (tmp_path / "run").exists()  # refused before anything was written
+    assert out.read_text(encoding="utf-8") == "not a folder\n"  # refused before anything was written
 
 
 def test_compare_refuses_missing_folders_before_importing_numpy(tmp_path):

@@ -13,7 +13,7 @@ import json
 import judge
 from eval.cli import main
 from eval.judging.predictions import read_predictions
-from tests.support.fixtures_models import FAST_ENGINE_ENV
+from tests.support.fixtures_models import FAST_ENGINE_ENV, copy_of
 
 
 # --------------------------------------------------------------------------------------------- end to end
@@ -58,10 +58,13 @@ def test_end_to_end_tiny_judge_run_score_compare(vllm_tiny_server, tmp_path, mon
     assert (tmp_path / "cmp" / "compare.md").exists()
 
 
-def test_local_checkpoint_is_served_for_the_run_and_stopped(tiny_causal_dir, small_data, tmp_path):
+def test_local_checkpoint_is_served_for_the_run_and_stopped(tiny_causal_dir, small_data, tmp_path, tmp_path_factory):
     """`--judge CHECKPOINT` starts vLLM's OpenAI server (as judge-serve would be, when installed) on a free port,
     judges through it, records the backend in run.json and stops the server afterwards."""
     import psutil
+    # A copy of its own: the session folder is shared by both workers, so a server another worker starts on it
+    # would read below as this run's leftover.
+    tiny_causal_dir = copy_of(tiny_causal_dir, tmp_path_factory.mktemp("own-judge") / tiny_causal_dir.name)
 
     data, records = small_data
     before = {p.pid for p in psutil.process_iter()}

@@ -15,11 +15,16 @@ from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 from tests.support.eval_ranking import CASES, FULLNESS, LITERACY, SAFE, rank_argv, tagged_verdict
 
 
-def test_checkpoint_candidate_is_served_then_stopped(tiny_causal_dir, data: Path, tmp_path: Path) -> None:
+def test_checkpoint_candidate_is_served_then_stopped(tiny_causal_dir, data: Path, tmp_path: Path,
+                                                     tmp_path_factory) -> None:
     """`--model CHECKPOINT` serves the tiny model with vLLM for the answers, stops it, and judges what it said."""
     import psutil
 
-    from tests.support.fixtures_models import FAST_ENGINE_ENV
+    from tests.support.fixtures_models import FAST_ENGINE_ENV, copy_of
+
+    # A copy of its own: the session folder is shared by both workers, so a server another worker starts on it
+    # would read below as this run's leftover.
+    tiny_causal_dir = copy_of(tiny_causal_dir, tmp_path_factory.mktemp("own-judge") / tiny_causal_dir.name)
 
     fixed = {SAFE: 0, LITERACY: 2, FULLNESS: 3}
 
