@@ -78,8 +78,8 @@ from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_
 from eval.judging.local_server import local_server, served_name, starts_judge_serve
 from eval.judging.predictions import (REQUEST_FAILED, PredictionRow, iter_predictions, log_failed_requests,
                                       record_content_key, resume_predictions)
-from eval.judging.run_settings import (RUN_FOLDER_JOBS, clear_score_outputs, earlier_run_keys,  # noqa: F401 - rank's
-                                      refuse_other_run_kind, resolved_paths, run_key)
+from eval.judging.run_settings import (RUN_FOLDER_JOBS, clear_score_outputs, earlier_run_keys, refuse_other_run_kind,
+                                      resolved_paths, run_key)
 from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, iter_pairwise_rows, judge_pairs,
                                    pending_judgments, selected_pairs)
 from judge.plumbing.api_keys import client_api_key
@@ -95,7 +95,7 @@ from judge.verdicts import VerdictError
 from judge.wire import ModelLimits
 
 __all__ = ["RunConfig", "ConfigError", "EndpointUnusable", "run", "resolved_paths", "N_FIRST_REFUSALS",
-           "RUN_FOLDER_JOBS", "refuse_other_run_kind", "not_a_model_ref", "refuse_unreachable_judge",
+           "not_a_model_ref", "refuse_unreachable_judge",
            "refuse_server_args_for_url",
            "resolve_verdict_format", "resolve_prompt_template"]  # the last two: eval.judging.format_choice's
 

@@ -15,11 +15,11 @@ from judge.criteria_auto.llm import LLMClassifier
 from judge.criteria_auto.policy import DEFAULT_THRESHOLD, TaskClassifier
 from judge.criteria_auto.tfidf import TfidfClassifier
 # The key-variable check lives with the key rules: a settings check imports it without the classifiers (numpy).
-from judge.plumbing.api_keys import JUDGE_KEY_ENVS, check_classifier_key_env, client_api_key, resolve_api_key
+from judge.plumbing.api_keys import check_classifier_key_env, client_api_key, resolve_api_key
 from judge.plumbing.config_files import ConfigError
 
-__all__ = ["CLASSIFIER_KEY_ENV", "JUDGE_KEY_ENVS", "METHODS", "artefact_folder_problem", "build_classifier",
-           "check_classifier_key_env", "classifier_api_key", "classifier_from_settings"]
+__all__ = ["CLASSIFIER_KEY_ENV", "METHODS", "artefact_folder_problem", "build_classifier", "classifier_api_key",
+           "classifier_from_settings"]
 
 
 #: Method name -> factory. ``tfidf`` and ``head`` take ``path``; ``llm`` takes ``base_url`` and ``model``.
@@ -48,7 +48,8 @@ def classifier_api_key(api_key_env: str, command: str = "criteria auto") -> str:
     separated by commas (none set: no key); "" (``CLASSIFIER_KEY_ENV``) sends none.
 
     Raises:
-        ConfigError: a variable named alone is not set, or a variable named is one of ``JUDGE_KEY_ENVS``.
+        ConfigError: a variable named alone is not set, or a variable named is one of ``JUDGE_KEY_ENVS``
+            (``judge.plumbing.api_keys``).
     """
     check_classifier_key_env(api_key_env)
     if "," in api_key_env:

@@ -68,7 +68,7 @@ def test_the_judges_own_key_variables_are_refused(monkeypatch, name):
 
 def test_the_judge_key_names_are_those_judge_serve_uses():
     """The fixed names are the defaults of judge-serve's api_key_env and reward_key_env and its engines' variable."""
-    from judge.criteria_auto.registry import JUDGE_KEY_ENVS
+    from judge.plumbing.api_keys import JUDGE_KEY_ENVS
     from serve.engine_auth import ENGINE_KEY_ENV
 
     fields = ServeConfig.__dataclass_fields__
