@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi.responses import JSONResponse
+from pydantic import TypeAdapter, ValidationError
 
 from serve.errors import error_response
 from serve.schema import json_type_name
@@ -32,12 +33,16 @@ def _completion_prompts(body: dict) -> int:
     return max(texts + tensors, 1)
 
 
+#: vLLM's request classes read ``echo`` with pydantic's lax bool (``true``, ``1``, ``"yes"``, ``"on"`` ...): read alike.
+_LAX_BOOL = TypeAdapter(bool)
+
+
 def _echoes(value: Any) -> bool:
-    """Whether a completion's ``echo`` is true as vLLM's request class reads it (pydantic's lax bool: ``true``,
-    ``1``, ``"yes"``, ``"on"`` ...)."""
-    if isinstance(value, str):
-        return value.lower() in {"1", "true", "t", "yes", "y", "on"}
-    return value is True or (isinstance(value, (int, float)) and not isinstance(value, bool) and value == 1)
+    """Whether a completion's ``echo`` is true as vLLM's request class reads it; what pydantic refuses is not true."""
+    try:
+        return _LAX_BOOL.validate_python(value)
+    except ValidationError:
+        return False
 
 
 def proxied_token_bound(body: Any, path: str, max_total: int,
@@ -82,11 +87,12 @@ def proxied_token_bound(body: Any, path: str, max_total: int,
     if n < 1:
         return body, None  # the engine refuses it with its own message
     named = [f for f in fields if body.get(f) is not None]
+    echoes = path == "/v1/completions" and _echoes(body.get("echo"))
     for name in named:
         # vLLM refuses a limit below 1 as it refuses a prompt that fills the window ("max_tokens must be at least 1,
         # got 0"), which a client reads as context_length_exceeded and shortens its prompt for ever: refused here,
         # naming the field. A completion with echo and max_tokens 0 is vLLM's echo without generation.
-        echo_alone = path == "/v1/completions" and _echoes(body.get("echo")) and body[name] == 0
+        echo_alone = echoes and body[name] == 0
         if body[name] < 1 and not echo_alone:
             alone = " (0 only with echo, which returns the prompt)" if path == "/v1/completions" else ""
             return body, error_response(400, f"{name}: must be at least 1{alone}, got {body[name]}", param=name,
