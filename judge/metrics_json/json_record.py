@@ -211,8 +211,9 @@ def read_record(cls, data: Mapping[str, Any], /, *, where: str = "a JSON file",
 
 
 def keyed(reader: Callable[[Any], Any]) -> Callable[[Any], dict[str, Any]]:
-    """A reader of a JSON object of records (label -> record), each read by ``reader``; an error's path names the
-    label (a table of cells by model: which model's cell)."""
+    """A reader of a JSON object of records or values (label -> record), each read by ``reader``; an error's path
+    names the label (a table of cells by model: which model's cell), and a plain value's error (a count's) starts
+    with it."""
     def read(rows: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(rows, Mapping):  # an integer was "'int' object has no attribute 'items'"
             raise TypeError(f"expected an object, got {got_words(rows)}")
@@ -222,13 +223,16 @@ def keyed(reader: Callable[[Any], Any]) -> Callable[[Any], dict[str, Any]]:
                 out[label] = reader(row)
             except JsonRecordError as err:
                 raise err.under(label) from err
+            except (TypeError, ValueError) as err:  # a plain value's reader: its error says which one
+                raise type(err)(f"{label!r}: {err}") from None
         return out
 
     return read
 
 
 def listed(reader: Callable[[Any], Any]) -> Callable[[Any], list[Any]]:
-    """A reader of a JSON list of records, each read by ``reader``; an error's path names the index (from 0)."""
+    """A reader of a JSON list of records or values, each read by ``reader``; an error's path names the index (from
+    0), and a plain value's error (a number's) starts with "item <index>"."""
     def read(rows: list[Any]) -> list[Any]:
         if not isinstance(rows, list):  # an object would be read as the list of its keys, a string as its letters
             raise TypeError(f"expected a list, got {got_words(rows)}")
@@ -238,6 +242,8 @@ def listed(reader: Callable[[Any], Any]) -> Callable[[Any], list[Any]]:
                 out.append(reader(row))
             except JsonRecordError as err:
                 raise err.under(index) from err
+            except (TypeError, ValueError) as err:  # a plain value's reader: its error says which one
+                raise type(err)(f"item {index}: {err}") from None
         return out
 
     return read

@@ -1,7 +1,7 @@
 """The typed ``metrics.json``: what ``judge-eval score`` writes and ``judge-eval compare``, the reports and
 ``judge-train card`` read.
 
-Why one module of ~680 lines: it is one file's schema, every record of which reads by the same readers (null as NaN,
+Why one module of ~655 lines: it is one file's schema, every record of which reads by the same readers (null as NaN,
 counts, ranges, intervals, text and tables checked, the file named in errors); split, a record would live apart from
 its readers.
 
@@ -124,35 +124,6 @@ def _text_or_none(value: Any) -> str | None:
     return None if value is None else _text(value)
 
 
-def _list_of(read: Any) -> Any:
-    """A reader of a JSON list whose every item ``read`` reads; the bad item's index said in the error."""
-    def read_list(value: Any) -> list[Any]:
-        if not isinstance(value, list):  # a string would be read as its letters
-            raise TypeError(f"expected a list, got {got_words(value)}")
-        out = []
-        for at, item in enumerate(value):
-            try:
-                out.append(read(item))
-            except (TypeError, ValueError) as err:
-                raise type(err)(f"item {at}: {err}") from None
-        return out
-
-    return read_list
-
-
-def _counts(value: Any) -> dict[str, int]:
-    """A JSON object of counts by label (failures by error code, items by reason): each value a ``count``."""
-    if not isinstance(value, Mapping):
-        raise TypeError(f"expected an object of counts, got {got_words(value)}")
-    out = {}
-    for label, number in value.items():
-        try:
-            out[label] = count(number)
-        except (TypeError, ValueError) as err:
-            raise type(err)(f"{label!r}: {err}") from None
-    return out
-
-
 def _flag(value: Any) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"expected true or false, got {got_words(value)}")
@@ -210,9 +181,9 @@ NUMBER_READERS = {"float": _number, "float | None": _number, "Interval": _interv
 #: string for a list is refused at the file, naming its field, rather than failing far from it in a page that
 #: writes it.
 _METRICS_READERS = {**NUMBER_READERS, "str": _text, "str | None": _text_or_none,
-                    "list[str] | None": _or_none(_list_of(_text)), "list[int] | None": _or_none(_list_of(count)),
-                    "list[float]": _list_of(_level), "dict[str, int]": _counts,
-                    "dict[str, int] | None": _or_none(_counts), "bool | None": _or_none(_flag)}
+                    "list[str] | None": _or_none(listed(_text)), "list[int] | None": _or_none(listed(count)),
+                    "list[float]": listed(_level), "dict[str, int]": keyed(count),
+                    "dict[str, int] | None": _or_none(keyed(count)), "bool | None": _or_none(_flag)}
 
 
 class _MetricsRecord(JsonRecord):

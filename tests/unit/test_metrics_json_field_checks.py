@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from judge.metrics_json.json_record import JsonRecordError
+from judge.metrics_json.json_record import JsonRecordError, count, keyed, listed, plain_number
 from judge.metrics_json.metrics import Metrics, RunInfo
 from tests.support.json_edits import edited
 from tests.unit.test_metrics_json_numbers import _RAW
@@ -98,3 +98,13 @@ def test_run_info_made_from_a_run_json_names_its_file():
     with pytest.raises(JsonRecordError) as info:
         RunInfo.of({"model": 5}, where="run.json")
     assert str(info.value).startswith("run.json: RunInfo.model") and info.value.field == "model"
+
+
+def test_a_list_or_table_reader_names_the_bad_item():
+    """Any reader of a list or a table of plain values (a number, a count) says which item it could not read."""
+    with pytest.raises(TypeError, match=r"^item 1: expected a number, got a string 'x'$"):
+        listed(plain_number)([1, "x"])
+    with pytest.raises(ValueError, match=r"^'b': expected a whole number of 0 or more, got -5$"):
+        keyed(count)({"a": 1, "b": -5})
+    with pytest.raises(TypeError, match=r"^expected a list, got an integer 3$"):  # the whole value: no item to name
+        listed(plain_number)(3)
