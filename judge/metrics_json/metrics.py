@@ -1,7 +1,7 @@
 """The typed ``metrics.json``: what ``judge-eval score`` writes and ``judge-eval compare``, the reports and
 ``judge-train card`` read.
 
-Why one module of ~655 lines: it is one file's schema, every record of which reads by the same readers (null as NaN,
+Why one module of ~650 lines: it is one file's schema, every record of which reads by the same readers (null as NaN,
 counts, ranges, intervals, text and tables checked, the file named in errors); split, a record would live apart from
 its readers.
 
@@ -606,13 +606,8 @@ class RunInfo(_MetricsRecord):
         """
         if not info:
             return None
-        values = {}
-        for f in fields(cls):
-            try:
-                values[f.name] = _text_or_none(info.get(f.name))
-            except TypeError as err:
-                raise JsonRecordError(where, f"RunInfo.{f.name} is not readable ({err})", (f.name,)) from None
-        return cls(**values)
+        # every field filled, an absent key as None: a run.json without a backend is read, not refused
+        return read_record(cls, {f.name: info.get(f.name) for f in fields(cls)}, where=where, by_type=cls.json_by_type)
 
 
 @dataclass(frozen=True, kw_only=True)
