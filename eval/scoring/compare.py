@@ -262,9 +262,7 @@ def _apart(base: Metrics, other: Metrics) -> frozenset[str]:
     """The metrics whose reference differs between the two runs: MAE where their ``--target`` does, Spearman where
     their correlations' (``spearman_target``) does. Identical scores differ there, so such a delta is shown but not
     called, nor entered into a table's Holm family: the difference is the references' as much as the judges'."""
-    return frozenset(metric for metric, differ in (("mae", base.target != other.target),
-                                                   ("spearman", spearman_target(base) != spearman_target(other)))
-                     if differ)
+    return frozenset(metric for metric, reference in _REFERENCE_OF.items() if reference(base) != reference(other))
 
 
 def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray, metric: str, key: str,
@@ -763,9 +761,19 @@ def spearman_target(metrics: Metrics) -> str:
     return metrics.settings.spearman_target or metrics.target
 
 
+#: The reference a run's metric is against, for each metric that has one: the experts' "mode" or "mean".
+_REFERENCE_OF = {"mae": lambda metrics: metrics.target, "spearman": spearman_target}
+
+
+def _references(result: Comparison, metric: str) -> dict[str, str]:
+    """Each run's reference for ``metric`` (a key of ``_REFERENCE_OF``), by run name."""
+    reference = _REFERENCE_OF[metric]
+    return {name: reference(m) for name, m in zip(result.runs, result.metrics)}
+
+
 def _spearman_targets(result: Comparison) -> dict[str, str]:
     """Each run's correlations' reference, by run name; empty when all runs share one (nothing to mark)."""
-    targets = {name: spearman_target(m) for name, m in zip(result.runs, result.metrics)}
+    targets = _references(result, "spearman")
     return targets if len(set(targets.values())) > 1 else {}
 
 
@@ -819,7 +827,7 @@ def decision(result: Comparison, k: int) -> str:
                 "Spearman or Verdict Confidence call)" + _unpredicted(result, k, split) + ".")
     # MAE against another target (the experts' mode on one side, their mean on the other: --target auto over a
     # seq2seq and a regression judge) is no judge's difference either: identical scores differ
-    mae_targets = {name: m.target for name, m in zip(result.runs, result.metrics)}
+    mae_targets = _references(result, "mae")
     mae_apart = mae_targets.get(comp.run) != mae_targets.get(result.baseline)
     mae_left = (f"MAE left out: the runs' targets differ ({result.baseline}: experts' "
                 f"{mae_targets.get(result.baseline)}, {comp.run}: their {mae_targets.get(comp.run)})")
@@ -839,7 +847,7 @@ def decision(result: Comparison, k: int) -> str:
         calls = ("no calls (--n-boot 0)" if f is None else
                  f"no MAE, Spearman or Verdict Confidence call (--n-boot 0); failed verdicts {f.verdict}")
         return f"{where}: {calls}; {said}" + _unpredicted(result, k, split) + "."
-    targets = {name: spearman_target(m) for name, m in zip(result.runs, result.metrics)}
+    targets = _references(result, "spearman")
     apart = targets.get(comp.run) != targets.get(result.baseline)
     left_out = {"mae": mae_apart, "spearman": apart}
     cells = [(label, block.overall[metric]) for metric, label in _DECIDED
@@ -886,8 +894,7 @@ def comparison_headline(result: Comparison, k: int) -> list[str]:
     under that comparison's heading."""
     lines = []
     needed = paired_resamples_to_call(result.alpha)
-    targets = {name: m.target for name, m in zip(result.runs, result.metrics)}
-    correlated = {name: spearman_target(m) for name, m in zip(result.runs, result.metrics)}
+    targets, correlated = _references(result, "mae"), _references(result, "spearman")
     comp, own = result.comparisons[k], result.metrics[k + 1]
     mine, theirs = targets.get(comp.run), targets.get(result.baseline)
     if mine and theirs and mine != theirs:
@@ -1333,7 +1340,7 @@ def render_markdown(result: Comparison) -> str:
     header = ["Test", "Metric"] + list(result.runs)
     # against the experts' mode / mean where the runs' references differ: the values are not comparable as such
     spearman_refs = [f" (vs {target})" for target in _spearman_targets(result).values()] or [""] * len(result.runs)
-    mae_targets = [m.target for m in result.metrics]
+    mae_targets = list(_references(result, "mae").values())
     mae_refs = [f" (vs {target})" for target in mae_targets] if len(set(mae_targets)) > 1 else [""] * len(result.runs)
     rows = []
     for split in item_table.SPLITS:
@@ -1400,8 +1407,7 @@ def _count(value: int | None) -> str:
 def _metric_label(result: Comparison, comp, metric: str) -> str:
     """A paired row's metric in the words the other tables show it under (``KEY_LABELS``), with each side's
     reference where the run's MAE or Spearman has another than the baseline's (``headline`` says what that means)."""
-    reference = {"mae": lambda m: m.target, "spearman": spearman_target}.get(metric)
-    targets = {name: reference(m) for name, m in zip(result.runs, result.metrics)} if reference else {}
+    targets = _references(result, metric) if metric in _REFERENCE_OF else {}
     base, run = targets.get(result.baseline), targets.get(comp.run)
     shown = KEY_LABELS.get(metric, metric)
     if base and run and base != run:
