@@ -41,7 +41,7 @@ The seq2seq target is ``judge.render_target(feedback, score)`` with the verdict'
 carries ``judge.render_rationale_target(feedback)`` and, as its label, the record's ``criteria_score`` (mean over
 experts, or the teacher's score) or, with ``score_target="expert"``, the verdict's own score.
 
-Why one module of ~880 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
+Why one module of ~900 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
 which prints that report and refuses what no recipe could train on, are one path; the recipes' data step
 (``rows_for_config``) and ``judge-train run``'s early check take the same rules from here.
 """
@@ -68,7 +68,7 @@ from judge import JudgeRecord, ScaleError
 from judge.verdicts import gives_reasons, rationale_words
 
 __all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "refuse_trace_rows", "zero_shot_records", "scores_off_the_rubric",
-           "rows_for_config", "split_rows", "instruction_id", "validation_unit", "drop_too_long", "drop_long_examples",
+           "rows_for_config", "split_rows", "instruction_id", "item_of", "records_by_prompt", "validation_unit", "drop_too_long", "drop_long_examples",
            "load_training_records", "load_training_records_report", "refuse_other_split_rows", "write_rows",
            "dropped_path", "main", "VERDICT_OR_THINK_TAG", "russian_share", "rationale_without_code", "without_code"]
 
@@ -490,6 +490,26 @@ def _reject(score: float, feedback: str | None, scale, min_russian_share: float)
 def instruction_id(record: JudgeRecord) -> str:
     """A short hash of the record's instruction: the unit ``split_rows`` keeps on one side."""
     return hashlib.sha256(record.instruction.encode("utf-8")).hexdigest()[:16]
+
+
+def item_of(record: JudgeRecord) -> str:
+    """The item a record judges: the traces stage's ``item_id`` (its rows are ``<item id>#<sample>``), else its id:
+    the one rule GRPO, the integer format and the traces stage's pooling name an item by."""
+    return str(record.extra.get("item_id") or record.id)
+
+
+def records_by_prompt(records: Iterable[JudgeRecord],
+                      render: Callable[[JudgeRecord], str]) -> dict[str, list[JudgeRecord]]:
+    """prompt -> a record per item of the prompt, in item-id order: each item's record of the smallest id, so the
+    result does not depend on the records' order and every stage that keeps one row per prompt names one item alike
+    (the first)."""
+    items_of_prompt: dict[str, dict[str, JudgeRecord]] = {}
+    for record in records:
+        items = items_of_prompt.setdefault(render(record), {})
+        item = item_of(record)
+        if item not in items or str(record.id) < str(items[item].id):
+            items[item] = record
+    return {prompt: [items[item] for item in sorted(items)] for prompt, items in items_of_prompt.items()}
 
 
 def validation_unit(config: Any) -> str:

@@ -34,7 +34,7 @@ another number of prompts per generation is refused (:func:`check_resumed_prompt
 judge-train export is held to its manifest (:func:`check_base_checkpoint`): another verdict format is refused, less
 completion room than it was trained with is a warning.
 
-Why one module of ~865 lines: every step here is one of the recipe's and reads the others' results (the rows the
+Why one module of ~855 lines: every step here is one of the recipe's and reads the others' results (the rows the
 screen keeps are the dataset's, the step size the prompt count's guard); the checks that refuse a config before
 anything loads sit beside the step whose failure they forestall, and the rewards, the one part used outside the
 recipe (judge-serve's policy-reward endpoints share their rules), already live in ``train.grpo_rewards``.
@@ -53,7 +53,7 @@ import judge
 from judge.checkpoints import TrainedLengths
 from judge.plumbing.json_reading import counted
 from judge.prompts import POLLUX_4B_PROMPT, POLLUX_PROMPT, PromptTemplate
-from train.build_data import BuildReport, scores_off_the_rubric, zero_shot_records
+from train.build_data import BuildReport, records_by_prompt, scores_off_the_rubric, zero_shot_records
 from train.config import ConfigError, GRPORecipeConfig, zero_shot_split
 from train.provenance import RunResult
 
@@ -181,18 +181,11 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
     # same text to one instruction, or one-label data whose teacher gave each a score) may carry equal scores, and
     # both are evidence. Copies carry their item's panel again and are dropped; records of other items pool their
     # panels' scores, so the reference does not depend on the rows' order. The prompt's row is the record of the
-    # smallest item id (of its records, the smallest id), the traces stage's rule (train.synthetic.traces
-    # pooled_by_prompt): the row's id does not depend on the order either, and the two stages name one item alike.
-    # prompt -> item -> its record of the smallest id.
-    items_of_prompt: dict[str, dict[str, judge.JudgeRecord]] = {}
-    for record in kept:
-        items = items_of_prompt.setdefault(template.render(record), {})
-        item = _item_of(record)
-        if item not in items or str(record.id) < str(items[item].id):
-            items[item] = record
-    report.dropped["duplicate_prompt"] += len(kept) - len(items_of_prompt)
-    report.n_pooled_panels = sum(len(items) - 1 for items in items_of_prompt.values())
-    panels = {prompt: [items[item] for item in sorted(items)] for prompt, items in items_of_prompt.items()}
+    # smallest item id (of its records, the smallest id), the traces stage's rule too (train.build_data's
+    # records_by_prompt): the row's id does not depend on the order either, and the two stages name one item alike.
+    panels = records_by_prompt(kept, template.render)
+    report.dropped["duplicate_prompt"] += len(kept) - len(panels)
+    report.n_pooled_panels = sum(len(records) - 1 for records in panels.values())
     # The experts' verdicts the data held: a copy's scores are its item's again, counted once.
     report.n_expert_scores = (sum(len(r.expert_scores) for r in held_out)
                               + sum(len(r.expert_scores) for records in panels.values() for r in records))
@@ -207,12 +200,6 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
     report.dropped = +report.dropped  # no zero_shot key when nothing was held out
     report.n_rows = len(rows)
     return rows, report
-
-
-def _item_of(record: judge.JudgeRecord) -> str:
-    """The item a record judges: the traces stage's ``item_id`` (its rows are ``<item id>#<sample>``), else its id
-    (the rule ``train.seq2seq.integer_rows`` names a row's ``record_id`` by)."""
-    return str(record.extra.get("item_id") or record.id)
 
 
 def _row(record: judge.JudgeRecord, prompt: str, scores: list[float], no_unique_mode: str,

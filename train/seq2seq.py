@@ -408,7 +408,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
     if held_out:
         report.dropped["zero_shot"] += len(held_out)
         report.zero_shot_ids.extend(record.id for record in held_out[:20])
-    from train.build_data import instruction_id
+    from train.build_data import instruction_id, item_of
 
     rows: list[dict[str, Any]] = []
     trained: set[tuple[str, str, float]] = set()  # (item, reasoning, score) of the rows kept so far
@@ -481,9 +481,8 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             # experts_reference) trains whatever the config's no_unique_mode says: counted.
             report.kept_under_tied_modes += len(experts_reference(
                 record.expert_scores, _row_rule(record, rule)["agreement"])) > 1
-            labels_of_prompt.setdefault(prompt, {}).setdefault(str(record.extra.get("item_id") or record.id),
-                                                               set()).add(value)
-            rows.append({"id": record.id, "record_id": str(record.extra.get("item_id") or record.id),
+            labels_of_prompt.setdefault(prompt, {}).setdefault(item_of(record), set()).add(value)
+            rows.append({"id": record.id, "record_id": item_of(record),
                          "instruction_id": instruction_id(record), "prompt": prompt,
                          "reasoning": reasoning.strip(), "score": value, "completion": integer_target(reasoning, value)})  # fmt: skip
     report.n_rows = len(rows)

@@ -318,8 +318,8 @@ def pooled_by_prompt(records) -> tuple[list, list, int]:
     and train it on each row's own label (2 from one, 1 from the other) where GRPO's reference pools them.
 
     A record is its own item, or the ``item_id`` it names: a copy of an item already pooled carries its panel again,
-    and adds none. The prompt's item is the one of the smallest item id (and of those records the smallest id), as
-    GRPO's: the journal keys ``<item id>#<sample>`` and the kept rows' ids do not depend on the input's order, so a
+    and adds none. The prompt's item is the one of the smallest item id (and of those records the smallest id),
+    ``train.build_data.records_by_prompt``, as GRPO's: the journal keys ``<item id>#<sample>`` and the kept rows' ids do not depend on the input's order, so a
     rerun on the rows reordered reuses the journal (an item of a smaller id joining the prompt is asked anew).
 
     Returns:
@@ -332,17 +332,19 @@ def pooled_by_prompt(records) -> tuple[list, list, int]:
     import judge
     from judge.records import MAX_EXPERTS_PER_ITEM
 
-    groups: dict[str, list] = {}
-    for record in records:
-        groups.setdefault(judge.render_prompt(record), []).append(record)
+    from train.build_data import records_by_prompt
+
+    groups: dict[str, list] = {}  # prompt -> its records, in input order (the skipped rows' order)
+
+    def render(record) -> str:
+        prompt = judge.render_prompt(record)
+        groups.setdefault(prompt, []).append(record)
+        return prompt
+
+    panels = records_by_prompt(records, render)
     kept, skipped, n_pooled = [], [], 0
-    for group in groups.values():
-        items: dict[str, object] = {}  # item id -> its record of the smallest id
-        for record in group:
-            item = str(record.extra.get("item_id") or record.id)
-            if item not in items or str(record.id) < str(items[item].id):
-                items[item] = record
-        ordered = [items[item] for item in sorted(items)]
+    for prompt, group in groups.items():
+        ordered = panels[prompt]
         first, rest = ordered[0], ordered[1:]
         skipped += [(record, "duplicate_prompt") for record in group if record is not first]
         if not rest:
