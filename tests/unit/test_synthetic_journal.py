@@ -102,3 +102,30 @@ def test_ctrl_c_with_one_row_journalled_says_it_in_the_singular(tmp_path):
     (tmp_path / "journal.jsonl").write_text('{"key": "a"}\n', encoding="utf-8")
     assert _journal_kept(tmp_path) == (f"its journal ({tmp_path / 'journal.jsonl'}) keeps 1 row: rerun with the same "
                                        "--output to ask only for what it does not answer")
+
+
+def test_a_stage_whose_dropped_file_fails_leaves_no_summary(tmp_path, monkeypatch):
+    """summary.json marks a finished set: a rerun of the answers stage failing at dropped.jsonl leaves the new
+    answers.jsonl and no summary, never the earlier run's summary beside this run's rows."""
+    import json
+
+    import train.synthetic.journal as journal
+    from train.synthetic.config import AnswersConfig
+
+    config = AnswersConfig()
+    first = [{"id": "a", "answer": "x"}]
+    journal.write_stage_outputs(tmp_path, "answers", first, [], config)
+    assert json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))["kept"] == 1
+    written = journal.rewrite_journal
+
+    def failing(path, rows):
+        if path.name == "dropped.jsonl":
+            raise OSError("disk full")
+        written(path, rows)
+
+    monkeypatch.setattr(journal, "rewrite_journal", failing)
+    second = [{"id": "a", "answer": "x"}, {"id": "b", "answer": "y"}]
+    with pytest.raises(OSError, match="disk full"):
+        journal.write_stage_outputs(tmp_path, "answers", second, [{"id": "c", "drop_reason": "empty_answer"}], config)
+    assert [json.loads(line)["id"] for line in (tmp_path / "answers.jsonl").read_text().splitlines()] == ["a", "b"]
+    assert not (tmp_path / "summary.json").exists()

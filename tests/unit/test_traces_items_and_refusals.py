@@ -222,17 +222,21 @@ def test_a_system_prompt_is_refused(tmp_path, capsys):
 
 
 def test_failed_and_skipped_are_written_before_the_summary(tmp_path, monkeypatch):
-    """A kill between the files leaves the earlier summary, never a new summary beside the earlier failures: the
-    summary's writer stopped here, failed.jsonl and skipped.jsonl are this run's already."""
-    import train.synthetic.traces as traces
+    """A kill before summary.json leaves no summary, never a new summary beside the earlier failures: the summary's
+    write stopped here, failed.jsonl and skipped.jsonl are this run's already."""
+    import judge.plumbing.provenance as provenance
 
     class Killed(BaseException):
-        """The kill, where the summary's writer starts."""
+        """The kill, where summary.json is written."""
 
-    def stopped(*args, **kwargs):
-        raise Killed
+    written = provenance.write_private_text
 
-    monkeypatch.setattr(traces, "write_stage_outputs", stopped)
+    def stopped(path, text, *args, **kwargs):
+        if Path(path).name == "summary.json":
+            raise Killed
+        return written(path, text, *args, **kwargs)
+
+    monkeypatch.setattr(provenance, "write_private_text", stopped)
     with Teacher([500]) as teacher, pytest.raises(Killed):
         run(tmp_path, teacher.base_url, [{**BASE, "id": "A", "expert_scores": [2]},
                                          {**BASE, "id": "C", "answer": "x", "expert_scores": [0, 2]}], k=1)

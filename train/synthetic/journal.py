@@ -23,7 +23,7 @@ A stage killed halfway loses at most the jobs in flight; the journal's last line
 said). Any other line that is not JSON is an error naming ``file:line``, never skipped. Ctrl-C stops a stage: the jobs
 not started are cancelled, and those in flight finish and are journalled before it exits.
 
-Why one module of ~540 lines: the journal, the job runner that appends to it, the input readers and checks every
+Why one module of ~545 lines: the journal, the job runner that appends to it, the input readers and checks every
 stage runs before its first job, and the output writer are one stage's life from its input to its folder; every
 stage takes all of them, and a split would only move the folder layout above away from the code that writes it.
 """
@@ -229,14 +229,18 @@ def run_jobs(
 
 def write_stage_outputs(
     out_dir: Path, stage: str, kept: list[dict], dropped: list[dict], config: Any, extra: dict | None = None,
-    splits: dict[str, list[dict]] | None = None,
+    splits: dict[str, list[dict]] | None = None, extra_files: dict[str, list[dict]] | None = None,
 ) -> dict:
     """Write the stage's kept/dropped rows, ``datasets`` folder, summary and run metadata.
+
+    summary.json marks a finished set: the earlier one goes before any file is written and the new one after every
+    file, so a stage killed (or failing) mid-write leaves no summary beside files of two runs.
 
     Args:
         dropped: rows with a ``drop_reason``.
         extra: more summary fields (timings, thresholds).
         splits: when given, ``dataset/`` is a ``DatasetDict`` of these splits and each is also ``<split>.jsonl``.
+        extra_files: more JSONL files of the stage (file name -> rows), written before the summary.
 
     Returns:
         The summary: ``{"stage", "kept", "dropped", "dropped_by_reason", ...}``.
@@ -248,17 +252,17 @@ def write_stage_outputs(
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "summary.json").unlink(missing_ok=True)
     if splits is not None:
         # Each file is replaced whole, but not the set: a rerun (another seed or fraction) killed between two files
         # would leave one run's train beside another's validation, sharing instructions. The earlier run's outputs go
-        # first, summary.json (written last, so it marks a finished set) before them; a kill leaves files missing,
-        # never two partitions mixed.
-        for name in ("summary.json", f"{stage}.jsonl", "dropped.jsonl", *(f"{name}.jsonl" for name in splits)):
+        # first; a kill leaves files missing, never two partitions mixed.
+        for name in (f"{stage}.jsonl", "dropped.jsonl", *(f"{name}.jsonl" for name in splits)):
             (out_dir / name).unlink(missing_ok=True)
         shutil.rmtree(out_dir / "dataset", ignore_errors=True)
     # Replaced whole (rewrite_journal: written aside, fsynced, renamed over): a rerun killed mid-write left a cut file
     # that the next stage read as the whole output.
-    for name, rows in ((f"{stage}.jsonl", kept), ("dropped.jsonl", dropped)):
+    for name, rows in ((f"{stage}.jsonl", kept), ("dropped.jsonl", dropped), *(extra_files or {}).items()):
         rewrite_journal(out_dir / name, rows)
     if splits is not None:
         for name, rows in splits.items():

@@ -451,7 +451,6 @@ def training_records(input_path: str | Path, config: TracesConfig, counts: dict 
 def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> dict:
     """Run the traces stage on the records at ``input_path`` into ``out_dir`` (resumable). Returns the summary."""
     from judge import PROMPT_VERSION, render_prompt
-    from judge.plumbing.journal import rewrite_journal
 
     config.check_runnable()  # a teacher configured (also checked before the CLI claims the folder)
     teacher = EndpointConfig(**config.teacher)
@@ -610,9 +609,5 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
         log(f"traces: warning: no trace kept of the {len(jobs)} asked "
             f"({', '.join(f'{reason} {n}' for reason, n in reasons.most_common())}): the integer-format SFT step has "
             "nothing to train on; failed.jsonl and dropped.jsonl hold each answer with its reason")
-    # Before summary.json: a kill between them leaves the earlier summary beside this run's files, never this run's
-    # summary beside the earlier run's failures.
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    for name, rows in (("failed.jsonl", failed), ("skipped.jsonl", skipped_rows)):
-        rewrite_journal(Path(out_dir) / name, rows)  # replaced whole, as write_stage_outputs replaces its files
-    return write_stage_outputs(out_dir, "traces", kept, dropped, config, extra)
+    return write_stage_outputs(out_dir, "traces", kept, dropped, config, extra,
+                               extra_files={"failed.jsonl": failed, "skipped.jsonl": skipped_rows})
