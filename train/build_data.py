@@ -41,7 +41,7 @@ The seq2seq target is ``judge.render_target(feedback, score)`` with the verdict'
 carries ``judge.render_rationale_target(feedback)`` and, as its label, the record's ``criteria_score`` (mean over
 experts, or the teacher's score) or, with ``score_target="expert"``, the verdict's own score.
 
-Why one module of ~900 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
+Why one module of ~910 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
 which prints that report and refuses what no recipe could train on, are one path; the recipes' data step
 (``rows_for_config``) and ``judge-train run``'s early check take the same rules from here.
 """
@@ -739,11 +739,13 @@ def write_rows(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
 
-    def write(handle: Any) -> None:
-        for row in rows:
-            handle.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
+    return write_atomically(path, lambda handle: _write_lines(handle, rows))
 
-    return write_atomically(path, write)
+
+def _write_lines(handle: Any, rows: Iterable[dict[str, Any]]) -> None:
+    """Write rows as JSONL lines into a binary handle."""
+    for row in rows:
+        handle.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -810,9 +812,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out:
         try:
             written, dropped = write_rows_and_dropped(rows, report.dropped_rows, args.out)
-        except OSError as err:  # no permission, a read-only disk, a parent that is a file: named, the old files kept
-            print(f"{prog}: error: --out {args.out}: cannot write ({err.strerror or err}); neither {args.out} nor "
-                  f"{dropped_path(args.out)} replaced", file=sys.stderr)
+        except OSError as err:  # no permission, a read-only disk, a parent that is a file: named, the rows kept
+            # The rows file is renamed last, so it is never replaced on a failure; the dropped file may have been.
+            print(f"{prog}: error: --out {args.out}: cannot write ({err.strerror or err}); {args.out} not replaced",
+                  file=sys.stderr)
             return 2
         print(f"wrote {written}")
         print(f"wrote {dropped} ({len(report.dropped_rows)} dropped verdict(s), each with its drop_reason)")
@@ -834,9 +837,14 @@ def write_rows_and_dropped(rows: list[dict], dropped: list[dict], out: str | Pat
     targets = (out, dropped_path(out))
     token = secrets.token_hex(6)
     asides = [path.with_name(f".{path.name}.{token}.new") for path in targets]
+    out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        write_rows(rows, asides[0])
-        write_rows(dropped, asides[1])
+        for aside, lines in zip(asides, (rows, dropped)):
+            # the asides are this function's own temp files, renamed below: written plainly, fsynced before the rename
+            with aside.open("xb") as handle:
+                _write_lines(handle, lines)
+                handle.flush()
+                os.fsync(handle.fileno())
         # the dropped file first: a rename that fails between the two leaves the earlier rows, the file trained on
         os.replace(asides[1], targets[1])
         os.replace(asides[0], targets[0])

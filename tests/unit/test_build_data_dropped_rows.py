@@ -69,18 +69,19 @@ def test_a_failed_dropped_write_leaves_both_files_as_they_were(tmp_path, capsys,
     out, dropped = tmp_path / "rows.jsonl", tmp_path / "rows.dropped.jsonl"
     out.write_text("old rows\n", encoding="utf-8")
     dropped.write_text("old dropped\n", encoding="utf-8")
-    real = build_data.write_rows
+    real = build_data._write_lines
     calls = []
 
-    def second_fails(rows, path):
-        calls.append(path)
+    def second_fails(handle, rows):
+        calls.append(handle.name)
         if len(calls) == 2:
             raise OSError(28, "No space left on device")
-        return real(rows, path)
+        return real(handle, rows)
 
-    monkeypatch.setattr(build_data, "write_rows", second_fails)
+    monkeypatch.setattr(build_data, "_write_lines", second_fails)
     assert build_data_main(["--data", str(data), "--zero-shot", "drop", "--out", str(out)]) == 2
     assert "No space left on device" in capsys.readouterr().err
     assert out.read_text(encoding="utf-8") == "old rows\n"
     assert dropped.read_text(encoding="utf-8") == "old dropped\n"
+    assert len(calls) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["records.jsonl", "rows.dropped.jsonl", "rows.jsonl"]

@@ -89,3 +89,29 @@ def test_an_out_inside_the_data_folder_is_refused_and_its_shards_kept(tmp_path, 
     # the same folder's rows written elsewhere: the ordinary use
     assert build_data.main(["--data", str(folder), "--out", str(tmp_path / "rows.jsonl"), "--zero-shot", "allow"]) == 0
     assert (tmp_path / "rows.jsonl").read_text(encoding="utf-8").count("\n") >= 1 and shard.read_bytes() == before
+
+
+def test_a_rename_failing_between_the_two_says_only_what_is_true(tmp_path, monkeypatch, capsys):
+    """The dropped file is renamed first: a failure at the rows' rename leaves the earlier rows and this run's dropped
+    file, and the message says the rows were not replaced without claiming the dropped file was kept."""
+    import os
+
+    data = _records(tmp_path)
+    out = tmp_path / "rows.jsonl"
+    out.write_text("earlier\n", encoding="utf-8")
+    build_data.dropped_path(out).write_text("earlier dropped\n", encoding="utf-8")
+    replaced, calls = os.replace, []
+
+    def second_fails(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return replaced(src, dst)
+
+    monkeypatch.setattr(os, "replace", second_fails)
+    assert build_data.main(["--data", str(data), "--out", str(out), "--zero-shot", "allow"]) == 2
+    err = capsys.readouterr().err
+    assert len(calls) == 2 and out.read_text(encoding="utf-8") == "earlier\n"
+    assert build_data.dropped_path(out).read_text(encoding="utf-8") != "earlier dropped\n"
+    assert f"{out} not replaced" in err and "neither" not in err and str(build_data.dropped_path(out)) not in err
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".new")] == []
