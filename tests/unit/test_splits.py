@@ -330,7 +330,7 @@ def test_training_data_drops_an_instructions_rows_together():
             row("b-rep", "Задание B", "Absence of excessive repetitions")]
     kept, held_out = zero_shot_records(records_from_rows(rows), "drop")
     assert [r.id for r in kept] == ["b-rep"] and [r.id for r in held_out] == ["a-rhyme", "a-rep"]
-    split, dropped = split_records(rows, SplitConfig(validation_fraction=0.0))
+    split, dropped, _ = split_records(rows, SplitConfig(validation_fraction=0.0))
     assert [r["id"] for r in split["train"]] == ["b-rep"] and split["validation"] == []
     assert [(r["id"], r["drop_reason"]) for r in dropped] == [("a-rhyme", "zero_shot:criterion"),
                                                               ("a-rep", "zero_shot:instruction")]

@@ -18,5 +18,5 @@ def test_a_row_held_out_by_its_task_type_under_its_group_is_labelled_task_type()
     row = {"id": "g1", "instruction": "Группа", "answer": "x", "criteria_name": "Грамотность", "rubrics": RUBRICS,
            "task_type": "AI as a Character", "task_subtype": "Formal setting", "expert_scores": [1]}
     assert split_of(judge.records_from_rows([row])[0]) == judge.ZERO_SHOT
-    splits, dropped = split_records([row], SplitConfig(validation_fraction=0.0))
+    splits, dropped, _ = split_records([row], SplitConfig(validation_fraction=0.0))
     assert [r["drop_reason"] for r in dropped] == ["zero_shot:task_type"] and splits["train"] == []

@@ -37,8 +37,9 @@ def test_an_id_given_as_a_number_and_as_text_is_one_instruction_on_one_side():
     rows = [_row("a", "Первое.", instruction_id=5), _row("b", "Второе.", instruction_id="5"),
             *(_row(f"o{k}", f"Другое {k}.", instruction_id=f"other-{k}") for k in range(4))]
     for seed in range(20):
-        splits, dropped = split_records(rows, SplitConfig(validation_fraction=0.5, seed=seed))
+        splits, dropped, instructions = split_records(rows, SplitConfig(validation_fraction=0.5, seed=seed))
         assert dropped == [] and sum(map(len, splits.values())) == 6
+        assert instructions == {"train": 3, "validation": 2}, seed
         (side,) = [name for name, part in splits.items() if any(r["id"] == "a" for r in part)]
         assert "b" in [r["id"] for r in splits[side]], seed
         assert len({str(r["instruction_id"]) for r in splits["validation"]}) == 2  # of 4 + 1 instructions, rounded
@@ -53,7 +54,7 @@ def test_one_text_under_two_ids_lands_on_one_side():
     rows = [_row(f"r{k}-{dup}", f"Инструкция номер {k}." if dup else f"  инструкция  НОМЕР {k}.", instruction_id=f"i{k}-{dup}")
             for k in range(20) for dup in range(2)]
     for seed in range(5):
-        splits, dropped = split_records(rows, SplitConfig(validation_fraction=0.3, seed=seed))
+        splits, dropped, _ = split_records(rows, SplitConfig(validation_fraction=0.3, seed=seed))
         texts = {name: {" ".join(r["instruction"].split()).casefold() for r in part} for name, part in splits.items()}
         assert dropped == [] and len(texts["validation"]) == 6
         assert not texts["train"] & texts["validation"], seed
@@ -67,6 +68,6 @@ def test_a_text_held_out_under_one_id_drops_its_copy_under_another():
     text = "Перепиши это письмо в стиле делового отчёта."
     rows = [_row("held", text, instruction_id="a", task_type="Style transfer"), _row("copy", text, instruction_id="b"),
             _row("other", "Другое.", instruction_id="c")]
-    splits, dropped = split_records(rows, SplitConfig(validation_fraction=0.0))
+    splits, dropped, _ = split_records(rows, SplitConfig(validation_fraction=0.0))
     assert [r["id"] for r in splits["train"]] == ["other"]
     assert {r["id"]: r["drop_reason"] for r in dropped} == {"held": "zero_shot:task_type", "copy": "zero_shot:instruction"}

@@ -26,7 +26,7 @@ __all__ = ["split_records", "run_split"]
 
 
 def split_records(rows: list[dict], config: SplitConfig, source: str | Path = "annotate",
-                  row_index: Sequence[int] | None = None) -> tuple[dict[str, list[dict]], list[dict]]:
+                  row_index: Sequence[int] | None = None) -> tuple[dict[str, list[dict]], list[dict], dict[str, int]]:
     """Drop Zero-Shot items and split the rest by instruction.
 
     Args:
@@ -36,7 +36,8 @@ def split_records(rows: list[dict], config: SplitConfig, source: str | Path = "a
 
     Returns:
         ({"train": rows, "validation": rows}, dropped rows with ``drop_reason`` ``zero_shot:task_type``,
-        ``zero_shot:criterion``, or ``zero_shot:instruction``: a row of an instruction another of whose rows is held out).
+        ``zero_shot:criterion``, or ``zero_shot:instruction``: a row of an instruction another of whose rows is
+        held out, {"train": n, "validation": n}: how many instructions, as grouped, each side holds).
 
     Raises:
         judge.RecordError: a row that is not a valid judged item.
@@ -81,7 +82,8 @@ def split_records(rows: list[dict], config: SplitConfig, source: str | Path = "a
     train = [r for r, group in zip(kept, groups) if group not in held]
     validation = [r for r, group in zip(kept, groups) if group in held]
     check_no_leakage(train, spec, allow_zero_shot=config.allow_zero_shot)
-    return {"train": [r.to_dict() for r in train], "validation": [r.to_dict() for r in validation]}, dropped
+    splits = {"train": [r.to_dict() for r in train], "validation": [r.to_dict() for r in validation]}
+    return splits, dropped, {"train": len(instructions) - len(held), "validation": len(held)}
 
 
 def run_split(config: SplitConfig, input_path: str | Path, out_dir: Path) -> dict:
@@ -91,8 +93,6 @@ def run_split(config: SplitConfig, input_path: str | Path, out_dir: Path) -> dic
         ValueError: the input is a file that holds no records (a user's mistake: empty train and validation files
             would pass for a finished stage, and the failure would wait for training, which refuses them).
     """
-    from judge.splits import instruction_groups
-
     inputs = read_input(input_path, "annotate")
     refuse_later_stage_rows(inputs.rows, input_path, "split", "annotate", row_index=inputs.row_index)
     _refuse_split_column(inputs.rows, input_path, inputs.row_index)
@@ -103,11 +103,10 @@ def run_split(config: SplitConfig, input_path: str | Path, out_dir: Path) -> dic
         # The annotate stage's folder, which kept no item (a teacher whose every verdict failed): a pipeline's outcome,
         # said, and split into the empty files the next stage will refuse with its own message
         log(f"split: the annotate stage at {input_path} kept no item: train and validation are empty")
-    splits, dropped = split_records(rows, config, source=input_path, row_index=inputs.row_index)
+    splits, dropped, instructions = split_records(rows, config, source=input_path, row_index=inputs.row_index)
     log(f"split: {len(rows)} items -> train {len(splits['train'])}, validation {len(splits['validation'])}, dropped {len(dropped)}")
     kept = [{**row, "split": name} for name, part in splits.items() for row in part]
     counts = {name: len(part) for name, part in splits.items()}
-    instructions = {name: len(set(instruction_groups([_as_record(r) for r in part]))) for name, part in splits.items()}
     return write_stage_outputs(
         out_dir, "split", kept, dropped, config, {"items": counts, "instructions": instructions}, splits=splits
     )
@@ -129,11 +128,3 @@ def _refuse_split_column(rows: list[dict], source: str | Path, row_index: list[i
                               f"the row is already split ({row['split']!r}; the split stage's split.jsonl holds this "
                               "column): give the annotate stage's output, or remove the column")
 
-
-def _as_record(row: dict):
-    """A row in the record layout (``JudgeRecord.to_dict``: the extra columns, ``instruction_id`` among them, at the
-    top level) as ``judge.splits.instruction_groups`` reads a record: the summary counts the instructions the split
-    grouped."""
-    from types import SimpleNamespace
-
-    return SimpleNamespace(extra=row, instruction=row["instruction"], id=row["id"])
