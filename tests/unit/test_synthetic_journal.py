@@ -129,3 +129,14 @@ def test_a_stage_whose_dropped_file_fails_leaves_no_summary(tmp_path, monkeypatc
         journal.write_stage_outputs(tmp_path, "answers", second, [{"id": "c", "drop_reason": "empty_answer"}], config)
     assert [json.loads(line)["id"] for line in (tmp_path / "answers.jsonl").read_text().splitlines()] == ["a", "b"]
     assert not (tmp_path / "summary.json").exists()
+
+
+def test_a_refused_request_is_told_by_one_rule_and_is_not_a_failed_one():
+    """The traces stage journals a refused request as ``refused_<status>``; the journal tells it by the same rule, so
+    the request is counted refused and asked again by the traces stage, not by the failed-request rerun."""
+    from train.synthetic.journal import REFUSED_PREFIX, refused_request, request_failed
+
+    refused = {"ok": False, "error": f"{REFUSED_PREFIX}413: too long"}
+    assert refused_request(refused) and not request_failed(refused)
+    assert not refused_request({"ok": False, "error": "timeout"}) and request_failed({"ok": False, "error": "timeout"})
+    assert not refused_request({"ok": True, "reasoning": "x"}) and not refused_request({"error": None})

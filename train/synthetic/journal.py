@@ -23,7 +23,7 @@ A stage killed halfway loses at most the jobs in flight; the journal's last line
 said). Any other line that is not JSON is an error naming ``file:line``, never skipped. Ctrl-C stops a stage: the jobs
 not started are cancelled, and those in flight finish and are journalled before it exits.
 
-Why one module of ~545 lines: the journal, the job runner that appends to it, the input readers and checks every
+Why one module of ~555 lines: the journal, the job runner that appends to it, the input readers and checks every
 stage runs before its first job, and the output writer are one stage's life from its input to its folder; every
 stage takes all of them, and a split would only move the folder layout above away from the code that writes it.
 """
@@ -45,7 +45,8 @@ from judge.plumbing.journal import (JournalError, JournalWriter, RepeatedKeyErro
                                     loads_without_repeats, open_journal, rewrite_journal)
 from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_json, value_words
 
-__all__ = ["Journal", "InputRows", "run_jobs", "request_failed", "answered_oversized", "write_stage_outputs",
+__all__ = ["Journal", "InputRows", "run_jobs", "request_failed", "refused_request", "REFUSED_PREFIX", "answered_oversized",
+           "write_stage_outputs",
            "read_input", "read_rows", "require_fields", "NOT_BLANK", "MAX_LINE_BYTES", "refuse_later_stage_rows", "STAGE_ROW_MARKS",
            "log"]
 
@@ -129,7 +130,17 @@ def request_failed(row: dict) -> bool:
         text = next((name for name in _TEXT_FIELDS if name in row), None)
         return text is not None and not isinstance(row[text], str)
     # A row with no "ok" (hand-made, or a foreign tool's) holds no answer this stage knows: asked again, as a failure.
-    return not (str(row.get("error") or "").startswith(("verdict_", "refused_")) or answered_oversized(row))
+    return not (str(row.get("error") or "").startswith("verdict_") or refused_request(row) or answered_oversized(row))
+
+
+#: How a journalled row's ``error`` starts when the server refused the request (``refused_<status>: <message>``).
+REFUSED_PREFIX = "refused_"
+
+
+def refused_request(row: dict) -> bool:
+    """Whether a journalled row is a request the server refused (``error: refused_<status>``): the traces stage
+    journals it, counts it ``request_refused`` and asks it again on every rerun."""
+    return str(row.get("error") or "").startswith(REFUSED_PREFIX)
 
 
 def answered_oversized(row: dict) -> bool:

@@ -100,7 +100,8 @@ from judge.verdicts import bare_answer, has_think_tag
 from train.synthetic.client import (CHARS_PER_TOKEN, ChatClient, EndpointWatch, longer_than_asked,
                                     unusable_endpoints)
 from train.synthetic.config import EndpointConfig, TracesConfig
-from train.synthetic.journal import Journal, log, request_failed, run_jobs, write_stage_outputs
+from train.synthetic.journal import (REFUSED_PREFIX, Journal, log, refused_request, request_failed, run_jobs,
+                                     write_stage_outputs)
 
 __all__ = ["experts_reference", "within_tolerance", "reference_within_reach", "bare_answer", "trace_outcome",
            "cut_by_max_tokens", "ask_again_for_max_tokens", "training_records", "run_traces", "MIN_RUSSIAN_SHARE",
@@ -173,7 +174,7 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
     if str(done.get("error") or "").startswith("verdict_oversized"):
         # The client refused an answer longer than max_tokens allows (train.synthetic.client.longer_than_asked)
         return "failed", "verdict_oversized", None
-    if str(done.get("error") or "").startswith("refused_"):
+    if refused_request(done):
         return "failed", "request_refused", None  # the server refused the request (400, 413, 422)
     if done.get("ok") is not True or request_failed(done):  # the latter: an answer journalled that is not text, asked again
         return "failed", "request_failed", None
@@ -488,7 +489,7 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
             # The server's answer to this request (too long for its context, a body it cannot take), not an outage:
             # request_refused, not request_failed; every rerun asks it again (below), since a server set up otherwise
             # may take it and asking costs no tokens.
-            row["error"] = f"refused_{result.status}: {result.error}"
+            row["error"] = f"{REFUSED_PREFIX}{result.status}: {result.error}"
         return row
 
     def request(job) -> str:
@@ -509,8 +510,7 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
     aborted = [key for key, _ in jobs if key in journal and journal.rows[key].get("finish_reason") == "abort"]
     # A refusal is asked again on every rerun: its remedy is the server's (a larger context, a proxy's body limit),
     # which the run key does not see, and a refused request generated no tokens.
-    refused = [key for key, _ in jobs
-               if key in journal and str(journal.rows[key].get("error") or "").startswith("refused_")]
+    refused = [key for key, _ in jobs if key in journal and refused_request(journal.rows[key])]
     why = [f"whose answer a smaller max_tokens cut (now {teacher.max_tokens})"] if cut else []
     why += ["whose answer the server aborted"] if aborted else []
     why += ["the server refused (400, 413, 422)"] if refused else []
