@@ -210,9 +210,12 @@ class PortInUse(Exception):
 
 
 def bind_listening_socket(host: str, port: int):
-    """Bind judge-serve's public address now, before any engine starts, and hand the socket to uvicorn: a port in
-    use is then an error within a second, not after the engines have loaded (uvicorn binds only after its
-    startup, which starts them), and no other process can take the port in between.
+    """Bind judge-serve's public address now, before any engine starts, listen on it, and hand the socket to
+    uvicorn: a port in use is then an error within a second, not after the engines have loaded (uvicorn binds only
+    after its startup, which starts them), and no other process can take the port in between. Listening is what
+    keeps it: Linux lets a second ``SO_REUSEADDR`` socket bind a port no socket listens on (another judge-serve on
+    the same ``--port``, started within this one's start), and that one's listen would then win. Connections made
+    before uvicorn serves wait in the backlog.
 
     Raises:
         PortInUse: naming the address and what to do.
@@ -225,6 +228,7 @@ def bind_listening_socket(host: str, port: int):
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port in TIME_WAIT is free
     try:
         sock.bind((host, port))
+        sock.listen(2048)  # uvicorn's default backlog; asyncio's create_server(sock=...) listens again with its own
     except OSError as err:
         sock.close()
         if err.errno == errno.EADDRINUSE:

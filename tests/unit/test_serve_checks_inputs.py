@@ -69,6 +69,25 @@ def test_the_dtypes_are_those_of_the_installed_vllm():
     assert tuple(re.findall(r'"([^"]+)"', found.group(1))) == serve.config.VLLM_DTYPES
 
 
+# ------------------------------------------------------------------------------------------------ --port
+
+
+def test_the_port_bound_before_the_engines_is_kept_from_a_second_judge_serve():
+    """The address judge-serve binds before its engines start is its own from then on. Bound with SO_REUSEADDR and
+    not listened on, it was not: a second judge-serve on the same --port, started before the first one served
+    (imports, create_app), bound it too, started its engines, then failed in uvicorn's listen with a traceback and
+    exit 1. The second is refused at once (PortInUse: exit 2, before any engine), and the first takes connections."""
+    first = serve_cli.bind_listening_socket("127.0.0.1", 0)
+    try:
+        port = first.getsockname()[1]
+        with pytest.raises(serve_cli.PortInUse, match=rf"^port {port} on 127\.0\.0\.1 is already in use"):
+            serve_cli.bind_listening_socket("127.0.0.1", port).close()
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass  # queued in the first one's backlog until uvicorn serves it
+    finally:
+        first.close()
+
+
 # ------------------------------------------------------------------------------------------------ weights
 
 
