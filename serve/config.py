@@ -84,7 +84,8 @@ def _engine_url_problem(url: Any) -> str | None:
     if not isinstance(url, str) or not url:
         return None
     try:
-        netloc = urlsplit(url).netloc
+        split = urlsplit(url)
+        netloc = split.netloc
     except ValueError:
         return "not a valid URL (give http://host:port)"
     if "@" in netloc:
@@ -92,6 +93,14 @@ def _engine_url_problem(url: Any) -> str | None:
         # a host name: the engine never answers, and the start error that names the URL would log the password.
         return ("a URL with a user or password (user:password@host) cannot be used; give the engine's key in "
                 "$VLLM_API_KEY and the URL as http://host:port")
+    # urllib (the /health wait) fetches no other scheme, and reads "host:port" with none as a scheme of that name:
+    # such a URL would be waited on for all of engine_start_timeout_s as an engine that never answers.
+    try:
+        split.port  # a port that is no number, or past 65535: urllib's InvalidURL, mid-start
+    except ValueError:
+        return "its port is not a number from 0 to 65535 (give http://host:port)"
+    if split.scheme not in ("http", "https") or not split.hostname:
+        return "not an http:// or https:// URL naming a host (give http://host:port)"
     return None
 
 

@@ -432,3 +432,17 @@ def test_an_engine_url_carrying_a_password_is_refused_naming_the_field_not_the_p
         ServeConfig(model="x", **{field: "http://alice:s3cr3t-pw@127.0.0.1:8001"}).validate()
     assert "s3cr3t" not in str(err.value) and "alice" not in str(err.value) and "$VLLM_API_KEY" in str(err.value)
     ServeConfig(model="x", **{field: "http://127.0.0.1:8001"}).validate()
+
+
+@pytest.mark.parametrize("field", ["generator_url", "pooling_url"])
+@pytest.mark.parametrize("url", ["127.0.0.1:8001", "localhost:8001", "ftp://127.0.0.1:8001", "http://", "http:///v1",
+                                 "http://127.0.0.1:abc", "http://127.0.0.1:99999", "https//127.0.0.1:8001"])
+def test_an_engine_url_that_is_no_http_url_of_a_host_and_port_is_refused_naming_the_field(field, url):
+    """``--generator-url 127.0.0.1:8001`` (no scheme) was accepted: urllib cannot fetch it, so judge-serve waited the
+    whole engine_start_timeout_s (900 s) saying nothing answered at that host and port, while the engine ran there,
+    then exited 1; a port that is no number failed the start with urllib's bare "nonnumeric port". Refused at start
+    (exit 2), naming the field and the form it takes."""
+    with pytest.raises(ConfigError, match=rf"^{field}: .*\(give http://host:port\)$"):
+        ServeConfig(model="x", **{field: url}).validate()
+    for good in ("http://127.0.0.1:8001", "http://127.0.0.1:8001/v1", "https://engine.example/v1/", "http://engine"):
+        ServeConfig(model="x", **{field: good}).validate()
