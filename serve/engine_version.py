@@ -15,6 +15,7 @@ have changed between releases, so judge-serve runs only engines of that line:
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import threading
@@ -115,11 +116,16 @@ def engine_version_at(url: str, timeout_s: float = 5.0) -> str:
     """The vLLM version an engine reports at ``GET {url}/version``.
 
     Raises:
-        OSError: the engine does not answer (yet); urllib.error.HTTPError (an OSError) for a non-2xx answer.
+        OSError: the engine does not answer (yet), or not in HTTP (another service on that port: the wait for its
+            /health names the bound); urllib.error.HTTPError (an OSError) for a non-2xx answer.
         ValueError: the answer is not ``{"version": "..."}``.
     """
-    with urllib.request.urlopen(url.rstrip("/").removesuffix("/v1") + "/version", timeout=timeout_s) as resp:
-        body = json.loads(resp.read())
+    try:
+        with urllib.request.urlopen(url.rstrip("/").removesuffix("/v1") + "/version", timeout=timeout_s) as resp:
+            raw = resp.read()
+    except http.client.HTTPException as err:  # no OSError: it escaped watch_attached_versions' thread
+        raise ConnectionError(f"no HTTP answer ({type(err).__name__}: {str(err)[:200]})") from err
+    body = json.loads(raw)
     if not isinstance(body, dict) or not isinstance(body.get("version"), str):
         raise ValueError(f"expected {{'version': '...'}}, got {str(body)[:200]}")
     return body["version"]

@@ -60,6 +60,7 @@ worker thread (a thread pool, ``asyncio.to_thread``) outlives that thread but no
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import re
 import signal
@@ -180,13 +181,14 @@ def socket_inodes(pids: Sequence[int]) -> set[int]:
 
 
 def http_status(url: str, timeout_s: float = 5.0) -> int:
-    """The HTTP status ``GET url`` answers with now; 0 when nothing answers."""
+    """The HTTP status ``GET url`` answers with now; 0 when nothing answers, or nothing in HTTP (another service on
+    that port: http.client's ``BadStatusLine``; an answer cut short; a port that is no number: ``InvalidURL``)."""
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as resp:
             return resp.status
     except urllib.error.HTTPError as err:
         return err.code
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, http.client.HTTPException):
         return 0
 
 

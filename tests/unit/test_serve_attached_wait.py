@@ -38,6 +38,62 @@ def test_an_attached_engine_that_does_not_answer_is_said_at_once_and_refused_nam
     assert raised.value.role == "generator"
 
 
+@pytest.fixture
+def port_answering_no_http():
+    """A port whose server writes a line that is no HTTP (an SSH server's banner, on a mistyped port) to each
+    connection, then closes it."""
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:  # closed: the test is over
+                return
+            with conn:
+                conn.sendall(b"SSH-2.0-OpenSSH_8.9\r\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()
+
+
+def test_an_attached_url_that_answers_no_http_is_waited_on_as_one_that_does_not_answer(port_answering_no_http,
+                                                                                         tmp_path, monkeypatch):
+    """A --generator-url whose port answers, but not in HTTP: urllib's BadStatusLine escaped the /health wait, and
+    judge-serve's start failed with the bare status line ("SSH-2.0-OpenSSH_8.9") instead of naming the engine and the
+    bound; the /version check's thread died of it with a traceback on stderr, its refusal never made. Both are the
+    wait's values: no HTTP answer, within the bound."""
+    import threading
+
+    from serve.engine_version import engine_version_at, watch_attached_versions
+
+    url = f"http://127.0.0.1:{port_answering_no_http}"
+    engine = Engine(spec=EngineSpec("generator", tmp_path, "judge", 0.9, url=url + "/v1"), url=url)
+    with pytest.raises(EngineStartError) as raised:
+        engine.wait_ready(0.0)
+    assert str(raised.value) == (f"the attached generator engine at {url} does not answer /health within 0 s "
+                                 "(--engine-start-timeout-s): nothing answers there")
+    with pytest.raises(OSError, match="SSH-2.0-OpenSSH_8.9"):
+        engine_version_at(url)
+    uncaught, refused = [], []
+    monkeypatch.setattr(threading, "excepthook", uncaught.append)
+    asked = []
+
+    def stop() -> bool:  # asked before each try: three tries, then stopped
+        asked.append(1)
+        return len(asked) > 3
+
+    watch_attached_versions({"generator": url}, 3600, refused.append, stop=stop, poll_s=0).join(60)
+    assert (uncaught, refused, len(asked)) == ([], [], 4)  # no answer yet at each try: never a refusal, nor a crash
+
+
 def test_stopping_an_engine_says_how_long_it_may_take(tmp_path, caplog):
     """A Ctrl+C while an engine loads: vLLM may not heed SIGINT until its load is done, and judge-serve then waited
     out engine_stop_grace_s (30 s) after "stopping generator engine" with nothing said of the wait. The line now
