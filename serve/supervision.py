@@ -730,7 +730,7 @@ async def _heal(state: ServerState, role: str) -> None:
             recent = [t for t in state.restart_times.setdefault(role, []) if now - t < config.engine_restart_window_s]
             state.restart_times[role] = recent
             failed = state.failed_restarts.get(role, 0)
-            if failed >= config.engine_max_restarts:
+            if failed and failed >= config.engine_max_restarts:  # with none in a row, the window names the death
                 _give_up(state, f"the {role} engine was restarted {failed} times in a row and never stayed up "
                                 f"{config.engine_restart_window_s:g} s (last exit code {state.last_exit.get(role)}); "
                                 f"engine_max_restarts={config.engine_max_restarts} reached, judge-serve stops",

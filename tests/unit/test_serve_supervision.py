@@ -158,6 +158,26 @@ def test_a_restart_that_cannot_start_its_engine_counts_and_past_the_limit_judge_
     asyncio.run(heal())
 
 
+def test_with_no_restarts_allowed_the_first_death_stops_judge_serve_naming_that_death(monkeypatch):
+    """engine_max_restarts=0 (the first death is fatal): judge-serve stopped saying the engine "was restarted 0 times
+    in a row and never stayed up 600 s", for an engine that died once and was never restarted; /health's 503 said the
+    same. The stop names the death, as for any count past the limit, and no restart is tried."""
+    import serve.supervision
+
+    monkeypatch.setattr(serve.supervision.Engine, "start", lambda *a, **k: pytest.fail("restarted"))
+
+    async def heal() -> ServerState:
+        state = _dead_generator(engine_max_restarts=0)
+        state.last_exit["generator"] = 1
+        await asyncio.wait_for(_healed(state).wait(), 60)  # set by on_fatal; the bound only ends a failing test
+        return state
+
+    state = asyncio.run(heal())
+    assert (state.status, state.failure) == ("failed", "the generator engine died 1 times within 600 s (last exit "
+                                                       "code 1); engine_max_restarts=0 reached, judge-serve stops")
+    assert "generator" not in state.restarts
+
+
 class HangingEngine(StartedEngine):
     """A restarted engine whose load hangs: ``wait_ready`` gives up after its whole timeout, on a fake clock."""
 
