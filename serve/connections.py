@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any, Awaitable, Callable, TypeVar
 
 from serve.engine_client import discard_unclaimed
-from serve.errors import error_body, error_response
+from serve.errors import error_body, error_response, sanitized
 from serve.quiet_logs import SpacedWarning
 
 __all__ = ["ApiKeyMiddleware", "BodyLimitMiddleware", "HostAllowListMiddleware", "MAX_HEADER_BYTES",
@@ -441,13 +441,19 @@ class RefuseWhileDrainingMiddleware:
             # shutdown_grace_s is over and uvicorn cancels what still runs: without an answer here, uvicorn's own
             # would be a plain-text 500 (and a traceback) for a request that merely outlived the drain. It still
             # logs the cancellation; the client gets the drain's 503 first, when nothing of an answer went out yet.
-            if self.state.status == "draining" and not started:
+            # A failed judge-serve (an engine past engine_max_restarts) stops through the same grace: its 503 says
+            # why, with no Retry-After, as each of its 503s (ServerState.retry_headers).
+            if self.state.status in ("draining", "failed") and not started:
+                refusal = self._refused(self.state.failure if self.state.status == "failed" else None)
                 with contextlib.suppress(Exception):  # the client may be gone; the cancellation goes on regardless
-                    await self._refused()(scope, receive, send)
+                    await refusal(scope, receive, send)
             raise
 
     @staticmethod
-    def _refused():
+    def _refused(failure: str | None = None):
+        if failure is not None:
+            return error_response(503, sanitized(f"judge-serve is shutting down: it cannot serve ({failure})"),
+                                  "server_error", code="shutting_down")
         return error_response(503, "judge-serve is shutting down", "server_error", code="shutting_down",
                               headers={"Retry-After": "5"})
 

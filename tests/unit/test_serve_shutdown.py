@@ -100,7 +100,7 @@ def test_a_second_sigint_cuts_the_drain_short_but_still_stops_the_engines(tiny_c
     assert list(scratch.glob("judge-serve-*")) == []
 
 
-def _cancelled_mid_request(status_after_entry: str, answer_started: bool) -> list[dict]:
+def _cancelled_mid_request(status_after_entry: str, answer_started: bool, failure: str | None = None) -> list[dict]:
     """A request inside ``RefuseWhileDrainingMiddleware`` whose route is cancelled (uvicorn at the end of
     ``shutdown_grace_s``) once it runs, judge-serve's status then ``status_after_entry``; what the client was sent.
     The cancellation must still reach uvicorn."""
@@ -111,7 +111,7 @@ def _cancelled_mid_request(status_after_entry: str, answer_started: bool) -> lis
 
     from serve.connections import RefuseWhileDrainingMiddleware
 
-    state = SimpleNamespace(status="ready")
+    state = SimpleNamespace(status="ready", failure=None)
     entered = asyncio.Event()
     sent: list[dict] = []
 
@@ -128,7 +128,7 @@ def _cancelled_mid_request(status_after_entry: str, answer_started: bool) -> lis
         scope = {"type": "http", "path": "/v1/judge", "method": "POST", "headers": []}
         task = asyncio.ensure_future(RefuseWhileDrainingMiddleware(route, state)(scope, None, send))
         await entered.wait()
-        state.status = status_after_entry
+        state.status, state.failure = status_after_entry, failure
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -146,6 +146,21 @@ def test_a_request_cut_off_by_the_end_of_the_drain_gets_the_drains_503_not_a_pla
     start, body = sent
     assert start["status"] == 503 and (b"retry-after", b"5") in start["headers"]
     assert json.loads(body["body"])["error"]["code"] == "shutting_down"
+
+
+def test_a_request_cut_off_as_a_failed_judge_serve_stops_gets_its_failure_not_a_plain_500():
+    """judge-serve failed (an engine kept dying past engine_max_restarts) and stops: uvicorn lets the requests in
+    flight run for shutdown_grace_s, then cancels them, as in a drain. Such a request's client got uvicorn's
+    text/plain 500 and the log a traceback; it gets the stated failure as a 503 in OpenAI's shape, with no
+    Retry-After (judge-serve exits, as every 503 of a failed judge-serve says)."""
+    start, body = _cancelled_mid_request("failed", answer_started=False, failure=(
+        "the generator engine died 4 times within 600 s (last exit code -9); engine_max_restarts=3 reached, "
+        "judge-serve stops"))
+    assert start["status"] == 503 and not any(name == b"retry-after" for name, _ in start["headers"])
+    assert json.loads(body["body"])["error"] == {
+        "message": "judge-serve is shutting down: it cannot serve (the generator engine died 4 times within 600 s "
+                   "(last exit code -9); engine_max_restarts=3 reached, judge-serve stops)",
+        "type": "server_error", "param": None, "code": "shutting_down"}
 
 
 def test_a_cancelled_request_whose_answer_began_or_that_is_not_draining_gets_nothing_more():
