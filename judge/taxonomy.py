@@ -282,11 +282,13 @@ class Taxonomy:
 
         Returns:
             The ``Criterion``. Without a task, a name resolves to the base criterion when the base carries it,
-            else to the first variant.
+            else to the first variant. With a task above several leaves, the variant they list; variants that
+            render and score alike (one Russian rubric, one scale) are one to the judge, and the first stands.
 
         Raises:
-            TaxonomyError: unknown key (the message names the closest matches), or a name whose variants the
-                given task does not list.
+            TaxonomyError: unknown key (the message names the closest matches), a name whose variants the
+                given task does not list, or one whose leaves under the task list variants with different rubrics
+                or scales (the message names each variant's id and its leaves).
         """
         if key in self.criteria:
             return self.criteria[key]
@@ -300,6 +302,16 @@ class Taxonomy:
             listed = [cid for cid in ids if any(cid in leaf.criteria for leaf in leaves)]
             if not listed:
                 raise TaxonomyError(f"criterion {quoted_name(key)} is not used by task {_describe(leaves)}")
+            shown = {(self.criteria[cid].rubric("ru"), self.criteria[cid].scale) for cid in listed}
+            if len(shown) > 1:
+                # A path above several leaves (a task type without its subtype) whose leaves word the criterion
+                # differently names no one rubric; criteria_for refuses such a path the same way.
+                variants = "; ".join(
+                    f"{cid} ({', '.join(' / '.join(leaf.path) for leaf in leaves if cid in leaf.criteria)})"
+                    for cid in listed)
+                raise TaxonomyError(
+                    f"criterion {quoted_name(key)} has {len(listed)} variants with different rubrics under task "
+                    f"{_path_words(task)}: {variants}; name the leaf (its subtype) or the variant's id")
             return self.criteria[listed[0]]
         base = [cid for cid in ids if "__" not in cid]
         return self.criteria[(base or ids)[0]]
@@ -421,6 +433,12 @@ class Taxonomy:
 
 def _describe(leaves: list[Task]) -> str:
     return "; ".join(" / ".join(leaf.path) for leaf in leaves)
+
+
+def _path_words(task: tuple[str | None, ...] | str) -> str:
+    """A task path as given (a name, or names with a blank level as "(any)"), quoted and cut as names are."""
+    names = (task,) if isinstance(task, str) else task
+    return quoted_name(" / ".join(name or "(any)" for name in names))
 
 
 @lru_cache(maxsize=1)

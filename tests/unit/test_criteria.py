@@ -41,6 +41,7 @@ def _unsent(spec, task: dict):
     ({"name": "x", "rubrics": "без шкалы"}, {}),            # no scale: the old copy named no field
     ("Нет такого", {}),
     ("Креативность", PYTHON),                               # a name the task does not use
+    ("Креативность", {"task_type": "Extract"}),             # a name whose variants differ across the type's leaves
     ("facts__3", {"task_type": "Nope"}),                    # an id beside an unknown task: the old copy judged it
     ({"name": "x", "rubrics": RUBRIC}, {"task_type": "Nope"}),  # a custom criterion beside an unknown task: the same
 ])  # fmt: skip

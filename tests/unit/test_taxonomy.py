@@ -78,6 +78,43 @@ def test_criterion_lookup_by_task_picks_the_leafs_variant(taxonomy):
     assert operability in python_mod
 
 
+def test_a_name_whose_variants_differ_across_the_tasks_leaves_is_refused_naming_them(taxonomy):
+    """A task path above several leaves that list different variants of a name (Extract's Literary, Scientific and
+    Journalistic texts: ``creativity``, ``creativity__3``, ``creativity__2``, each its own rubric) names no one
+    variant: refused, naming each variant's id and its leaves, as ``criteria_for`` refuses the path, never the first
+    variant's rubric judged silently. Variants that show and score alike (one rubric, one scale) still resolve."""
+    leaves = taxonomy.find_tasks("Extract")
+    listed = {cid for leaf in leaves for cid in leaf.criteria if taxonomy.criteria[cid].base_id == "creativity"}
+    assert listed == {"creativity", "creativity__2", "creativity__3"}
+    assert len({taxonomy.criteria[cid].rubric("ru") for cid in listed}) == 3
+    with pytest.raises(TaxonomyError) as refused:
+        taxonomy.criterion("Креативность", task=("Extract",))
+    message = str(refused.value)
+    assert "'Креативность'" in message and "Extract" in message
+    for cid, leaf in (("creativity", "Literary text"), ("creativity__3", "Scientific text"),
+                      ("creativity__2", "Journalistic text")):
+        assert f"{cid} (Extract / {leaf})" in message
+    # one leaf named: its own variant, as before
+    assert taxonomy.criterion("Креативность", task=("Extract", "Scientific text")).id == "creativity__3"
+    assert taxonomy.criterion("creativity__2", task=("Extract",)).id == "creativity__2"  # an id names one
+    # several ids that render and score alike are one criterion to the judge: the first stands
+    alike = None
+    for task_type in taxonomy.task_types:
+        by_name: dict[str, set[str]] = {}
+        for leaf in taxonomy.find_tasks(task_type):
+            for cid in leaf.criteria:
+                by_name.setdefault(taxonomy.criteria[cid].name["ru"], set()).add(cid)
+        for name, ids in by_name.items():
+            if len(ids) > 1 and len({(taxonomy.criteria[c].rubric("ru"), taxonomy.criteria[c].scale)
+                                     for c in ids}) == 1:
+                alike = (task_type, name, ids)
+                break
+        if alike:
+            break
+    assert alike is not None
+    assert taxonomy.criterion(alike[1], task=(alike[0],)).id in alike[2]
+
+
 def test_unknown_criterion_suggests(taxonomy):
     """An unknown name fails with the closest matches named."""
     with pytest.raises(TaxonomyError, match="did you mean 'Creativity'"):
