@@ -152,9 +152,10 @@ def _rubric_text(rubrics: str | Mapping[str, str]) -> str:
 
 
 def _level_key(level: str) -> tuple[int, str]:
-    """A mapping's level as a sort key: by number; a key that is no number sorts as 0 (``scale_of`` refuses such a
-    rubric, after its text is built)."""
+    """A mapping's level as a sort key: by the number ``scale_of`` reads from the key (spaces around it, a plus, the
+    typographic minus U+2212 as "-"); a key that is no number sorts as 0 (``scale_of`` refuses such a rubric, after
+    its text is built)."""
     try:
-        return (int(level), "")
+        return (int(level.strip().replace("\u2212", "-")), "")
     except ValueError:
         return (0, level)

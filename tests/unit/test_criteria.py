@@ -113,6 +113,19 @@ def test_a_rubric_mapping_reads_as_the_taxonomy_lays_out_rubrics():
     assert (crit.name, crit.id, crit.scale.levels) == ("Полнота", None, (0, 2, 10))
 
 
+def test_a_rubric_mapping_is_ordered_by_the_levels_its_scale_reads():
+    """A key written with the typographic minus ("−1", U+2212), with a plus or with spaces is the level ``scale_of``
+    reads from it, and the rubric is shown ordered by those levels (keys as written): "−1" first, not sorted as 0
+    between "0" and "1", which showed the judge its levels out of order in a text no longer read as a scale."""
+    from judge.scales import scale_of
+
+    crit = resolve_criterion(CustomCriterion(name="Сравнение", rubrics={"1": "лучше", "0": "равно", "\u22121": "хуже"}))
+    assert crit.rubrics == "\u22121: хуже\n\n0: равно\n\n1: лучше"
+    assert crit.scale.levels == (-1, 0, 1) and scale_of(crit.rubrics).levels == (-1, 0, 1)
+    crit = resolve_criterion(CustomCriterion(name="Полнота", rubrics={"+2": "полно", " 1": "кратко", "0": "пусто"}))
+    assert crit.rubrics == "0: пусто\n\n 1: кратко\n\n+2: полно"
+
+
 def test_a_custom_criterions_name_is_shown_as_given():
     """A custom criterion's name reaches the prompt as given, whitespace around it included, as POLLUX's str.format
     puts a record's criteria_name (judge-eval sends records' names as custom criteria); only a blank one is refused."""
