@@ -366,6 +366,7 @@ def _opens_verdict(text: str, at: int) -> bool:
 
 def _read(feedback: str, score: float, scale: Scale | None) -> Verdict:
     """A read score as an ok verdict, checked against ``scale`` when given (outside it: ``in_scale=False``)."""
+    score += 0.0  # "-0" is the score 0 in every reader: -0.0 would be written "-0.0" to JSON
     if scale is None:
         return Verdict(feedback=feedback, score=score, ok=True)
     if not scale.contains(score):
@@ -662,7 +663,7 @@ def parse_integer_verdict(content: str | None, reasoning: str | None = None, sca
         digits = len(written.lstrip("+-"))
         return Verdict.failure(VerdictError.NO_SCORE, f"the answer's integer ({digits} digits) is not a finite number",
                                thought)
-    return _read(thought, score + 0.0, scale)  # + 0.0: "-0" reads as 0, as int() read it
+    return _read(thought, score, scale)
 
 
 def parse_judge_output(verdict_format: str, text: str | None, *, reasoning: str | None = None,

@@ -402,3 +402,15 @@ def test_the_end_stop_of_judge_serve_keeps_polluxs_first_block_where_the_first_e
     if served is None:
         assert stopped.error == VerdictError.NO_RESULT
     assert judge.verdicts.parse_pollux_result(full).score == pollux
+
+
+def test_a_negative_zero_score_reads_as_zero_in_every_reader():
+    """"-0" is the score 0 in both formats and in POLLUX's reading: never -0.0, which JSON writes as "-0.0" in a
+    prediction and a response where the integer reader wrote 0.0 for the same answer."""
+    import json
+
+    for verdict in (parse_verdict("[FEEDBACK] Плохо. [RESULT] -0 [END]", scale=ZERO_TO_TWO),
+                    judge.parse_integer_verdict("<think>Плохо.</think>-0", scale=ZERO_TO_TWO),
+                    judge.verdicts.parse_pollux_result("[RESULT] -0 [END]", scale=ZERO_TO_TWO)):
+        assert verdict.ok and verdict.in_scale
+        assert json.dumps(verdict.score) == "0.0"
