@@ -561,7 +561,10 @@ _MINUS_SIGN = "\u2212"
 
 def _think_blocks(text: str) -> tuple[str | None, str]:
     """The first complete ``<think>...</think>`` block's body (None without one) and ``text`` with every complete
-    block removed: ``_THINK_BLOCK``'s own matches, found in linear time.
+    block replaced by a space: ``_THINK_BLOCK``'s own matches, found in linear time. A space, not nothing: what stood
+    on either side of a block stays apart ("1<think>...</think>2" is "1 2", whose trailing integer is the answer after
+    the last reasoning), where POLLUX's client (``demo/serve_pollux_demo.py``, ``re.sub(..., "", ...)``) joins them
+    into an integer the judge never wrote (12).
 
     Every match ends at a ``</think>``, so all of them lie before the end of the last one, and there every open tag
     has a close after it: each attempt succeeds and the attempts do not overlap. The matches are those of the whole
@@ -576,7 +579,7 @@ def _think_blocks(text: str) -> tuple[str | None, str]:
     first = _THINK_BLOCK.search(text, 0, cut)
     if first is None:
         return None, text
-    return first.group(1), _THINK_BLOCK.sub("", text[:cut]) + text[cut:]
+    return first.group(1), _THINK_BLOCK.sub(" ", text[:cut]) + text[cut:]
 
 
 def parse_integer_verdict(content: str | None, reasoning: str | None = None, scale: Scale | None = None) -> Verdict:

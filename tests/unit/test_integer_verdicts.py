@@ -118,6 +118,22 @@ def test_integer_verdicts_that_fail_are_counted_failures(content, reasoning, err
         assert verdict.feedback == reasoning.strip()
 
 
+@pytest.mark.parametrize("content, score", [
+    ("<think>A</think>1<think>B</think>2", 2.0),  # POLLUX's client joins "1" and "2": 12, out of scale, an MAE of 10
+    ("<think>A</think>1<think>B</think>0", 0.0),
+    ("<think>A</think>-<think>B</think>1", None),  # a sign spaced from its digits, as "- 1": no sign guessed
+    ("<think>A</think>Оценка:<think>B</think>2", 2.0),
+    ("<think>A</think><think>B</think>1", 1.0),
+])
+def test_a_removed_think_block_keeps_the_answers_on_either_side_apart(content, score):
+    """The integer read is one the judge wrote: a reasoning block between two answers ("1", then more reasoning,
+    then "2") separates them, and the answer that ends the output, after the last reasoning, is read. POLLUX's
+    client removes the blocks by joining what was around them and read 12 (a deviation named in docs/fidelity.md)."""
+    verdict = parse_integer_verdict(content, None, SCALE)
+    assert (verdict.score, verdict.error) == (score, None if score is not None else VerdictError.NO_SCORE)
+    assert verdict.feedback == "A"
+
+
 # (answer, score on the pairwise -1/0/1 scale and on 0..2, None: a no_score failure). POLLUX's r"(-?\d+)\s*$" sees
 # only an attached ASCII hyphen, so each of these read as +1: "answer 2 is better" where the judge wrote "answer 1".
 MINUS_LIKE = [
@@ -674,11 +690,12 @@ def test_a_long_integer_a_float_holds_reads_as_int_read_it():
 
 
 def _old_think_blocks(text):
-    """The block reading before it was made linear: every match of the pattern over the whole text."""
+    """The block reading before it was made linear: every match of the pattern over the whole text, each replaced by
+    a space (``_think_blocks``)."""
     from judge.verdicts import _THINK_BLOCK
 
     blocks = list(_THINK_BLOCK.finditer(text))
-    return (blocks[0].group(1), _THINK_BLOCK.sub("", text)) if blocks else (None, text)
+    return (blocks[0].group(1), _THINK_BLOCK.sub(" ", text)) if blocks else (None, text)
 
 
 def test_think_blocks_are_read_in_linear_time(monkeypatch):
@@ -717,7 +734,7 @@ def test_think_blocks_are_read_in_linear_time(monkeypatch):
     assert verdicts_read[1].score == 2.0
     assert calls == [[], [("search", cases[1][:-1]), ("sub", cases[1][:-1])], [("search", "</think>")],
                      [("search", closed), ("sub", closed)], []]
-    assert verdicts._think_blocks(cases[1]) == ("<think>" * 15_999, "2")
+    assert verdicts._think_blocks(cases[1]) == ("<think>" * 15_999, " 2")
 
 
 def test_think_blocks_read_as_the_whole_text_pattern_did():
