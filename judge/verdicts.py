@@ -17,7 +17,7 @@ scales, and its 2.5-4.0 mean scores in Table 10, only arise from scoring out-of-
 ``in_scale=False``; callers that must reject it (teacher annotation, training data) check ``in_scale`` and
 report ``VerdictError.OUT_OF_SCALE``.
 
-Why one module of ~870 lines: both formats' rendering and parsing, the rules every training step applies to an
+Why one module of ~885 lines: both formats' rendering and parsing, the rules every training step applies to an
 answer (``bare_answer``, ``bare_tagged_answer``, ``has_think_tag``, ``gives_reasons``) and the reading of an output
 the length limit cut (``cut_short``, ``read_tagged_verdict``) read the same tag and think-block patterns; split, they
 would be defined twice and could drift apart.
