@@ -66,6 +66,7 @@ __all__ = [
     "read_config",
     "judge_kind",
     "is_released_regression",
+    "classifier_num_labels",
     "checkpoint_verdict_format",
     "verdict_format_and_why",
     "names_pollux_4b",
@@ -319,6 +320,16 @@ def read_config(folder: str | Path) -> dict[str, Any]:
 def is_released_regression(config: dict[str, Any]) -> bool:
     """Whether a ``config.json`` (as a dict) is a released ``-r`` judge's (``Qwen2WithRegressionHead``)."""
     return any(a in RELEASED_REGRESSION_ARCHITECTURES for a in config.get("architectures") or [])
+
+
+def classifier_num_labels(config: dict[str, Any]) -> Any:
+    """A sequence classifier's ``num_labels`` as transformers 5 reads its ``config.json`` (and vLLM sizes its
+    ``score`` by it): the ``num_labels`` key, which wins over ``id2label`` when both are there (transformers warns
+    that they disagree), else ``id2label``'s length, else 2 (the default, which a saved config leaves out)."""
+    if "num_labels" in config:
+        return config["num_labels"]
+    id2label = config.get("id2label")
+    return len(id2label) if isinstance(id2label, dict) else 2
 
 
 def judge_kind(folder: str | Path) -> JudgeKind:

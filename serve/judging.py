@@ -865,8 +865,11 @@ class Judge:
         assert self.pooler is not None
         async with self.limit:
             try:
+                # use_activation false: the head's own value, whatever the config's problem_type (without
+                # "regression", vLLM puts a one-label classifier's value through a sigmoid)
                 classified = await self.pooler.post("/classify", {"model": self.settings.engine_models["pooler"],
-                                                                  "input": [ids]}, request_id=options.request_id)
+                                                                  "input": [ids], "use_activation": False},
+                                                    request_id=options.request_id)
             except EngineFailure as err:
                 if not engine_refused(err):
                     raise

@@ -2,8 +2,8 @@
 
 A **seq2seq** judge (``*ForCausalLM``) is one generating engine: it writes ``[FEEDBACK] ... [RESULT] n [END]``.
 
-A **regression** judge (``*ForSequenceClassification``, ``num_labels=1``, ``problem_type="regression"``) needs
-two: vLLM runs one runner per engine, so a generating engine writes the rationale with the LM head and a pooling
+A **regression** judge (``*ForSequenceClassification``, ``num_labels=1``, ``problem_type="regression"``; a classifier
+of another label count is refused) needs two: vLLM runs one runner per engine, so a generating engine writes the rationale with the LM head and a pooling
 engine (``--runner pooling``, ``/classify``) reads the ``score`` head over prompt + rationale. vLLM cannot load the
 classification folder as a causal LM (``There is no module or parameter named 'score'``), so ``judge-train``'s
 export (``train/export.py``) stores the same backbone twice: ``export/`` (classifier, for the pooling engine) and
@@ -47,6 +47,7 @@ from judge.checkpoints import (
     JudgeKind,
     TrainedLengths,
     checkpoint_trained_lengths,
+    classifier_num_labels,
     folders_fingerprint,
     holds_tokenizer,
     is_released_regression,
@@ -164,6 +165,14 @@ def resolve_layout(
         raise LayoutError(
             f"{root}: architectures {archs} are neither a causal LM (seq2seq judge), a sequence classifier "
             f"(regression judge) nor {' / '.join(RELEASED_REGRESSION_ARCHITECTURES)} (a released regression judge)"
+        )
+    labels = classifier_num_labels(config)
+    if labels != 1:
+        # vLLM sizes the pooling model's score by it: /classify's first value would be one label's of several, read
+        # as the head's score.
+        raise LayoutError(
+            f"{root}/config.json: num_labels {labels}; a regression judge's score head has one output (num_labels 1, "
+            "as judge-train's export writes it): this classifier's first label would be read as the score"
         )
 
     candidates: list[tuple[str, Path]] = []

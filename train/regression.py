@@ -186,7 +186,7 @@ def _refuse_trained_head(base_model: str | Path, folder: Path, config: dict[str,
     Raises:
         ConfigError: one line naming ``model_name_or_path`` (``base_model``, as given) and what to pass instead.
     """
-    from judge.checkpoints import GENERATOR_SUBDIR, is_released_regression
+    from judge.checkpoints import GENERATOR_SUBDIR, classifier_num_labels, is_released_regression
     from train.config import ConfigError
 
     archs = config.get("architectures") or []
@@ -203,22 +203,12 @@ def _refuse_trained_head(base_model: str | Path, folder: Path, config: dict[str,
         raise ConfigError(f"model_name_or_path: {base_model} is a regression judge ({', '.join(archs) or mode}) "
                           "without an LM head, which the recipe would start random; to continue its training, "
                           f"resume its run (judge-train run --resume with its output_dir); to start from it, {instead}")
-    labels = _num_labels(config)
+    labels = classifier_num_labels(config)
     if any(str(a).endswith("ForSequenceClassification") for a in archs) and labels != 1:
         raise ConfigError(f"model_name_or_path: {base_model} is a sequence classifier ({', '.join(archs)}) of "
                           f"num_labels {labels}: its score head has {labels} outputs, the recipe's has one, and the "
                           "weights would not load; pass a causal checkpoint (the score head then starts anew) or a "
                           "classifier of num_labels 1")
-
-
-def _num_labels(config: dict[str, Any]) -> Any:
-    """A classifier's ``num_labels`` as transformers 5 reads its ``config.json``: the ``num_labels`` key, which wins
-    over ``id2label`` when both are there (transformers warns that they disagree), else ``id2label``'s length, else 2
-    (the default, which a saved config leaves out)."""
-    if "num_labels" in config:
-        return config["num_labels"]
-    id2label = config.get("id2label")
-    return len(id2label) if isinstance(id2label, dict) else 2
 
 
 def build_model(config: RegressionConfig, base_model: str, dtype, pad_token_id: int | None):

@@ -29,7 +29,8 @@ def _export(run_dir: Path, mode: str = "seq2seq") -> Path:
     write_manifest(export, mode, generator="generator" if regression else ".",
                    score_head="score" if regression else None)
     architecture = "Qwen2ForSequenceClassification" if regression else "Qwen2ForCausalLM"
-    (export / "config.json").write_text(json.dumps({"architectures": [architecture]}), encoding="utf-8")
+    labels = {"num_labels": 1} if regression else {}
+    (export / "config.json").write_text(json.dumps({"architectures": [architecture], **labels}), encoding="utf-8")
     (export / "model.safetensors").write_bytes(b"weights of " + mode.encode())
     if regression:
         (export / "generator").mkdir()

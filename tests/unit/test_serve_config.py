@@ -21,8 +21,10 @@ CONFIG_DIR = Path(__file__).parents[2] / "configs" / "serve"
 
 
 def _checkpoint(folder: Path, arch: str) -> Path:
+    """A folder whose config.json names ``arch``; a classifier's has one label, as judge-train's export writes it."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps({"architectures": [arch]}), encoding="utf-8")
+    labels = {"num_labels": 1} if arch.endswith("ForSequenceClassification") else {}
+    (folder / "config.json").write_text(json.dumps({"architectures": [arch], **labels}), encoding="utf-8")
     return folder
 
 
@@ -134,6 +136,20 @@ def test_layout_regression_without_generator_is_refused(tmp_path, setup, message
     root = _checkpoint(tmp_path / "export", "Qwen2ForSequenceClassification")
     setup(root)
     with pytest.raises(LayoutError, match=message):
+        resolve_layout(root)
+
+
+@pytest.mark.parametrize(("fields", "labels"), [({}, 2), ({"num_labels": 3}, 3), ({"id2label": {"0": "a", "1": "b"}}, 2)],
+                         ids=["no-label-count", "num_labels-3", "id2label-2"])
+def test_a_classifier_of_other_than_one_label_is_refused(tmp_path, fields, labels):
+    """A regression judge's head has one output. vLLM's pooler applies a softmax over a classifier of two labels or
+    more (transformers' default when a config names neither num_labels nor id2label), and judge-serve would read the
+    first label's probability as the head's value: refused at start, naming config.json's num_labels."""
+    root = tmp_path / "classifier"
+    root.mkdir()
+    (root / "config.json").write_text(json.dumps({"architectures": ["Qwen2ForSequenceClassification"], **fields}))
+    _checkpoint(root / "generator", "Qwen2ForCausalLM")
+    with pytest.raises(LayoutError, match=rf"config.json: num_labels {labels}; a regression judge's score head has one"):
         resolve_layout(root)
 
 

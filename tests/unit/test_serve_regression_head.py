@@ -72,6 +72,15 @@ def test_an_exports_head_reads_the_prompt_and_the_rationale_rendered_as_training
     assert (result.score, result.regression_score, result.parse_ok) == (1.5, 1.5, True)
 
 
+def test_the_head_is_asked_for_its_raw_value_whatever_the_config_says(qwen_tokenizer):
+    """vLLM's pooler puts a one-label classifier's value through a sigmoid unless its config says ``problem_type``
+    regression (vllm/model_executor/layers/pooler/activations.py); a classifier served with --generator-model may say
+    nothing. The request itself turns the activation off, so /classify answers the head's own value."""
+    _, requests = _judged(qwen_tokenizer, "rationale_target", "[FEEDBACK] Хороший стих. [END]")
+    (classify,) = [body for path, body in requests if path == "/classify"]
+    assert classify["use_activation"] is False
+
+
 def test_a_released_judges_head_reads_the_text_as_generated(qwen_tokenizer):
     tok = qwen_tokenizer
     text = "Хороший стих.\n[RESULT] 2"

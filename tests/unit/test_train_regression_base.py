@@ -118,13 +118,13 @@ def test_a_tied_classifier_of_other_than_one_label_is_refused_before_anything_is
     {"id2label": {"0": "a", "1": "b"}, "num_labels": 1}, {"id2label": {"0": "a"}, "num_labels": 3},
 ], ids=["default", "id2label", "one", "two", "two-labels-one-num", "one-label-three-num"])
 def test_the_label_count_is_the_one_transformers_reads(labels):
-    """The check counts a classifier's labels as the installed transformers does, so it refuses exactly the bases
-    whose score head would not load: with both keys in config.json, ``num_labels`` wins over ``id2label``'s length."""
+    """The check (the regression recipe's and judge-serve's) counts a classifier's labels as the installed transformers
+    does, so it refuses exactly the classifiers whose score head has another size: with both keys in config.json, ``num_labels`` wins over ``id2label``'s length."""
     from transformers import Qwen2Config
 
-    from train.regression import _num_labels
+    from judge.checkpoints import classifier_num_labels
 
-    assert _num_labels(labels) == Qwen2Config.from_dict({"model_type": "qwen2", **labels}).num_labels
+    assert classifier_num_labels(labels) == Qwen2Config.from_dict({"model_type": "qwen2", **labels}).num_labels
 
 
 def test_build_model_refuses_before_loading_any_weight(tmp_path, monkeypatch):
