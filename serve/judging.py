@@ -400,6 +400,15 @@ def _head_value(classified: Any) -> Any:
     return node
 
 
+def _finite_float(value: int | float) -> bool:
+    """Whether a number is a finite float: JSON's reader makes an integer of any size, and ``math.isfinite`` of one
+    past float's range raises ``OverflowError`` (the request's 500) where the head's value is the item's failure."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _logprobs_of(choice: dict[str, Any], completion: dict[str, Any]) -> dict[str, Any] | None:
     """A choice's ``logprobs`` when they have the shape ``serve.score_reading`` reads (``tokens``: text per
     position, ``top_logprobs``: per position, token text -> log-probability, or null), or None when absent.
@@ -876,7 +885,7 @@ class Judge:
                 out["error"], out["error_reason"] = _refusal_error(err, job, options)
                 return out, (err if out["error"] == VerdictError.ENGINE_REFUSED else None), False
         raw = _head_value(classified)
-        if not isinstance(raw, (int, float)) or isinstance(raw, bool) or not math.isfinite(raw):
+        if not isinstance(raw, (int, float)) or isinstance(raw, bool) or not _finite_float(raw):
             # A diverged head (or an overflow in half precision): no score, a counted failure. vLLM sends its NaN as
             # null; clipped, a NaN would stay NaN (max and min keep it) and go out as an ok score no JSON client reads.
             # null named as JSON names it (it printed Python's None), a string or a list by its kind (bounded)

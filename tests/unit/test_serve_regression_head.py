@@ -163,7 +163,7 @@ def test_a_classify_answer_of_another_shape_is_a_502_naming_where_in_json_words(
     assert f"the engine's answer to /classify could not be read ({why})" in str(failure.value)
 
 
-@pytest.mark.parametrize("value", [None, "1.5", [1.5]])
+@pytest.mark.parametrize("value", [None, "1.5", [1.5], 10**400], ids=["null", "text", "list", "int-past-float"])
 def test_a_head_value_that_is_no_number_is_a_counted_failure_of_its_item(qwen_tokenizer, value):
     """The shape up to ``data[0].probs[0]`` is right, the head's value is not a number: the head's answer, counted as
     that item's failure (``no_score``), never a 502 and never a score."""
