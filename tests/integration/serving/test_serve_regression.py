@@ -56,8 +56,9 @@ def test_head_reads_exactly_the_training_text(regression_server, tiny_regression
 
 
 def test_regression_batch_custom_rubric_and_task_type(regression_server):
-    """A batch with a custom rubric and a task type's criteria: every judgment scored by the head, in order;
-    an unconstrained rationale that runs out of tokens is still scored and flagged incomplete."""
+    """A batch with a custom rubric and a task type's criteria: every judgment scored by the head, in order; an
+    unconstrained rationale that runs out of tokens fails ``cut``, unscored (re-rendered, it would gain an [END] the
+    judge never wrote)."""
     tax = judge.load_taxonomy()
     body = {
         "items": [
@@ -73,7 +74,10 @@ def test_regression_batch_custom_rubric_and_task_type(regression_server):
     assert [r["criterion_id"] for r in items[0]["results"]] == [None, "facts__3"]
     assert [r["criterion_id"] for r in items[1]["results"]] == [c.id for c in tax.criteria_for("Recommendations")]
     for result in items[0]["results"] + items[1]["results"]:
-        if result["feedback"]:
+        if result["feedback"] and result["finish_reason"] == "length":  # cut: a failure, never the head's score
+            assert (result["error"], result["score"], result["score_source"]) == ("cut", None, None)
+            assert result["rationale_complete"] is False and result["regression_score"] is None
+        elif result["feedback"]:
             assert result["score_source"] == "regression_head" and result["scale"][0] <= result["score"] <= result["scale"][-1]
             assert result["rationale_complete"] is (result["finish_reason"] == "stop")
         else:  # nothing to score: a failure with a reason, never a score
