@@ -29,7 +29,7 @@ reads them): a reasoning judge served with less room than it learned to think in
 ``names_generator_model`` tells when its arguments make it report another one: judge-serve reports it, judge-eval run
 records and checks it, judge-train card checks a run against its export.
 
-Why one module of ~640 lines: each part reads the same folder and its manifest, and each is read by serving,
+Why one module of ~650 lines: each part reads the same folder and its manifest, and each is read by serving,
 evaluation and training alike; split, the manifest's keys would be spelled in several places.
 """
 

@@ -26,7 +26,7 @@ Steps for one request:
    read as the GRPO rewards read it in training: after the ``<think>`` a thinking template's prompt opened, and
    failed (``cut``) when ``max_tokens`` stopped it.
 
-Why one module of ~890 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
+Why one module of ~900 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
 thread pool; the jobs (``serve.jobs``), their token ids (``serve.chat_tokens``), the score reading
 (``serve.score_reading``) and the transport (``serve.engine_client``) are already apart.
 """
