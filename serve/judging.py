@@ -852,9 +852,11 @@ class Judge:
         if not (text.strip() if released else rationale):
             out["error"], out["error_reason"] = VerdictError.EMPTY, "the judge wrote no rationale for the head to score"
             return out, None, True
-        if not released and finish_reason == "length":
+        if not released and finish_reason == "length" and not complete:
             # Re-rendered, a cut rationale would gain an [END] the judge never wrote and be scored as whole; a tagged
-            # verdict cut the same way fails ``cut``. A released judge's head reads a cut text as POLLUX scores it.
+            # verdict cut the same way fails ``cut``. One the judge closed before the cut (``stop_at_end`` false runs
+            # on to the turn's end) is whole: the head reads it as training rendered it. A released judge's head reads
+            # a cut text as POLLUX scores it.
             out["error"], out["error_reason"] = VerdictError.CUT, ("the generation stopped at max_tokens before the "
                                                                    "rationale's [END]: no score")
             return out, None, True

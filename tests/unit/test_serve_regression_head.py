@@ -17,17 +17,17 @@ from tests.support.scripted_endpoint import ScriptedEndpoint
 ITEM = {"instruction": "Напиши стих.", "answer": "Весна пришла.", "criteria": ["Креативность"]}
 
 
-def _settings(head_input: str, max_model_len: int = 8192):
+def _settings(head_input: str, max_model_len: int = 8192, stop_at_end: bool = True):
     from serve.judging import JudgeSettings
 
     return JudgeSettings(model_name="m", kind=JudgeKind.REGRESSION, engine_models={"generator": "m", "pooler": "m"},
                          max_model_len=max_model_len, max_tokens=64, temperature=0.0, score_logprobs=False,
                          lenient=False, constrained=False, feedback_max_chars=0, max_judgments=512,
-                         head_input=head_input)
+                         head_input=head_input, stop_at_end=stop_at_end)
 
 
 def _judged(tok, head_input: str, text: str, finish_reason: str = "stop", max_model_len: int = 8192,
-            oversize: str = "refuse", classified: object = None):
+            oversize: str = "refuse", classified: object = None, stop_at_end: bool = True):
     """The response and the (path, body) pairs the engines received, the generation answering ``text`` and the
     pooling engine ``classified`` (default: the head's 1.5)."""
     from serve.engine_client import EngineClient, engine_session
@@ -42,7 +42,7 @@ def _judged(tok, head_input: str, text: str, finish_reason: str = "stop", max_mo
     async def run(engine: ScriptedEndpoint):
         async with engine_session(30.0, 4) as http:
             client = EngineClient(http, engine.url, asyncio.Event(), lambda: "down")
-            server = Judge(_settings(head_input, max_model_len), tok, client, client, asyncio.Semaphore(1))
+            server = Judge(_settings(head_input, max_model_len, stop_at_end), tok, client, client, asyncio.Semaphore(1))
             return await server.run(parse_judge_request({**ITEM, "oversize": oversize}))
 
     with ScriptedEndpoint(respond) as engine:
@@ -100,6 +100,17 @@ def test_an_exports_generation_cut_at_max_tokens_is_cut_and_the_head_is_not_aske
     assert [path for path, _ in requests] == ["/v1/completions"]
     assert (result.error, result.score, result.regression_score, result.parse_ok) == ("cut", None, None, False)
     assert result.rationale_complete is False and result.feedback == "Хороший сти"
+
+
+def test_an_exports_rationale_closed_before_max_tokens_is_scored_whatever_followed(qwen_tokenizer):
+    """With ``stop_at_end`` false the generation runs past the rationale's [END] to the end of the turn; one that
+    reached max_tokens there was cut after a whole rationale, which the head reads exactly as training rendered it:
+    scored, not a ``cut`` failure saying the [END] never came."""
+    result, requests = _judged(qwen_tokenizer, "rationale_target", "[FEEDBACK] Хороший стих. [END] и ещё, и ещё",
+                               finish_reason="length", stop_at_end=False)
+    (classify,) = [body for path, body in requests if path == "/classify"]
+    assert qwen_tokenizer.decode(classify["input"][0]).endswith("[FEEDBACK] Хороший стих. [END]<|im_end|>\n")
+    assert (result.error, result.score, result.parse_ok, result.rationale_complete) == (None, 1.5, True, True)
 
 
 def test_a_released_judges_cut_generation_is_scored_as_pollux_scores_it(qwen_tokenizer):
