@@ -256,6 +256,10 @@ class TrainConfig:
         if self.max_steps != -1 and self.max_steps <= 0:
             raise ConfigError(f"max_steps must be a positive number of steps, or -1 (not set: num_train_epochs "
                               f"decides), got {self.max_steps}")
+        if self.max_steps > 0:  # in epoch mode the steps are known in training (warmup_within_the_run)
+            from train.training_arguments import check_warmup
+
+            check_warmup(self.warmup_steps, self.max_steps)
         # transformers reads a limit <= 0 as "keep every checkpoint": 0 says so; a negative one is a mistake.
         if self.save_total_limit < 0:
             raise ConfigError(f"save_total_limit must not be negative (0 keeps every checkpoint), got "

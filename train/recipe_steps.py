@@ -28,7 +28,7 @@ from train.config import TINY_MODEL, TINY_QWEN3, ConfigError, TrainConfig, confi
 from train.output_folder import clear_earlier_run
 from train.trainer_preflight import check_optimizer_and_schedule
 from train.training_arguments import (Launch, init_distributed, is_main_process, stand_in_for_a_launcher,
-                                      training_kwargs, use_bf16, weights_dtype)
+                                      training_kwargs, use_bf16, warmup_within_the_run, weights_dtype)
 
 __all__ = [
     "labelled_positions_only_on_cpu",
@@ -338,6 +338,7 @@ class PreparedRun:
         from train import preemption, provenance
 
         trainer.add_callback(keep_last_checkpoint(self.stopper))
+        trainer.add_callback(warmup_within_the_run())  # before the next: a refusal keeps the earlier run
         trainer.add_callback(_clear_earlier_run_when_training_begins(self.config))
         self.stopper.install()
         exporting = False

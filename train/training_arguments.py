@@ -23,7 +23,7 @@ from judge.plumbing.json_reading import counted
 #: ``check_trainer_args`` here, and the import would close a cycle (tests/unit/test_import_cycles.py).
 TrainConfig = Any
 
-__all__ = ["Launch", "launch_arithmetic", "use_bf16", "weights_dtype", "training_kwargs", "arguments_fields", "check_trainer_args",
+__all__ = ["Launch", "launch_arithmetic", "check_warmup", "warmup_within_the_run", "use_bf16", "weights_dtype", "training_kwargs", "arguments_fields", "check_trainer_args",
            "recipe_arguments_class", "check_training_arguments", "check_transformers_names",
            "DERIVED_ONLY", "stand_in_for_a_launcher", "init_distributed", "is_main_process", "launched_world_size"]
 
@@ -65,6 +65,44 @@ def launch_arithmetic(config: TrainConfig, world_size: int | None = None) -> Lau
             "per_device_train_batch_size or the number of ranks"
         )
     return Launch(world, config.per_device_train_batch_size, config.global_batch_size // per_step, config.global_batch_size)
+
+
+def check_warmup(warmup_steps: float, total_steps: int, *, where: str = "max_steps") -> None:
+    """Refuse a warm-up that lasts the whole run.
+
+    transformers' schedules raise the rate linearly over the warm-up and decay it only after
+    (``get_linear_schedule_with_warmup`` and the others in transformers/optimization.py): with ``warmup_steps`` at
+    or above the run's optimizer steps, the rate never reaches ``learning_rate`` and never decays to 0 (linear,
+    20 warm-up steps in a run of 12: the last step at 0.55 x the peak, the run ending at 0.6 x), while run.json and
+    the model card record the peak and the schedule. The paper's rate goes from its peak to 0 (arXiv 2505.24616v3,
+    Section 3.2). A fraction below 1 is transformers' share of the run, which never lasts it.
+
+    Args:
+        warmup_steps: the config's ``warmup_steps``.
+        total_steps: the run's optimizer steps.
+        where: what ``total_steps`` is, for the message.
+
+    Raises:
+        ConfigError: naming ``warmup_steps`` and the run's steps.
+    """
+    if warmup_steps >= 1 and warmup_steps >= total_steps:
+        raise ConfigError(f"warmup_steps {warmup_steps:g} is not below the run's {where} {total_steps}: the learning "
+                          "rate would rise for the whole run, never reaching learning_rate nor decaying to 0; lower "
+                          "warmup_steps (0: the decay starts at the first step)")
+
+
+def warmup_within_the_run():
+    """A callback that applies ``check_warmup`` at ``on_train_begin``, where the run's steps are known in epoch mode
+    (``state.max_steps``, counted from the data by ``trainer.train()``); add it before any callback that acts on the
+    run folder then (``train.recipe_steps``: the deletion of an ``--overwrite-output-dir`` run's predecessor), so
+    that the refusal leaves the folder as it was."""
+    from transformers import TrainerCallback
+
+    class WarmupWithinTheRun(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            check_warmup(args.warmup_steps, state.max_steps, where="optimizer steps")
+
+    return WarmupWithinTheRun()
 
 
 def launched_world_size() -> int:

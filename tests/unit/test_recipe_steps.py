@@ -19,11 +19,14 @@ class _Trainer:
     ``on_train_begin``), else calls every callback's ``on_train_begin`` as ``_inner_training_loop`` does, then
     returns, as a run of zero steps."""
 
-    def __init__(self, fails_before_begin: BaseException | None = None):
+    def __init__(self, fails_before_begin: BaseException | None = None, *, warmup_steps: int = 0, max_steps: int = 6):
+        from types import SimpleNamespace
+
         from transformers import TrainerControl, TrainerState
 
         self.callbacks, self.fails_before_begin = [], fails_before_begin
-        self.state, self.control = TrainerState(), TrainerControl()
+        self.args = SimpleNamespace(warmup_steps=warmup_steps)  # what the callbacks read of TrainingArguments
+        self.state, self.control = TrainerState(max_steps=max_steps), TrainerControl()
         self.lr_scheduler = type("Schedule", (), {"get_last_lr": staticmethod(lambda: [0.0])})()
 
     def add_callback(self, callback):
@@ -33,7 +36,7 @@ class _Trainer:
         if self.fails_before_begin is not None:
             raise self.fails_before_begin
         for callback in self.callbacks:
-            callback.on_train_begin(None, self.state, self.control)
+            callback.on_train_begin(self.args, self.state, self.control)
 
 
 def _earlier_run(folder):
@@ -95,6 +98,26 @@ def test_the_earlier_run_goes_after_the_reporting_callbacks_have_set_up(tmp_path
     with pytest.raises(RuntimeError, match="No API key configured"):
         _overwrite_run(folder).train(trainer)
     assert (folder / "checkpoint-5").is_dir() and (folder / "export").is_dir()
+
+
+def test_a_warmup_as_long_as_the_epochs_is_refused_before_an_overwrite_deletes_the_earlier_run(tmp_path, monkeypatch):
+    """In epoch mode the run's steps are known only inside trainer.train() (state.max_steps at on_train_begin): a
+    warmup_steps of 6 in a run of 6 steps raised the rate for the whole run, never reaching learning_rate nor
+    decaying to 0, and trained. It is refused there, naming both numbers, before the earlier run is deleted; a
+    warmup one step shorter trains."""
+    monkeypatch.delenv("RANK", raising=False)
+    folder = tmp_path / "run"
+    _earlier_run(folder)
+    run = _overwrite_run(folder)
+    run.record_data({"n_rows": 3})
+    with pytest.raises(ConfigError) as refused:
+        run.train(_Trainer(warmup_steps=6, max_steps=6))
+    assert str(refused.value) == (
+        "warmup_steps 6 is not below the run's optimizer steps 6: the learning rate would rise for the whole run, "
+        "never reaching learning_rate nor decaying to 0; lower warmup_steps (0: the decay starts at the first step)")
+    assert (folder / "checkpoint-5").is_dir() and (folder / "export").is_dir()
+    _overwrite_run(folder).train(_Trainer(warmup_steps=5, max_steps=6))
+    assert not (folder / "checkpoint-5").exists()
 
 
 def test_prepare_refuses_a_deepspeed_accumulation_this_launch_does_not_derive(tmp_path, monkeypatch):

@@ -829,6 +829,23 @@ def test_out_of_range_values_are_refused_when_the_config_loads(overrides, field,
     assert f"error: {field} must" in capsys.readouterr().err and not out.exists()
 
 
+def test_a_warmup_as_long_as_max_steps_is_refused_when_the_config_loads(tmp_path, capsys):
+    """transformers' schedules decay only after the warm-up: warmup_steps 20 with max_steps 12 trained every step
+    below learning_rate and ended at 0.6 x it, not at 0 (arXiv 2505.24616v3, Section 3.2), while run.json recorded
+    both. Refused naming both, before the run folder exists; a warm-up one step shorter than the run loads."""
+    with pytest.raises(ConfigError) as refused:
+        load_config(REPO / "configs/train/tiny/seq2seq.yaml", {"warmup_steps": 12, "max_steps": 12})
+    assert str(refused.value) == (
+        "warmup_steps 12 is not below the run's max_steps 12: the learning rate would rise for the whole run, never "
+        "reaching learning_rate nor decaying to 0; lower warmup_steps (0: the decay starts at the first step)")
+    out = tmp_path / "run"
+    assert main(["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--warmup-steps=20", "--max-steps=12",
+                 "--output-dir", str(out)]) == 2
+    assert "error: warmup_steps 20 is not below the run's max_steps 12" in capsys.readouterr().err
+    assert not out.exists()
+    assert load_config(REPO / "configs/train/tiny/seq2seq.yaml", {"warmup_steps": 11, "max_steps": 12}).warmup_steps == 11
+
+
 def test_values_at_the_edge_of_their_range_still_load():
     """0 where 0 means something (no clipping, no warm-up, no decay, no dropout), epochs 0 under max_steps, one
     row, a named list of modules."""
