@@ -10,7 +10,7 @@ does not define is an error, as is a flag that belongs only to another recipe. E
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 
-Why one module of ~1,150 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Why one module of ~1,180 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
 Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
 recipe would scatter one table of hyperparameters over five files.
 """
@@ -342,6 +342,18 @@ class TrainConfig:
                               f"train global_batch_size {self.global_batch_size} divided by {autotp!r} while run.json "
                               "records it whole; remove the key (ZeRO shards the model's memory over the ranks "
                               "instead)")
+        # Under ZeRO-3 transformers' save_model gathers the weights through accelerate's get_state_dict, which raises
+        # unless the JSON asks for it (DeepSpeed's default is false); transformers then saves a DeepSpeed checkpoint
+        # and no model.safetensors (trainer.py, Trainer.save_model), and the export found nothing to load after the
+        # whole run. DeepSpeed reads the key under three names (deepspeed/runtime/zero/config.py).
+        zero = settings.get("zero_optimization")
+        gathered = ("stage3_gather_16bit_weights_on_model_save", "gather_16bit_weights_on_model_save",
+                    "stage3_gather_fp16_weights_on_model_save")
+        if isinstance(zero, dict) and zero.get("stage") == 3 and not any(zero.get(key) is True for key in gathered):
+            raise ConfigError(f"deepspeed config {self.deepspeed}: zero_optimization stage 3 without "
+                              "stage3_gather_16bit_weights_on_model_save: true saves no model weights (a DeepSpeed "
+                              "checkpoint instead), so the export after training would find none to load; set it to "
+                              "true in zero_optimization (configs/deepspeed/zero3.json does)")
         self._refuse_deepspeed_mismatches(settings)
         optimizer = settings.get("optimizer")
         if optimizer is None:

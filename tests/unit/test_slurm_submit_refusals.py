@@ -192,7 +192,7 @@ def _zero_run(tmp_path, ranks: int) -> tuple[Path, Path]:
     """A config training under DeepSpeed ZeRO-3 into tmp_path/run, whose checkpoint-4 a job of ``ranks`` ranks saved:
     global_step4/ with one optimizer file per rank, and scheduler.pt. Returns the config file and the checkpoint."""
     deepspeed = tmp_path / "ds.json"
-    deepspeed.write_text('{"zero_optimization": {"stage": 3}}')
+    deepspeed.write_text('{"zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": true}}')
     config = tmp_path / "judge.yaml"
     config.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 4\nzero_shot: drop\n"
                       f"output_dir: {tmp_path / 'run'}\ndeepspeed: {deepspeed}\n")

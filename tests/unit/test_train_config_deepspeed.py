@@ -103,3 +103,27 @@ def test_the_launch_check_compares_accumulation_and_an_auto_bf16(tmp_path):
     with pytest.raises(ConfigError, match=r"gradient_accumulation_steps 2 vs the accumulation derived from "
                                           r"global_batch_size and the ranks 4; bf16.enabled True vs bf16 'auto' False"):
         config.check_deepspeed_launch(4, False)
+
+
+@pytest.mark.parametrize("gather", [None, False])
+def test_a_zero3_json_that_does_not_gather_the_weights_on_save_is_refused_at_load(tmp_path, gather):
+    """Under ZeRO-3 transformers' save_model writes the weights only where the JSON gathers them on save
+    (stage3_gather_16bit_weights_on_model_save, DeepSpeed's default false): else accelerate's get_state_dict raises,
+    transformers writes a DeepSpeed checkpoint with no model.safetensors, and the export, after the whole run, failed
+    to load it. Refused when the config loads, naming the key; true (or DeepSpeed's other spellings) loads, and
+    ZeRO-2 needs none."""
+    settings = json.loads((REPO / "configs" / "deepspeed" / "zero3.json").read_text(encoding="utf-8"))
+    zero = {k: v for k, v in settings["zero_optimization"].items() if k != "stage3_gather_16bit_weights_on_model_save"}
+    if gather is not None:
+        zero["stage3_gather_16bit_weights_on_model_save"] = gather
+    path = _deepspeed_json(tmp_path, zero_optimization=zero)
+    with pytest.raises(ConfigError) as refused:
+        _load(path)
+    assert str(refused.value) == (
+        f"deepspeed config {path}: zero_optimization stage 3 without stage3_gather_16bit_weights_on_model_save: "
+        "true saves no model weights (a DeepSpeed checkpoint instead), so the export after training would find "
+        "none to load; set it to true in zero_optimization (configs/deepspeed/zero3.json does)")
+    for spelling in ("stage3_gather_16bit_weights_on_model_save", "gather_16bit_weights_on_model_save",
+                     "stage3_gather_fp16_weights_on_model_save"):
+        _load(_deepspeed_json(tmp_path, zero_optimization={**zero, spelling: True}))
+    _load(_deepspeed_json(tmp_path, zero_optimization={"stage": 2}))
