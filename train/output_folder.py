@@ -4,9 +4,14 @@ to do (a finished run).
 ``check_output_dir`` decides before anything loads: ``--resume`` needs a complete checkpoint (``latest_checkpoint``)
 that holds the optimizer and schedule (``check_resumable``), a config that keeps what the checkpoint was trained
 with (``check_resumed_config``: ``RESUME_KEEPS`` against ``RESUME_FREE``), and for a DeepSpeed ZeRO checkpoint the
-number of ranks that wrote it (``check_world_size``); a resume of a run whose export is complete
-at its last step ends with nothing to do (``RunFinished``); a fresh run needs a folder without a checkpoint or a
-finished export, or ``--overwrite-output-dir``, whose deletion waits for ``clear_earlier_run``, as training begins.
+number of ranks that wrote it (``check_world_size``) and its ZeRO stage (``check_zero_stage``); a resume of a run
+whose export is complete at its last step ends with nothing to do (``RunFinished``); a fresh run needs a folder
+without a checkpoint or a finished export, or ``--overwrite-output-dir``, whose deletion waits for
+``clear_earlier_run``, as training begins.
+
+Why one module of ~540 lines: judge-train, slurm/train.sbatch (``_main``) and judge-train submit read a run folder
+through these same rules (which checkpoint is whole, whether it resumes, with which settings, ranks and ZeRO layout,
+whether the run is finished), so that none of them resumes what another would refuse.
 """
 
 from __future__ import annotations
@@ -19,9 +24,9 @@ from typing import Any
 from train.config import ConfigError, TrainConfig, config_to_dict
 from train.training_arguments import is_main_process, launched_world_size
 
-__all__ = ["latest_checkpoint", "survey_checkpoints", "check_resumable", "check_world_size", "check_output_dir",
-           "finished_export", "RunFinished", "RESUME_KEEPS", "RESUME_FREE", "check_resumed_config", "clear_earlier_run",
-           "what_a_resume_keeps"]
+__all__ = ["latest_checkpoint", "survey_checkpoints", "check_resumable", "check_world_size", "check_zero_stage",
+           "check_output_dir", "finished_export", "RunFinished", "RESUME_KEEPS", "RESUME_FREE", "check_resumed_config",
+           "clear_earlier_run", "what_a_resume_keeps"]
 
 logger = logging.getLogger(__name__)
 
@@ -200,6 +205,48 @@ def check_world_size(config: TrainConfig, checkpoint: Path, world_size: int | No
     )
 
 
+#: The model-states file each rank writes where ZeRO stage 3 partitions the weights (deepspeed/runtime/engine.py in
+#: deepspeedai/DeepSpeed, ``_get_ckpt_name``); stages 0 to 2 write one ``mp_rank_<mp>_model_states.pt`` instead.
+_ZERO3_MODEL_STATES = re.compile(r"^zero_pp_rank_\d+_mp_rank_\d+_model_states\.pt$")
+
+
+def check_zero_stage(config: TrainConfig, checkpoint: Path) -> None:
+    """Refuse to resume a DeepSpeed checkpoint under a JSON whose ZeRO stage saves its weights in another layout.
+
+    ``check_resumed_config`` compares the ``deepspeed`` path; a JSON edited in place between launches (stage 3 to 2)
+    passes it. DeepSpeed looks for the model-states files of the stage it runs (per rank under stage 3, one file
+    under stages 0 to 2: ``_get_ckpt_name``) and, finding none, fails inside ``trainer.train()`` after the base
+    model loaded. The layout is read from the files of the folder DeepSpeed would load (``latest``'s tag); a JSON
+    asking for universal checkpoints, which DeepSpeed converts itself, and a folder with no model-states file are
+    let through.
+
+    Raises:
+        ConfigError: naming the checkpoint, both stages and what to do instead.
+    """
+    steps = sorted(p for p in checkpoint.glob("global_step*") if p.is_dir())
+    try:
+        settings = config.deepspeed_settings()  # the config's one reading, as every other check's
+    except (OSError, ValueError):  # unreadable: TrainConfig.validate names it
+        return
+    zero = settings.get("zero_optimization")
+    stage = zero.get("stage", 0) if isinstance(zero, dict) else 0
+    if not steps or config.deepspeed is None or _universal_checkpoints(settings) or stage not in (0, 1, 2, 3):
+        return
+    latest = checkpoint / "latest"
+    tag = latest.read_text(encoding="utf-8").strip() if latest.is_file() else ""
+    folder = checkpoint / tag if tag and (checkpoint / tag).is_dir() else steps[-1]
+    saved = sorted(p.name for p in folder.iterdir() if p.name.endswith("_model_states.pt"))
+    if not saved or any(_ZERO3_MODEL_STATES.match(name) for name in saved) == (stage == 3):
+        return
+    written = "3" if any(_ZERO3_MODEL_STATES.match(name) for name in saved) else "0, 1 or 2"
+    raise ConfigError(
+        f"--resume: {checkpoint} is a DeepSpeed checkpoint of ZeRO stage {written} ({folder.name} holds {saved[0]}) "
+        f"and deepspeed config {config.deepspeed} sets stage {stage}: DeepSpeed would look for the other stage's "
+        "model-states files and fail once the model has loaded; resume with the ZeRO stage the run was saved with, "
+        "or start over with --overwrite-output-dir (under judge-train submit, `-- --overwrite-output-dir`)"
+    )
+
+
 class RunFinished(SystemExit):
     """``--resume`` of a run that is finished (``finished_export``): exit 0, nothing to do.
 
@@ -293,6 +340,7 @@ def check_output_dir(config: TrainConfig, world_size: int | None = None,
                               "(--overwrite-output-dir to train it again, or another --output-dir)")
         check_resumable(checkpoint)
         check_world_size(config, checkpoint, world_size, launch)
+        check_zero_stage(config, checkpoint)
     if not config.resume and (checkpoint is not None or finished):
         if not config.overwrite_output_dir:
             held = checkpoint.name if checkpoint is not None else "a finished export/"

@@ -335,9 +335,10 @@ def test_an_export_replaces_the_earlier_one_whole_and_keeps_its_cards_evaluation
     assert (recorded["result"]["export_dir"], recorded["result"]["global_step"]) == (str(export), 12)
 
 
-def _zero_checkpoint(folder, config, *, ranks, launch_world_size):
+def _zero_checkpoint(folder, config, *, ranks, launch_world_size, stage=3):
     """A DeepSpeed ZeRO run's folder: checkpoint-4 holding global_step4/ with one optimizer file per rank that saved
-    it (``ranks`` of them; 0: none, as if its files were not there to count), and run.json's launch.world_size."""
+    it (``ranks`` of them; 0: none, as if its files were not there to count), the model states as ZeRO ``stage``
+    writes them (one per rank under stage 3, one file below), and run.json's launch.world_size."""
     from train.provenance import update_run_json
 
     checkpoint = _earlier_run(folder, config)
@@ -346,7 +347,8 @@ def _zero_checkpoint(folder, config, *, ranks, launch_world_size):
     (checkpoint / "latest").write_text("global_step4", encoding="utf-8")
     for rank in range(ranks):
         (checkpoint / "global_step4" / f"bf16_zero_pp_rank_{rank}_mp_rank_00_optim_states.pt").write_bytes(b"")
-    (checkpoint / "global_step4" / "zero_pp_rank_0_mp_rank_00_model_states.pt").write_bytes(b"")
+    model_states = "zero_pp_rank_0_mp_rank_00_model_states.pt" if stage == 3 else "mp_rank_00_model_states.pt"
+    (checkpoint / "global_step4" / model_states).write_bytes(b"")
     update_run_json(folder, launch={"world_size": launch_world_size})
     return checkpoint
 
@@ -377,7 +379,8 @@ def test_a_zero_checkpoint_resumes_only_on_the_number_of_ranks_that_wrote_it(tmp
     deepspeed = tmp_path / "ds.json"
     deepspeed.write_text(json.dumps({} if stage is None else {"zero_optimization": {"stage": stage}}))
     earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"), deepspeed=str(deepspeed))
-    checkpoint = _zero_checkpoint(tmp_path / "run", earlier, ranks=ranks, launch_world_size=launch_world_size)
+    checkpoint = _zero_checkpoint(tmp_path / "run", earlier, ranks=ranks, launch_world_size=launch_world_size,
+                                  stage=stage or 0)
     resumed = dataclasses.replace(earlier, resume=True)
     if refused is None:
         assert check_output_dir(resumed) == checkpoint
@@ -389,6 +392,36 @@ def test_a_zero_checkpoint_resumes_only_on_the_number_of_ranks_that_wrote_it(tmp
         f"share of the optimizer state, which DeepSpeed cannot load on another number of ranks; resume on "
         f"{refused.split()[2]} ranks (the same nodes x GPUs), or start over with --overwrite-output-dir (under "
         "judge-train submit, `-- --overwrite-output-dir`)")
+
+
+@pytest.mark.parametrize("saved, now", [(3, 2), (2, 3), (0, 3)])
+def test_a_zero_checkpoint_is_refused_under_a_json_of_another_zero_stage(tmp_path, monkeypatch, saved, now):
+    """The resume compares the deepspeed path; a JSON edited in place (stage 3 -> 2) passed, and DeepSpeed, looking
+    for the model-states files of the stage it runs, failed inside trainer.train() after the model loaded. Refused
+    before anything loads, naming both stages; the stage it was saved with resumes, and so does a universal
+    checkpoint, which DeepSpeed converts itself."""
+    import json
+
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    deepspeed = tmp_path / "ds.json"
+    deepspeed.write_text(json.dumps({"zero_optimization": {"stage": now}}))
+    earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"), deepspeed=str(deepspeed))
+    checkpoint = _zero_checkpoint(tmp_path / "run", earlier, ranks=1 if saved else 0, launch_world_size=1,
+                                  stage=saved)
+    resumed = dataclasses.replace(earlier, resume=True)
+    with pytest.raises(ConfigError) as error:
+        check_output_dir(resumed)
+    written, held = ("3", "zero_pp_rank_0_mp_rank_00_model_states.pt") if saved == 3 else (
+        "0, 1 or 2", "mp_rank_00_model_states.pt")
+    assert str(error.value) == (
+        f"--resume: {checkpoint} is a DeepSpeed checkpoint of ZeRO stage {written} (global_step4 holds {held}) and "
+        f"deepspeed config {deepspeed} sets stage {now}: DeepSpeed would look for the other stage's model-states "
+        "files and fail once the model has loaded; resume with the ZeRO stage the run was saved with, or start over "
+        "with --overwrite-output-dir (under judge-train submit, `-- --overwrite-output-dir`)")
+    deepspeed.write_text(json.dumps({"zero_optimization": {"stage": saved}}))
+    assert check_output_dir(dataclasses.replace(earlier, resume=True)) == checkpoint  # a new config reads the file
+    deepspeed.write_text(json.dumps({"zero_optimization": {"stage": now}, "checkpoint": {"load_universal": True}}))
+    assert check_output_dir(dataclasses.replace(earlier, resume=True)) == checkpoint  # a new config reads the file
 
 
 def test_a_zero_checkpoint_resumes_on_other_ranks_when_deepspeed_loads_it_as_universal(tmp_path, monkeypatch):
