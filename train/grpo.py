@@ -827,7 +827,7 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = (), data: GRPOData | No
         args=args,
         train_dataset=train_dataset,
         processing_class=run.tokenizer,
-        peft_config=lora.lora_config(config),
+        peft_config=lora.lora_config(config, model=model),
         callbacks=[run.stopper, *callbacks],
     )
 

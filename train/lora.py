@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from train.config import TrainConfig
 
-__all__ = ["QWEN2_LINEAR_MODULES", "lora_config", "target_modules", "trainable_in_float32"]
+__all__ = ["QWEN2_LINEAR_MODULES", "check_target_modules", "lora_config", "target_modules", "trainable_in_float32"]
 
 #: The linear layers of a Qwen2 decoder block: what LoRA's "all-linear" means here. Listing them keeps the LM head
 #: and the regression ``score`` head out of the adapters (the score head is trained in full instead).
@@ -17,11 +17,15 @@ def target_modules(config: TrainConfig) -> list[str]:
     return list(QWEN2_LINEAR_MODULES) if names == ["all-linear"] else names
 
 
-def lora_config(config: TrainConfig, *, modules_to_save: list[str] | None = None):
-    """A peft ``LoraConfig`` from the config, or None when LoRA is off."""
+def lora_config(config: TrainConfig, *, modules_to_save: list[str] | None = None, model=None):
+    """A peft ``LoraConfig`` from the config, or None when LoRA is off; with ``model``, each target checked against
+    its modules first (``check_target_modules``)."""
     if not config.lora:
         return None
     from peft import LoraConfig
+
+    if model is not None:
+        check_target_modules(config, model)
 
     return LoraConfig(
         r=config.lora_r,
@@ -31,6 +35,33 @@ def lora_config(config: TrainConfig, *, modules_to_save: list[str] | None = None
         modules_to_save=modules_to_save,
         task_type="CAUSAL_LM",
     )
+
+
+def check_target_modules(config: TrainConfig, model) -> None:
+    """Refuse a ``lora_target_modules`` name that matches no module of ``model``.
+
+    peft matches a target by a module's full name or its last parts (``name == target`` or ``name.endswith("." +
+    target)``: ``check_target_module_exists`` in peft/tuners/tuners_utils.py) and refuses only a list of which no
+    name matches: ``q_prj,v_proj`` would train adapters on v_proj alone, while run.json, the model card and
+    the adapter's own config record both names.
+
+    Raises:
+        ConfigError: naming each unmatched target and the nearest module names the model has.
+    """
+    import difflib
+
+    from train.config import ConfigError
+
+    names = [name for name, _ in model.named_modules() if name]
+    missing = [target for target in target_modules(config)
+               if not any(name == target or name.endswith("." + target) for name in names)]
+    if missing:
+        leaves = sorted({name.rsplit(".", 1)[-1] for name in names})
+        close = sorted({near for target in missing for near in difflib.get_close_matches(target, leaves, n=1)})
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise ConfigError(f"lora_target_modules: {', '.join(missing)} matches no module of the base model{hint}; "
+                          f"peft would put no adapter there and train the other names alone. Its linear layers: "
+                          f"{', '.join(QWEN2_LINEAR_MODULES)} ('all-linear')")
 
 
 def trainable_in_float32(model) -> list[str]:

@@ -232,7 +232,7 @@ def build_model(config: RegressionConfig, base_model: str, dtype, pad_token_id: 
     model = Qwen2ForRationaleAndScore.from_pretrained(base_model, dtype=dtype, attn_implementation=config.attn_implementation)
     _say_score_head(model, base_model)
     model.config.pad_token_id = pad_token_id
-    peft_config = lora.lora_config(config, modules_to_save=["score"])
+    peft_config = lora.lora_config(config, modules_to_save=["score"], model=model)
     if peft_config is not None:
         from peft import get_peft_model
 

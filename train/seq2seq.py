@@ -710,7 +710,7 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = (), data: TrainingData | N
         train_dataset=train_dataset,
         eval_dataset=eval_dataset,
         processing_class=run.tokenizer,
-        peft_config=lora.lora_config(config),
+        peft_config=lora.lora_config(config, model=model),
         callbacks=[run.stopper, *callbacks],
     )
 
