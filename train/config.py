@@ -344,8 +344,8 @@ class TrainConfig:
                               "instead)")
         # Under ZeRO-3 transformers' save_model gathers the weights through accelerate's get_state_dict, which raises
         # unless the JSON asks for it (DeepSpeed's default is false); transformers then saves a DeepSpeed checkpoint
-        # and no model.safetensors (trainer.py, Trainer.save_model), and the export found nothing to load after the
-        # whole run. DeepSpeed reads the key under three names (deepspeed/runtime/zero/config.py).
+        # and no model.safetensors (trainer.py, Trainer.save_model), and the export would find nothing to load
+        # after the whole run. DeepSpeed reads the key under three names (deepspeed/runtime/zero/config.py).
         zero = settings.get("zero_optimization")
         gathered = ("stage3_gather_16bit_weights_on_model_save", "gather_16bit_weights_on_model_save",
                     "stage3_gather_fp16_weights_on_model_save")
