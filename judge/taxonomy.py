@@ -288,7 +288,8 @@ class Taxonomy:
         Raises:
             TaxonomyError: unknown key (the message names the closest matches), a name whose variants the
                 given task does not list, or one whose leaves under the task list variants with different rubrics
-                or scales (the message names each variant's id and its leaves).
+                or scales (the message names each variant's id and its leaves; ``level``, as ``leaf``'s, is that
+                of the field that must name the leaf: 1 ``task_subtype``, 2 ``task_subsubtype``).
         """
         if key in self.criteria:
             return self.criteria[key]
@@ -298,20 +299,24 @@ class Taxonomy:
             hint = f"; did you mean {', '.join(repr(self._display_names[c]) for c in close)}?" if close else ""
             raise TaxonomyError(f"unknown criterion {quoted_name(key)}{hint}")
         if task is not None:
-            leaves = [task] if isinstance(task, Task) else self.find_tasks(*((task,) if isinstance(task, str) else task))
+            names = task.path if isinstance(task, Task) else (task,) if isinstance(task, str) else tuple(task)
+            leaves = [task] if isinstance(task, Task) else self.find_tasks(*names)
             listed = [cid for cid in ids if any(cid in leaf.criteria for leaf in leaves)]
             if not listed:
                 raise TaxonomyError(f"criterion {quoted_name(key)} is not used by task {_describe(leaves)}")
             shown = {(self.criteria[cid].rubric("ru"), self.criteria[cid].scale) for cid in listed}
             if len(shown) > 1:
-                # A path above several leaves (a task type without its subtype) whose leaves word the criterion
-                # differently names no one rubric; criteria_for refuses such a path the same way.
+                # A path above several leaves (a task type without its subtype, or a subtype without its
+                # sub-subtype) whose leaves word the criterion differently names no one rubric; criteria_for refuses
+                # such a path the same way, and names the same field (level) as the one that must name the leaf.
                 variants = "; ".join(
                     f"{cid} ({', '.join(' / '.join(leaf.path) for leaf in leaves if cid in leaf.criteria)})"
                     for cid in listed)
+                level = self._leaf_level(names[0], leaves)
                 raise TaxonomyError(
                     f"criterion {quoted_name(key)} has {len(listed)} variants with different rubrics under task "
-                    f"{_path_words(task)}: {variants}; name the leaf (its subtype) or the variant's id")
+                    f"{_path_words(task)}: {variants}; name its {('task_subtype', 'task_subsubtype')[level - 1]} "
+                    "(one leaf) or the variant's id", level=level)
             return self.criteria[listed[0]]
         base = [cid for cid in ids if "__" not in cid]
         return self.criteria[(base or ids)[0]]
@@ -424,11 +429,17 @@ class Taxonomy:
         leaves = self.find_tasks(*names)
         if len(leaves) == 1:
             return leaves[0]
-        shift = int(self.canonical_task_type(names[0]) is None)  # a group named as the task type
-        level = min(2, (1 if len({leaf.subtype for leaf in leaves}) > 1 else 2) + shift)
+        level = self._leaf_level(names[0], leaves)
         path = " / ".join(name or "(any)" for name in names[: max(i for i, n in enumerate(names) if n) + 1])
         raise TaxonomyError(f"task {quoted_name(path)} names {len(leaves)} leaves, not one: {_describe(leaves)}",
                             level=level)
+
+    def _leaf_level(self, task_type: str, leaves: list[Task]) -> int:
+        """The level of the field that must name one of ``leaves`` (those under a path that starts at
+        ``task_type``): 1 (``task_subtype``) when they differ in subtype, else 2 (``task_subsubtype``); one more
+        where ``task_type`` names a group, whose levels are read one field on, never past 2."""
+        shift = int(self.canonical_task_type(task_type) is None)  # a group named as the task type
+        return min(2, (1 if len({leaf.subtype for leaf in leaves}) > 1 else 2) + shift)
 
 
 def _describe(leaves: list[Task]) -> str:

@@ -115,6 +115,23 @@ def test_a_name_whose_variants_differ_across_the_tasks_leaves_is_refused_naming_
     assert taxonomy.criterion(alike[1], task=(alike[0],)).id in alike[2]
 
 
+def test_a_name_refused_above_its_leaves_names_the_field_that_picks_one(taxonomy):
+    """The refusal of a name whose variants differ below the task says which field must name the leaf, as its
+    ``level`` does (``criteria_for``'s and ``leaf``'s): a task type alone, its ``task_subtype``; a subtype with several
+    sub-subtypes (Summarizing / Brief retelling: a literary, journalistic, official and scientific text, one
+    ``Креативность`` rubric each), its ``task_subsubtype``, where naming the subtype again resolves nothing."""
+    with pytest.raises(TaxonomyError) as refused:
+        taxonomy.criterion("Креативность", task=("Extract",))
+    assert refused.value.level == 1 and "name its task_subtype (one leaf) or the variant's id" in str(refused.value)
+    with pytest.raises(TaxonomyError) as refused:
+        taxonomy.criterion("Креативность", task=("Summarizing", "Brief retelling"))
+    message = str(refused.value)
+    assert refused.value.level == 2 and "name its task_subsubtype (one leaf) or the variant's id" in message
+    assert "(its subtype)" not in message and "'Summarizing / Brief retelling'" in message
+    assert taxonomy.criterion("Креативность", task=("Summarizing", "Brief retelling", "Scientific text")).id == (
+        "creativity__3")
+
+
 def test_unknown_criterion_suggests(taxonomy):
     """An unknown name fails with the closest matches named."""
     with pytest.raises(TaxonomyError, match="did you mean 'Creativity'"):
