@@ -20,7 +20,7 @@ import difflib
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -289,7 +289,8 @@ class Taxonomy:
             TaxonomyError: unknown key (the message names the closest matches), a name whose variants the
                 given task does not list, or one whose leaves under the task list variants with different rubrics
                 or scales (the message names each variant's id and its leaves; ``level``, as ``leaf``'s, is that
-                of the field that must name the leaf: 1 ``task_subtype``, 2 ``task_subsubtype``).
+                of the field that must name the leaf: 1 ``task_subtype``, 2 ``task_subsubtype``; None for a ``Task``,
+                where only an id can pick).
         """
         if key in self.criteria:
             return self.criteria[key]
@@ -312,11 +313,12 @@ class Taxonomy:
                 variants = "; ".join(
                     f"{cid} ({', '.join(' / '.join(leaf.path) for leaf in leaves if cid in leaf.criteria)})"
                     for cid in listed)
-                level = self._leaf_level(names[0], leaves)
+                # One leaf listing both (no leaf of the released taxonomy does) leaves no field to name: the id.
+                level = self._leaf_level(names[0], leaves) if len(leaves) > 1 else None
+                pick = f"its {('task_subtype', 'task_subsubtype')[level - 1]} (one leaf) or " if level else ""
                 raise TaxonomyError(
                     f"criterion {quoted_name(key)} has {len(listed)} variants with different rubrics under task "
-                    f"{_path_words(task)}: {variants}; name its {('task_subtype', 'task_subsubtype')[level - 1]} "
-                    "(one leaf) or the variant's id", level=level)
+                    f"{_path_words(names)}: {variants}; name {pick}the variant's id", level=level)
             return self.criteria[listed[0]]
         base = [cid for cid in ids if "__" not in cid]
         return self.criteria[(base or ids)[0]]
@@ -430,9 +432,8 @@ class Taxonomy:
         if len(leaves) == 1:
             return leaves[0]
         level = self._leaf_level(names[0], leaves)
-        path = " / ".join(name or "(any)" for name in names[: max(i for i, n in enumerate(names) if n) + 1])
-        raise TaxonomyError(f"task {quoted_name(path)} names {len(leaves)} leaves, not one: {_describe(leaves)}",
-                            level=level)
+        path = _path_words(names[: max(i for i, n in enumerate(names) if n) + 1])
+        raise TaxonomyError(f"task {path} names {len(leaves)} leaves, not one: {_describe(leaves)}", level=level)
 
     def _leaf_level(self, task_type: str, leaves: list[Task]) -> int:
         """The level of the field that must name one of ``leaves`` (those under a path that starts at
@@ -446,9 +447,8 @@ def _describe(leaves: list[Task]) -> str:
     return "; ".join(" / ".join(leaf.path) for leaf in leaves)
 
 
-def _path_words(task: tuple[str | None, ...] | str) -> str:
-    """A task path as given (a name, or names with a blank level as "(any)"), quoted and cut as names are."""
-    names = (task,) if isinstance(task, str) else task
+def _path_words(names: Sequence[str | None]) -> str:
+    """A task path as given (names, a blank level as "(any)"), quoted and cut as names are."""
     return quoted_name(" / ".join(name or "(any)" for name in names))
 
 

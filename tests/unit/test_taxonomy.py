@@ -1,5 +1,6 @@
 """The vendored POLLUX taxonomy: lookups, criteria sets of tasks, and the deliberate handling of its data flaws."""
 
+import dataclasses
 import json
 from importlib import resources
 
@@ -130,6 +131,20 @@ def test_a_name_refused_above_its_leaves_names_the_field_that_picks_one(taxonomy
     assert "(its subtype)" not in message and "'Summarizing / Brief retelling'" in message
     assert taxonomy.criterion("Креативность", task=("Summarizing", "Brief retelling", "Scientific text")).id == (
         "creativity__3")
+
+
+def test_a_leaf_task_listing_two_differing_variants_of_a_name_is_refused_naming_the_leaf(taxonomy):
+    """A ``Task`` given as the task is named by its path in the refusal, as a path tuple is. No leaf of the released
+    taxonomy lists two differing variants of one name; one that did (built here) is refused naming it and both ids,
+    with only the id left to pick one (no field names more than the leaf), not a ``TypeError``."""
+    leaf = taxonomy.find_tasks("Extract", "Scientific text")[0]
+    leaf = dataclasses.replace(leaf, criteria=leaf.criteria + ("creativity",))
+    with pytest.raises(TaxonomyError) as refused:
+        taxonomy.criterion("Креативность", task=leaf)
+    message = str(refused.value)
+    assert "under task 'Extract / Scientific text'" in message and refused.value.level is None
+    assert "creativity (Extract / Scientific text)" in message and "creativity__3 (Extract / Scientific text)" in message
+    assert message.endswith("; name the variant's id")
 
 
 def test_unknown_criterion_suggests(taxonomy):
