@@ -442,20 +442,21 @@ class RefuseWhileDrainingMiddleware:
             # would be a plain-text 500 (and a traceback) for a request that merely outlived the drain. It still
             # logs the cancellation; the client gets the drain's 503 first, when nothing of an answer went out yet.
             # A failed judge-serve (an engine past engine_max_restarts) stops through the same grace: its 503 says
-            # why, with no Retry-After, as each of its 503s (ServerState.retry_headers).
+            # why, as each of its 503s does.
             if self.state.status in ("draining", "failed") and not started:
-                refusal = self._refused(self.state.failure if self.state.status == "failed" else None)
+                refusal = self._refused()
                 with contextlib.suppress(Exception):  # the client may be gone; the cancellation goes on regardless
                     await refusal(scope, receive, send)
             raise
 
-    @staticmethod
-    def _refused(failure: str | None = None):
-        if failure is not None:
-            return error_response(503, sanitized(f"judge-serve is shutting down: it cannot serve ({failure})"),
-                                  "server_error", code="shutting_down")
-        return error_response(503, "judge-serve is shutting down", "server_error", code="shutting_down",
-                              headers={"Retry-After": "5"})
+    def _refused(self):
+        """The drain's 503, with Retry-After. A failed judge-serve's is worded, typed and headed as every other 503
+        of one (``ServerState.engine_problem``, ``service_unavailable``, no Retry-After: it exits)."""
+        failed = self.state.status == "failed"
+        message = (f"judge-serve is shutting down; {self.state.engine_problem('')}" if failed
+                   else "judge-serve is shutting down")
+        return error_response(503, sanitized(message), "service_unavailable" if failed else "server_error",
+                              code="shutting_down", headers=self.state.retry_headers(()))
 
 
 class RequestIdMiddleware:

@@ -105,13 +105,13 @@ def _cancelled_mid_request(status_after_entry: str, answer_started: bool, failur
     ``shutdown_grace_s``) once it runs, judge-serve's status then ``status_after_entry``; what the client was sent.
     The cancellation must still reach uvicorn."""
     import asyncio
-    from types import SimpleNamespace
 
     import pytest
 
     from serve.connections import RefuseWhileDrainingMiddleware
+    from serve.supervision import ServerState
 
-    state = SimpleNamespace(status="ready", failure=None)
+    state = ServerState(config=None, layout=None, status="ready")
     entered = asyncio.Event()
     sent: list[dict] = []
 
@@ -151,16 +151,18 @@ def test_a_request_cut_off_by_the_end_of_the_drain_gets_the_drains_503_not_a_pla
 def test_a_request_cut_off_as_a_failed_judge_serve_stops_gets_its_failure_not_a_plain_500():
     """judge-serve failed (an engine kept dying past engine_max_restarts) and stops: uvicorn lets the requests in
     flight run for shutdown_grace_s, then cancels them, as in a drain. Such a request's client got uvicorn's
-    text/plain 500 and the log a traceback; it gets the stated failure as a 503 in OpenAI's shape, with no
-    Retry-After (judge-serve exits, as every 503 of a failed judge-serve says)."""
+    text/plain 500 and the log a traceback; it gets the stated failure as a 503 in OpenAI's shape, worded, typed
+    and with no Retry-After as every other 503 of a failed judge-serve (``ServerState.engine_problem`` and
+    ``retry_headers``; type ``service_unavailable``, where the drain's own 503 is a ``server_error``): judge-serve
+    exits, and a client reading the type reads one for every refusal of a judge-serve that failed."""
     start, body = _cancelled_mid_request("failed", answer_started=False, failure=(
         "the generator engine died 4 times within 600 s (last exit code -9); engine_max_restarts=3 reached, "
         "judge-serve stops"))
     assert start["status"] == 503 and not any(name == b"retry-after" for name, _ in start["headers"])
     assert json.loads(body["body"])["error"] == {
-        "message": "judge-serve is shutting down: it cannot serve (the generator engine died 4 times within 600 s "
-                   "(last exit code -9); engine_max_restarts=3 reached, judge-serve stops)",
-        "type": "server_error", "param": None, "code": "shutting_down"}
+        "message": "judge-serve is shutting down; judge-serve cannot serve: the generator engine died 4 times within "
+                   "600 s (last exit code -9); engine_max_restarts=3 reached, judge-serve stops",
+        "type": "service_unavailable", "param": None, "code": "shutting_down"}
 
 
 def test_a_cancelled_request_whose_answer_began_or_that_is_not_draining_gets_nothing_more():
