@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from judge.scales import Scale, ScaleError, scale_of
+from judge.scales import Scale, ScaleError, level_of_key, scale_of
 from judge.taxonomy import RUBRIC_LEVEL_SEPARATOR, Criterion, TaxonomyError, load_taxonomy
 
 if TYPE_CHECKING:  # the wire's pydantic is imported by whoever builds one
@@ -151,11 +151,8 @@ def _rubric_text(rubrics: str | Mapping[str, str]) -> str:
     return RUBRIC_LEVEL_SEPARATOR.join(f"{level}: {text}" for level, text in ordered)
 
 
-def _level_key(level: str) -> tuple[int, str]:
-    """A mapping's level as a sort key: by the number ``scale_of`` reads from the key (spaces around it, a plus, the
-    typographic minus U+2212 as "-"); a key that is no number sorts as 0 (``scale_of`` refuses such a rubric, after
-    its text is built)."""
-    try:
-        return (int(level.strip().replace("\u2212", "-")), "")
-    except ValueError:
-        return (0, level)
+def _level_key(key) -> tuple[int, str]:
+    """A mapping's key as a sort key: the level ``scale_of`` reads from it (``level_of_key``); a key that names none
+    sorts as 0 (``scale_of`` refuses such a rubric, after its text is built)."""
+    level = level_of_key(key)
+    return (0, str(key)) if level is None else (level, "")

@@ -7,7 +7,7 @@ levels on one line (``0: плохо; 1: средне; 2: хорошо``), text t
 and ``5: отлично``: the scale 1..5), or a mapping from level to description, possibly nested by language (``{"ru":
 {"0": ...}, "en": {...}}``). ``scale_of`` reads all of them into one ``Scale``.
 
-Why one module of ~545 lines: every shape above is read with one set of level patterns and refused in one wording
+Why one module of ~565 lines: every shape above is read with one set of level patterns and refused in one wording
 (a level that is no integer reads alike from a mapping's key and a text's line), and the panel-mode helpers at the
 end are the few lines that other modules share with the scale; split, the patterns and the refusals would drift
 apart between the readers.
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from judge.plumbing.json_reading import value_words
 
 __all__ = ["Scale", "ScaleError", "scale_of", "has_unique_mode", "unique_mode_mask", "MAX_LEVELS", "MAX_LEVEL_DIGITS",
-           "PAIRWISE_SCALE", "foreign_digit"]
+           "PAIRWISE_SCALE", "foreign_digit", "level_of_key"]
 
 #: Most levels a scale may have. POLLUX's criteria have 2 or 3 (arXiv 2505.24616v3, Section 2.2); 101 still takes a 0..100 rubric.
 #: A rubric text costs nothing to write ("от 0 до 10000000") but every level is kept and echoed in each result,
@@ -235,6 +235,24 @@ def _rubric_scale(levels: tuple[int, ...], rubrics) -> Scale:
     return Scale(levels)
 
 
+def level_of_key(key) -> int | None:
+    """The level ``scale_of`` reads from a rubric mapping's key (spaces around it, a plus, the typographic minus
+    U+2212 as "-"), or None for a key it refuses as no level: not an integer in ASCII digits, or one of more than
+    ``MAX_LEVEL_DIGITS`` digits."""
+    try:
+        return _key_level(key)
+    except ScaleError:
+        return None
+
+
+def _key_level(key) -> int:
+    """``level_of_key``, raising the refusal ``scale_of`` gives for a key that names no level."""
+    written = str(key).strip().replace("\u2212", "-")  # the typographic minus, as in level lines
+    if not re.fullmatch(r"[+-]?[0-9]+", written):
+        raise _not_an_integer(written)
+    return _level(written)
+
+
 def _levels_from_keys(keys) -> tuple[int, ...]:
     """The levels of a rubric mapping's keys, each an integer in ASCII digits, no two naming one level.
 
@@ -245,10 +263,7 @@ def _levels_from_keys(keys) -> tuple[int, ...]:
     """
     keys_of: dict[int, str] = {}
     for key in keys:
-        written = str(key).strip().replace("\u2212", "-")  # the typographic minus, as in level lines
-        if not re.fullmatch(r"[+-]?[0-9]+", written):
-            raise _not_an_integer(written)
-        level = _level(written)
+        level = _key_level(key)
         if level in keys_of:
             raise ScaleError(f"rubric levels {keys_of[level][:20]!r} and {str(key)[:20]!r} are both level {level}: "
                              "give each level one key")

@@ -35,3 +35,21 @@ def test_a_rubric_level_is_written_in_ascii_digits(key):
         scale_of({key: "a", "2": "b"})
     assert scale_of({"0": "a", "1": "b", "2": "c"}) == Scale((0, 1, 2))
     assert scale_of({"\u22121": "a", "0": "b", "+1": "c"}) == Scale((-1, 0, 1))
+
+
+@pytest.mark.parametrize("key,level", [("2", 2), (" 1 ", 1), ("+2", 2), ("\u22121", -1), ("-1", -1), ("007", 7),
+                                       (3, 3), ("\u0661", None), ("\uff11", None), ("1.5", None), ("два", None),
+                                       ("", None), ("1" * 7, None)])
+def test_level_of_key_reads_the_level_scale_of_reads_from_a_key(key, level):
+    """``level_of_key`` is the one reading of a mapping's key, shared by ``scale_of`` and the custom rubric's layout
+    (``judge.criteria``): the level ``scale_of`` reads from it, or None for a key it refuses as no level (not an
+    integer in ASCII digits, or past ``MAX_LEVEL_DIGITS`` digits)."""
+    from judge.scales import level_of_key
+
+    assert level_of_key(key) == level
+    other = "-5" if level != -5 else "5"
+    if level is None:
+        with pytest.raises(ScaleError, match="not an integer|more than"):
+            scale_of({key: "a", other: "b"})
+    else:
+        assert level in scale_of({key: "a", other: "b"}).levels
