@@ -587,12 +587,15 @@ def parse_integer_verdict(content: str | None, reasoning: str | None = None, sca
 
     Follows POLLUX's own client (``demo/serve_pollux_demo.py`` in ``ai-forever/POLLUX``, lines 160-180): the
     reasoning is the server's separated field (vLLM ``--reasoning-parser qwen3``) or an inline
-    ``<think>...</think>`` block, which is removed from the answer; the answer is an integer, or text ending in
-    one. Beyond POLLUX's client: an answer cut inside its reasoning (an unclosed ``<think>``, or reasoning with no
-    answer after it, which is how vLLM's reasoning parser returns a generation cut before ``</think>``) is an
-    ``unclosed_think`` failure, never a score; a reasoning that closed (``</think>``) with nothing after it is an
-    ``empty`` failure, its reasoning kept as feedback; a ``</think>`` without its ``<think>`` (a template that opened
-    the block in the prompt) closes the reasoning; the score is checked against ``scale`` as ``parse_verdict`` does.
+    ``<think>...</think>`` block, which is replaced by a space in the answer (POLLUX's client joins the text around
+    it); the answer is an integer, or text ending in one. Beyond POLLUX's client: an answer cut inside its reasoning
+    (an unclosed ``<think>``, or reasoning with no answer after it, which is how vLLM's reasoning parser returns a
+    generation cut before ``</think>``) is an ``unclosed_think`` failure, never a score; a reasoning that closed
+    (``</think>``) with nothing after it is an ``empty`` failure, its reasoning kept as feedback; a ``</think>``
+    without its ``<think>`` (a template that opened the block in the prompt) closes the reasoning; a block between
+    two answers keeps them apart (``1<think>...</think>2`` reads 2, the answer after the last reasoning, where the
+    client reads 12); the tail of a decimal is no integer (``1.5`` is a ``no_score`` failure, where the client reads
+    5); the score is checked against ``scale`` as ``parse_verdict`` does.
 
     Args:
         content: the answer (chat ``message.content``, or a completion's whole text with its ``<think>`` block).
