@@ -4,6 +4,8 @@ two linear models over them, the task type (temperature-scaled) and the leaf wit
 ``weights.npz`` saved with it) and ``weights.npz`` (idf, coefficients in float16, intercepts); one ships with the package (``judge/data/criteria_tfidf``, loaded by
 ``TfidfClassifier.load()`` with no argument). Fitting and writing an artefact are training's job
 (``train/criteria_tfidf.py``, ``judge-train criteria-classifier``); this module only reads one.
+A saved artefact's vectorizers are rebuilt by the scikit-learn installed; one built by another minor version is
+warned of at load (``_warn_other_scikit_learn``, naming both versions).
 
 What it cannot tell: the evidence check (``MIN_LETTER_NGRAMS``) counts known n-grams of Cyrillic letters, not of
 Russian, and not how much of a task they name. A very short request passes it on one known word and gets that
@@ -16,8 +18,10 @@ to judge it on its criteria. (``docs/criteria-auto.md``, "The shipped classifier
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import numbers
+import re
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -64,6 +68,8 @@ DEFAULT_TFIDF_DIR = "criteria_tfidf"
 #: gives (six: "кот"), while the real instructions of the bundled sets (held-out, training, sample) hold many
 #: times more; the paper has no classifier, so a named constant.
 MIN_LETTER_NGRAMS = 5
+
+log = logging.getLogger(__name__)
 
 #: What ``model.json`` says of each feature family (``train.criteria_tfidf.features_to_json`` writes it).
 _FEATURE_KEYS = ("analyzer", "ngram_range", "sublinear_tf", "lowercase", "vocabulary")
@@ -203,6 +209,31 @@ def _refuse_another_taxonomy(folder: Path, leaf_classes: Sequence[str]) -> None:
         said = f"leaves the taxonomy does not have: {unknown[:3]}" if unknown else "repeated leaves"
         raise ValueError(f"tfidf: {folder} was trained on another taxonomy ({said}); retrain it with "
                          f"`judge-train criteria-classifier --out {folder}`")
+
+
+def _warn_other_scikit_learn(folder: Path, versions) -> None:
+    """Log a warning when ``model.json``'s ``versions`` say the artefact was built by a scikit-learn of another
+    minor version than the one installed. Its vectorizers are rebuilt from the saved vocabularies and idf by the
+    installed scikit-learn (``TextFeatures.vectorizers``), whose tokenizing and weighting then make the features: a
+    release that changed either would move every choice without an error. Patch releases are not told apart (a
+    warning on every start would be read past). The installed version is read from the package metadata, so loading
+    still imports no scikit-learn."""
+    from importlib import metadata
+
+    built = versions.get("scikit-learn") if isinstance(versions, Mapping) else None
+    try:
+        running = metadata.version("scikit-learn")
+    except metadata.PackageNotFoundError:  # the first prediction says so, importing it
+        return
+    minor = lambda v: re.match(r"(\d+)\.(\d+)", v or "")  # noqa: E731
+    if not isinstance(built, str) or not minor(built) or not minor(running):
+        return  # nothing recorded to compare (a hand-made artefact): no claim either way
+    if minor(built).groups() != minor(running).groups():
+        log.warning("tfidf: %s was built with scikit-learn %s, and this is scikit-learn %s: its features are rebuilt "
+                    "from the saved vocabularies by this version, so a change in how it tokenizes or weights a text "
+                    "would move every choice without an error; rebuild it with `judge-train criteria-classifier --out "
+                    "%s` (or install scikit-learn %s)", folder / "model.json", built, running, folder,
+                    ".".join(minor(built).groups()))
 
 
 def _number(value) -> float:
@@ -356,6 +387,7 @@ class TfidfClassifier(LeafScoresClassifier):
                 raise ValueError(f"tfidf: {folder / 'model.json'}: field {key!r} {what}, expected {kind_words(kind)}; "
                                  f"retrain it with `judge-train criteria-classifier --out {folder}`")
         _refuse_another_taxonomy(folder, spec["leaf_classes"])
+        _warn_other_scikit_learn(folder, spec.get("versions"))
         _refuse_other_weights(folder, spec.get(WEIGHTS_DIGEST_KEY))
         try:
             with np.load(folder / "weights.npz") as w:

@@ -30,3 +30,53 @@ def test_a_head_folder_without_its_weights_is_one_line_naming_the_flag(tmp_path,
         f"cannot be loaded (Error no file named model.safetensors, or pytorch_model.bin, found in directory {head}.); "
         "a head classifier is judge-train classifier's <run>/export folder")
     assert "Traceback" not in err
+
+
+def _artefact_built_with(tmp_path, version: str):
+    """The shipped tfidf artefact, copied, its model.json saying it was built with scikit-learn ``version``."""
+    import json
+
+    from judge.criteria_auto import default_classifier_path
+
+    folder = tmp_path / f"built-with-{version}"
+    folder.mkdir()
+    spec = json.loads((default_classifier_path() / "model.json").read_text(encoding="utf-8"))
+    spec["versions"]["scikit-learn"] = version
+    (folder / "model.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+    (folder / "weights.npz").write_bytes((default_classifier_path() / "weights.npz").read_bytes())
+    return folder
+
+
+def test_a_tfidf_artefact_built_by_another_scikit_learn_is_warned_of_naming_both_versions(tmp_path, caplog):
+    """The artefact holds no pickle: its vectorizers are rebuilt by the scikit-learn installed, whose tokenizing
+    and weighting then make the features. One built by another minor version loads (its weights are plain arrays),
+    but it is said, naming the file and both versions, so that moved choices are not read as the model's own."""
+    import logging
+    from importlib import metadata
+
+    from judge.criteria_auto import TfidfClassifier
+
+    running = metadata.version("scikit-learn")
+    folder = _artefact_built_with(tmp_path, "0.24.2")
+    with caplog.at_level(logging.WARNING, logger="judge.criteria_auto.tfidf"):
+        TfidfClassifier.load(folder)
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(said) == 1
+    assert str(folder / "model.json") in said[0]
+    assert "scikit-learn 0.24.2" in said[0] and f"scikit-learn {running}" in said[0]
+    assert f"judge-train criteria-classifier --out {folder}" in said[0]
+
+
+def test_a_tfidf_artefact_of_this_scikit_learn_minor_version_loads_without_a_word(tmp_path, caplog):
+    """A patch release apart (or the shipped build under its own version) is no warning: one on every start would
+    teach users to ignore it."""
+    import logging
+    from importlib import metadata
+
+    from judge.criteria_auto import TfidfClassifier
+
+    major, minor = metadata.version("scikit-learn").split(".")[:2]
+    with caplog.at_level(logging.WARNING, logger="judge.criteria_auto.tfidf"):
+        TfidfClassifier.load(_artefact_built_with(tmp_path, f"{major}.{minor}.99"))
+        TfidfClassifier.load()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
