@@ -20,7 +20,8 @@ Then the calibration of the stated task-type probability: a reliability table (p
 accuracy) and the expected calibration error. The tfidf method is the shipped classifier unless ``--train`` is given
 (files, or ``bundled`` for the bundled rows, read as ``judge-train criteria-classifier`` reads them:
 ``train.criteria_classifier.training_rows``); ``--exclude-zero-shot`` keeps the Zero-Shot task types out of training,
-so that its Zero-Shot figures measure transfer to unseen task types. Prints Markdown tables and, with ``--json``,
+so that its Zero-Shot figures measure transfer to unseen task types. A ``--heldout`` that overlaps the training rows, exactly or nearly, is
+refused: ``--train``'s, or the shipped classifier's (the bundled rows) when tfidf is measured without it. Prints Markdown tables and, with ``--json``,
 writes the figures. ``--threshold-readings`` prints instead the threshold the tfidf training would choose on its
 out-of-fold predictions by either reading (``train.criteria_tfidf.threshold_readings``).
 """
@@ -206,9 +207,27 @@ def _training_pairs(args, heldout: list[dict]) -> tuple[list[dict], dict]:
     return pairs, counts
 
 
+def _refuse_shipped_training_rows(args, heldout: list[dict]) -> None:
+    """Refuse a ``--heldout`` that overlaps the rows the shipped tfidf classifier was trained on
+    (``train.criteria_rows.bundled_rows``: the bundled training set, the sample's instructions, the taxonomy texts;
+    a test pins the shipped build to them), exactly or nearly, as ``_training_pairs`` refuses an overlap with
+    ``--train``: measured on its own training rows, it reads right on every one of them."""
+    from judge.criteria_auto.labelled import near_duplicates
+    from train.criteria_rows import bundled_rows
+
+    pairs, _ = bundled_rows(include_zero_shot=True)
+    overlap = near_duplicates([r["instruction"] for r in heldout], [p["instruction"] for p in pairs])
+    if overlap:
+        raise ValueError(f"{len({i for i, _, _, _ in overlap})} held-out instructions of {args.heldout} are rows the "
+                         "shipped tfidf classifier was trained on or near duplicates of them (the bundled training "
+                         "set, sample and taxonomy texts); measure it on other rows, or train one with --train")
+
+
 def _run(args) -> int:
     heldout, _ = load_labelled([args.heldout], include_zero_shot=True)
     train_pairs, counts = _training_pairs(args, heldout) if args.train else (None, {})
+    if train_pairs is None and "tfidf" in [m.strip() for m in args.methods.split(",")]:
+        _refuse_shipped_training_rows(args, heldout)
 
     report = {"heldout": args.heldout, "n_heldout": len(heldout), "train_counts": counts,
               "n_train": len(train_pairs) if train_pairs is not None else "shipped", "methods": {}}  # fmt: skip

@@ -100,3 +100,26 @@ def test_a_heldout_row_with_an_unknown_label_is_one_line_and_exit_2(tmp_path, ca
 def test_a_missing_heldout_file_is_one_line_and_exit_2(tmp_path, capsys):
     assert main(["--heldout", str(tmp_path / "absent.jsonl")]) == 2
     assert capsys.readouterr().err.startswith("criteria_auto.py: error: ")
+
+
+def test_the_shipped_classifier_is_not_measured_on_its_own_training_rows(capsys):
+    """--heldout naming rows the shipped tfidf classifier was trained on (its training set) read 1.000 everywhere,
+    as if held out, while --train refused the same file as overlapping: refused alike, in one line, exit 2."""
+    from judge.criteria_auto import training_path
+
+    code = main(["--heldout", str(training_path())])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.err.startswith("criteria_auto.py: error: ") and captured.err.count("\n") == 1
+    assert "shipped tfidf classifier was trained on" in captured.err and str(training_path()) in captured.err
+    assert "| tfidf |" not in captured.out  # nothing measured
+
+
+def test_an_llm_only_bench_is_not_checked_against_the_shipped_classifiers_rows(tmp_path, capsys):
+    """The check is the shipped tfidf classifier's: a bench of other methods on the same file is not refused by it
+    (what an llm or head was trained on is not known here)."""
+    from judge.criteria_auto import training_path
+
+    with ScriptedEndpoint(lambda path, body: (500, {"error": {"message": "down"}})) as ep:
+        code = main(["--methods", "llm", "--llm-url", ep.base_url, "--llm-model", "judge",
+                     "--heldout", str(training_path())])
+    assert code == 0, capsys.readouterr().err
