@@ -304,7 +304,7 @@ def training_digest(pairs: Sequence[Mapping]) -> str:
 
 
 def _fit_linear(x, y, c: float, seed: int):
-    """Multinomial logistic regression; returns (classes, coef, intercept) as plain arrays."""
+    """Multinomial logistic regression; returns (classes, coef, intercept) as plain arrays, one row per class."""
     from sklearn.linear_model import LogisticRegression
 
     with warnings.catch_warnings():
@@ -312,7 +312,13 @@ def _fit_linear(x, y, c: float, seed: int):
         warnings.filterwarnings("ignore", message="The number of unique classes", category=UserWarning)
         # newton-cg: same fit as lbfgs here, in a third of the time (few iterations over many coefficients)
         model = LogisticRegression(C=c, max_iter=3000, solver="newton-cg", random_state=seed).fit(x, y)
-    return [str(k) for k in model.classes_], model.coef_, model.intercept_
+    coef, intercept = model.coef_, model.intercept_
+    if len(model.classes_) == 2:
+        # scikit-learn keeps one row for two classes, the second class's logit: a zero row before it gives one row
+        # per class with the same probabilities (softmax of [0, z] is the sigmoid of z)
+        coef = np.vstack([np.zeros_like(coef), coef])
+        intercept = np.concatenate([np.zeros_like(intercept), intercept])
+    return [str(k) for k in model.classes_], coef, intercept
 
 
 def _fit_leaves_within_types(x, pairs: Sequence[Mapping], params: Mapping):
@@ -336,10 +342,7 @@ def _fit_leaves_within_types(x, pairs: Sequence[Mapping], params: Mapping):
         cols = np.unique(sub.indices)
         classes, c, b = _fit_linear(sub[:, cols], [pairs[i]["label"] for i in rows], params["c"], params["seed"])
         at = [labels.index(k) for k in classes]
-        if len(classes) == 2:  # scikit-learn keeps one row for two classes: the second class's logit
-            coef[at[1], cols], intercept[at[1]] = c[0], b[0]
-        else:
-            coef[np.ix_(at, cols)], intercept[at] = c, b
+        coef[np.ix_(at, cols)], intercept[at] = c, b  # one row per class, two classes too (_fit_linear)
     return labels, coef, intercept
 
 

@@ -119,3 +119,15 @@ def test_a_rebuild_stopped_between_its_two_files_is_refused_at_load(tmp_path, ti
         TfidfClassifier.load(out)
     assert str(info.value).startswith(f"tfidf: {out / 'weights.npz'} is not the weights {out / 'model.json'} was "
                                       "saved with")
+
+
+def test_two_task_types_fit_save_reload_and_choose(tmp_path):
+    """fit_tfidf takes "at least two task types"; with exactly two, scikit-learn's type model keeps one row of
+    coefficients (the second class's logit), which the classifier's shape check refused after the fit, naming a
+    weights.npz not yet written. The two rows are the zero logit and that one: the same probabilities."""
+    pairs = [p for p in PAIRS if not p["label"].startswith("Code")]
+    clf = fit_tfidf(pairs, folds=1, max_char_features=80, max_word_features=20)
+    assert clf.type_classes == ["Editing", "Literary text"] and clf.type_coef.shape[0] == 2
+    reloaded = TfidfClassifier.load(save_tfidf(clf, tmp_path / "two"))
+    p = reloaded.predict_proba(["Напиши стихотворение о весне"])[0]
+    assert max(p, key=p.get) == "Literary text / Poetry" and abs(sum(p.values()) - 1.0) < 1e-9
