@@ -178,6 +178,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.threshold_readings:
         return _print_threshold_readings()
+    unread = [flag for flag, given in (("--save", args.save), ("--no-taxonomy-text", args.no_taxonomy_text),
+                                       ("--exclude-zero-shot", args.exclude_zero_shot),
+                                       ("--allow-benchmark-rows", args.allow_benchmark_rows)) if given]
+    if unread and not args.train:
+        # they shape or keep the fit --train makes: without it the shipped classifier's figures would stand for them
+        print(f"criteria_auto.py: error: {unread[0]} applies to the tfidf classifier --train fits; without --train "
+              "the shipped one is measured: add --train (bundled, or files) or drop it", file=sys.stderr)
+        return 2
 
     try:
         return _run(args)

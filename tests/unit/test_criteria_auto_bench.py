@@ -123,3 +123,21 @@ def test_an_llm_only_bench_is_not_checked_against_the_shipped_classifiers_rows(t
         code = main(["--methods", "llm", "--llm-url", ep.base_url, "--llm-model", "judge",
                      "--heldout", str(training_path())])
     assert code == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("flags", "named"), [
+    (["--exclude-zero-shot"], "--exclude-zero-shot"),
+    (["--save", "SAVE"], "--save"),
+    (["--no-taxonomy-text"], "--no-taxonomy-text"),
+    (["--allow-benchmark-rows"], "--allow-benchmark-rows"),
+])
+def test_a_training_flag_without_train_is_refused_naming_it(tmp_path, capsys, flags, named):
+    """These flags shape or keep the tfidf fit --train makes; without it the shipped classifier was measured as
+    if they had been applied (--exclude-zero-shot printed the shipped Zero-Shot figures where transfer was asked;
+    --save wrote nothing), exit 0. Refused in one line naming the flag, nothing measured."""
+    flags = [str(tmp_path / "clf") if f == "SAVE" else f for f in flags]
+    code = main([*flags, "--heldout", str(_heldout(tmp_path))])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.err.startswith("criteria_auto.py: error: ") and captured.err.count("\n") == 1
+    assert named in captured.err and "--train" in captured.err
+    assert "| tfidf |" not in captured.out and not (tmp_path / "clf").exists()
