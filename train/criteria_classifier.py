@@ -34,7 +34,9 @@ logger = logging.getLogger(__name__)
 
 def training_rows(data: Sequence[str], bundled: bool, include_zero_shot: bool,
                   allow_benchmark_rows: bool = False) -> tuple[list[dict], dict]:
-    """The rows to train on: the bundled rows (unless ``bundled`` is off) plus labelled ``data`` sources.
+    """The rows to train on: the bundled rows (unless ``bundled`` is off) plus labelled ``data`` sources. The
+    counts: ``load_labelled``'s, per part; a data row whose instruction is a bundled one is left out, counted under
+    ``bundled_copies`` and not under ``kept``.
 
     Raises:
         ValueError: an instruction of the bundled held-out set, or a near duplicate of one
@@ -55,8 +57,11 @@ def training_rows(data: Sequence[str], bundled: bool, include_zero_shot: bool,
         # (train.criteria_tfidf.out_of_fold_folds), so it does not inflate the out-of-fold figures the threshold
         # and temperature are chosen on.
         seen = {p["instruction"] for p in pairs}
-        pairs += [p for p in extra if p["instruction"] not in seen]
-        counts = {"bundled": counts, "data": extra_counts}
+        added = [p for p in extra if p["instruction"] not in seen]
+        pairs += added
+        # counted as left out, not as kept: the summary's data counts say what was trained on
+        copies = len(extra) - len(added)
+        counts = {"bundled": counts, "data": {**extra_counts, "kept": len(added), "bundled_copies": copies}}
     # near duplicates too (a held-out instruction with a clause cut, a few words changed), not only exact copies
     leaked = heldout_leaks(pairs)
     if leaked:

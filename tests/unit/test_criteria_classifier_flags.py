@@ -116,3 +116,23 @@ def test_a_label_that_is_not_text_is_one_line_naming_the_file_line_and_field(tmp
     assert train.criteria_classifier.main(["--out", str(tmp_path / "clf"), "--data", str(data)]) == 2
     assert capsys.readouterr().err == (f"judge-train criteria-classifier: error: {data}: line 2: field 'label': must "
                                        "be text, got an integer\n")
+
+
+def test_data_rows_that_repeat_a_bundled_instruction_are_counted_as_left_out(tmp_path):
+    """A --data row whose instruction is a bundled one is left out (the bundled row and its label stand), but the
+    summary's data counts said it was kept: two rows read, 'kept': 2, one trained on. Counted apart now, the kept
+    count the rows added."""
+    import json
+
+    from judge.criteria_auto import training_path
+    from train.criteria_rows import bundled_rows
+
+    bundled = json.loads(training_path().read_text(encoding="utf-8").splitlines()[0])["instruction"]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (
+        {"instruction": bundled, "label": "Advice"},
+        {"instruction": "Отредактируй моё письмо начальнику, сделай его вежливее", "label": "Editing"})),
+        encoding="utf-8")  # fmt: skip
+    pairs, counts = train.criteria_classifier.training_rows([str(data)], bundled=True, include_zero_shot=True)
+    assert len(pairs) == len(bundled_rows()[0]) + 1
+    assert counts["data"]["rows"] == 2 and counts["data"]["kept"] == 1 and counts["data"]["bundled_copies"] == 1
