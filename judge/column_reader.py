@@ -36,9 +36,11 @@ def _is_text(kind) -> bool:
 
 
 def _is_number(kind) -> bool:
+    """An integer or float column the checks below can compute on: half floats (pandas' float16 written to Parquet)
+    have no ``min_max`` kernel in Arrow (its error names no file, row or field): they go to the row path."""
     import pyarrow as pa
 
-    return pa.types.is_integer(kind) or pa.types.is_floating(kind)
+    return pa.types.is_integer(kind) or (pa.types.is_floating(kind) and not pa.types.is_float16(kind))
 
 
 def _is_list(kind) -> bool:
