@@ -265,6 +265,8 @@ def read_prediction_table(path: str | Path) -> pa.Table:
                              parse_options=options)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
         _raise_first_bad_row(path, err)
+    if table.num_rows != lines:  # two objects on one line, read as two rows: json.loads refuses the line
+        _raise_first_bad_row(path, None)
     # Arrow's JSON reader does not check that a string (or a key) is UTF-8: a byte that is not would fail later, in
     # to_pylist, with no file or row named. A key is decoded when its name is read, a value by the full validation
     # (one pass over the string buffers).

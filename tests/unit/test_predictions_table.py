@@ -292,3 +292,17 @@ def test_a_row_across_lines_or_a_minus_nan_is_refused_as_the_line_reader_refuses
         for read in (read_prediction_table, lambda p: list(iter_predictions(p))):
             with pytest.raises(ValueError, match=rf"{path.name}:{line}: not a JSON line"):
                 read(path)
+
+
+@pytest.mark.parametrize("between", ["", " "])
+def test_two_rows_on_one_line_are_refused_by_both_readers(tmp_path, between):
+    """Two objects on one line (files joined without a newline between them) are one line json.loads refuses:
+    ``run``'s resume stops on it naming the line, and ``score``'s table reader, where Arrow reads them as two rows,
+    names the same line rather than scoring both (and numbering every later row one line off)."""
+    first, second, third = (json.dumps({"id": f"r{i}", "judge": "j", "raw_output": "x", "score": 1.0,
+                                        "parse_ok": True}) for i in range(3))  # fmt: skip
+    path = tmp_path / "predictions.jsonl"
+    path.write_text(f"{first}\n{second}{between}{third}\n", encoding="utf-8")
+    for read in (read_prediction_table, lambda p: list(iter_predictions(p))):
+        with pytest.raises(ValueError, match=rf"{path.name}:2: not a JSON line \(Extra data"):
+            read(path)
