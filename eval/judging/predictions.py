@@ -130,6 +130,12 @@ class PredictionRow:
             if key in _SCORE_FIELDS and abs(value) > SCORE_BOUND:
                 raise ValueError(f"{where}.{key}: {shown_value(value)} is not a judge's score (its size is over "
                                  f"{SCORE_BOUND:g}; a rubric's scale is a few points)")
+            # As the table reader's float64 column holds it: pyarrow builds no such column from an integer past
+            # 2**53 or an int64's range (its error names no file, row or field), where Arrow's JSON reader reads one.
+            if kind == _NUMBER:
+                values[key] = float(value)
+            elif kind == _PROBS:
+                values[key] = {level: float(p) for level, p in value.items()}
         if values.get("score_source") is not None and values["score_source"] not in ScoreSource.ALL:
             # Read as "not the head's", it silently made the scores a verdict's (score's MAE target is the mode for
             # verdicts, the mean for a head's) where the row meant something else.

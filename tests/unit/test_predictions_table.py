@@ -306,3 +306,19 @@ def test_two_rows_on_one_line_are_refused_by_both_readers(tmp_path, between):
     for read in (read_prediction_table, lambda p: list(iter_predictions(p))):
         with pytest.raises(ValueError, match=rf"{path.name}:2: not a JSON line \(Extra data"):
             read(path)
+
+
+@pytest.mark.parametrize("field, value", [("latency_s", 2**63), ("confidence", 10**30), ("score_probs", {"1": 2**64})])
+def test_an_integer_no_arrow_column_holds_reads_alike_on_every_path_of_the_table_reader(tmp_path, field, value):
+    """A finite integer past 2**53 in a number field (an int64's range, a float64's exact integers) reads as the
+    float it is whether Arrow's reader or the line reader builds the table (an indented row sends the file to the
+    line reader): the line reader's table refused it with Arrow's "Integer value ... outside of the range exactly
+    representable" or a bare OverflowError, naming no file, row or field."""
+    row = {"id": "r0", "judge": "j", "raw_output": "x", "score": 1.0, "parse_ok": True, field: value}
+    plain, indented = tmp_path / "plain.jsonl", tmp_path / "indented.jsonl"
+    plain.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    indented.write_text(" " + json.dumps(row) + "\n", encoding="utf-8")
+    read = read_predictions(indented)
+    assert read == read_predictions(plain) == list(iter_predictions(indented))
+    got = read[0][field]
+    assert got == (float(value) if field != "score_probs" else {"1": float(2**64)})
