@@ -96,16 +96,18 @@ def stale_rows(records, rows):
     from json.encoder import encode_basestring  # json.dumps' own string encoder when ensure_ascii is off
 
     import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
     keys = rows.column("content_key")
     stale = np.zeros(rows.num_rows, dtype=bool)
     if keys.null_count == rows.num_rows:
         return stale
     keyed = np.flatnonzero(keys.is_valid().to_numpy(zero_copy_only=False))
-    # ids are unique once loaded (a repeat is dropped, or refused); -1: not in the records
-    where = np.fromiter((-1 if i is None else i for i in map(records.index_of, rows.column("id").take(keyed)
-                                                                               .to_pylist())),
-                        dtype=np.int64, count=len(keyed))
+    # ids are unique once loaded (a repeat is dropped, or refused), and UTF-8 text (an id with a lone surrogate is
+    # refused): each row's record looked up by Arrow's hash join, not a Python dict per id; -1: not in the records
+    where = pc.index_in(rows.column("id").take(keyed), value_set=pa.array(records.ids, type=pa.string()))
+    where = where.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     checked = where >= 0
     keyed, where = keyed[checked], where[checked]
     pieces = []
