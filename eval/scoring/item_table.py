@@ -1140,8 +1140,22 @@ def _confusions(table, derived, split_idx, in_split, task_groups, levels) -> Con
 def dumps(result: Any) -> str:
     """JSON text with NaN written as null (strict JSON readers reject NaN); typed parts (``judge.metrics_json.metrics``)
     as their ``to_json()``."""
+    import math
+
+    plain = (str, int, bool, type(None))
 
     def clean(value):
+        # the JSON values themselves first, by their exact type (none of them has a ``to_json``): a full test's
+        # metrics hold tens of thousands of them, and numpy's isfinite of a Python float makes a numpy scalar of each
+        kind = type(value)
+        if kind in plain:
+            return value
+        if kind is float:
+            return value if math.isfinite(value) else None
+        if kind is dict:
+            return {str(k): clean(v) for k, v in value.items()}
+        if kind is list:
+            return [clean(v) for v in value]
         if hasattr(value, "to_json"):
             return clean(value.to_json())
         if isinstance(value, float):
