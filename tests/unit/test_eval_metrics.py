@@ -506,6 +506,34 @@ def test_build_table_never_scores_a_parse_failure():
     assert table.judge_name == "j"
 
 
+def test_build_table_joins_each_record_to_its_ids_first_row_and_names_the_first_unknown_id():
+    """The join by id against the row rule: an id's first row is the one scored (as `run`'s resume keeps it),
+    every later row of it counts as a repeat, and the ids no record has are counted, the first in the
+    predictions' order named."""
+    import random
+
+    import judge
+
+    rng = random.Random(5)
+    rows = [{"id": f"r{k}", "instruction": "i", "answer": f"x{k}", "criteria_name": "c", "rubrics": "0: no\n\n1: yes",
+             "expert_scores": [0, 1]} for k in range(40)]
+    records = judge.records_from_rows(rows)
+    predictions, first = [], {}
+    for k in range(120):
+        rid = f"r{rng.randrange(50)}" if rng.random() < 0.8 else f"zz{rng.randrange(10)}"  # r40..r49: no record
+        score = rng.choice([0.0, 1.0])
+        predictions.append({"id": rid, "judge": "j", "score": score, "parse_ok": True, "error": None,
+                            "score_source": "verdict"})
+        first.setdefault(rid, (k, score))
+    table, notes = item_table.build_table(records, predictions)
+    expected = [first[r["id"]][1] if r["id"] in first else None for r in rows]
+    assert [None if np.isnan(v) else v for v in table.judge.tolist()] == expected
+    unknown = sorted((row, rid) for rid, (row, _) in first.items() if rid not in {r["id"] for r in rows})
+    assert len(unknown) >= 2 and len(first) < len(predictions)
+    assert notes == {"n_unknown_ids": len(unknown), "n_repeated_ids": len(predictions) - len(first),
+                     "first_unknown_id": unknown[0][1]}
+
+
 def test_a_judgment_the_server_never_ran_is_a_failure_said_in_words_that_cover_it():
     """Rows the judge never answered (a prompt past its context, an aborted or refused generation) are failed
     verdicts, counted in n_parse_failed; the reason said for them is not "read from the answer", which they have
