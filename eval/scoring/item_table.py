@@ -4,7 +4,7 @@ cell of the report (Zero-Shot / Standard / all x overall / evaluated model / tas
 The item table is a set of aligned numpy columns, so the metric cells are index selections over the same
 arrays: the 100-fold Verdict Confidence is computed once for all items and averaged per cell.
 
-Why one module of ~1,110 lines: building the columns, deriving the per-item quantities once and selecting every
+Why one module of ~1,180 lines: building the columns, deriving the per-item quantities once and selecting every
 cell from them share the private ``_Derived`` columns and the scale cache; split apart they would pass those
 arrays through public signatures for no reader's gain.
 """
@@ -1026,8 +1026,8 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     groupings = {name: label_groups(getattr(table, column)) for name, column in GROUPINGS.items()}
     task_groups = label_groups(table.task_group)
     levels = np.unique(np.concatenate([
-        table.experts[~np.isnan(table.experts)], metrics.round_half_up(table.judge[np.isfinite(table.judge)])
-    ])) if len(table) else np.zeros(0)
+        table.experts[~np.isnan(table.experts)], metrics.round_half_up(table.judge[np.isfinite(table.judge)]),
+        _scale_levels(table)])) if len(table) else np.zeros(0)
 
     settings = Settings(n_boot=n_boot, seed=seed, vc_repeats=vc_repeats, ci_level=ci_level,
                         spearman_target=spearman_target, bootstrap_unit=bootstrap_unit,
@@ -1065,6 +1065,25 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
         )
     return Metrics(judge=table.judge_name, target=target, settings=settings, levels=[float(v) for v in levels],
                    splits=splits)
+
+
+def _scale_levels(table: ItemTable) -> np.ndarray:
+    """Every whole level from the low to the high end of each readable scale of the table's items (each distinct
+    scale once), sorted: the confusion matrices' axes hold them beside every value seen, so that a level no expert
+    and no judge gave is an empty row and column, not a missing one (App. D.2.3 reads the use of the mid level off
+    these matrices). A table without scale ends (hand-built, or an items.parquet written before it kept them) has
+    none. The same levels as the validity section's value domain takes from a readable scale."""
+    from judge.scales import MAX_LEVELS
+
+    if table.scale_low is None or table.scale_high is None:
+        return np.zeros(0)
+    low, high = np.asarray(table.scale_low, dtype=float), np.asarray(table.scale_high, dtype=float)
+    known = np.isfinite(low) & np.isfinite(high)
+    found: set[float] = set()
+    for first, last in set(zip(low[known].tolist(), high[known].tolist())):
+        if last - first < MAX_LEVELS:  # a readable scale is never wider (judge.scale_of refuses one)
+            found.update(np.arange(first, last + 1).tolist())
+    return np.array(sorted(found), dtype=float)
 
 
 def bootstrap_clusters(table: ItemTable, bootstrap_unit: str, where: str = "this item table") -> np.ndarray | None:

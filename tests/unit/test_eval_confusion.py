@@ -51,3 +51,32 @@ def test_confusion_matrices_are_judge_by_expert_mode_per_macrogroup(target):
         assert {label: c.matrix for label, c in confusion.by_task_group.items()} == {"G1": g1, "G2": g2}
         assert all(c.levels == [0.0, 1.0, 2.0] for c in confusion.by_task_group.values())
     assert result.splits["zero_shot"].confusion.by_task_group == {}
+
+
+def _scaled(judge, experts, low, high) -> item_table.ItemTable:
+    """Items judged ``judge`` (all parsed) by ``experts``, each on the scale ``low``..``high``."""
+    table = _table(list(judge), ["ok"] * len(judge), list(experts))
+    ends = [np.full(len(judge), float(end)) for end in (low, high)]
+    return dataclasses.replace(table, scale_low=ends[0], scale_high=ends[1])
+
+
+def test_the_axes_are_the_whole_scale_even_where_no_one_gave_a_level():
+    """A 0..2 criterion on which neither the judge nor any expert gave 1: the matrix still has the row and the column
+    of 1, empty (App. D.2.3 reads off these matrices which judges avoid the mid-scale rating of 1). The judge's
+    0 vs mode 0, 2 vs mode 2 twice."""
+    confusion = item_table.evaluate(_scaled([0.0, 2.0, 2.0], [[0, 0, 2], [2, 2, 0], [2, 2]], 0, 2),
+                                    n_boot=0).splits["all"].confusion
+    for matrix in (confusion.all, *confusion.by_task_group.values()):
+        assert matrix.levels == [0.0, 1.0, 2.0]
+        assert matrix.matrix == [[1, 0, 0], [0, 0, 0], [0, 0, 2]]
+
+
+def test_the_axes_join_every_scale_of_the_table_and_every_value_seen():
+    """Items on 0..1 and on 1..4 scales, a judge's 7 off its scale: the axes are 0..4 and the 7 (a value seen),
+    every level once; a table without scale ends (a hand-built one) keeps the values seen."""
+    table = _scaled([1.0, 7.0], [[1, 1], [4, 4]], 0, 1)
+    table.scale_low[1], table.scale_high[1] = 1.0, 4.0
+    assert item_table.evaluate(table, n_boot=0).levels == [0.0, 1.0, 2.0, 3.0, 4.0, 7.0]
+    plain = dataclasses.replace(table, scale_low=None, scale_high=None)
+    assert item_table.evaluate(plain, n_boot=0).levels == [1.0, 4.0, 7.0]
+
