@@ -375,17 +375,18 @@ def kendall(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def confusion_matrix(pred: np.ndarray, ref: np.ndarray, levels: Sequence[float] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Counts of (judge level, expert level) pairs; judge scores rounded half up to levels.
+    """Counts of (judge level, expert level) pairs; judge scores rounded half up to levels, the reference as given.
 
     Args:
         pred: judge scores (NaN skipped).
-        ref: expert reference levels, e.g. the mode (NaN skipped).
+        ref: expert reference levels, e.g. the mode (NaN skipped): an expert's value, taken as it is, so that a mode
+            of 1.5 (a half-point some data holds) is counted in its own column, the value MAE compares with.
         levels: the axis levels; default: every level seen on either side. Pairs outside them are dropped.
 
     Returns:
         ``(matrix, levels)``: int64 ``(L, L)``, rows = judge, columns = experts.
     """
-    x, y = finite_pairs(round_half_up(pred), round_half_up(ref))
+    x, y = finite_pairs(round_half_up(pred), ref)
     levels = np.unique(np.concatenate([x, y])) if levels is None else np.asarray(levels, dtype=np.float64)
     n_levels = len(levels)
     matrix = np.zeros((n_levels, n_levels), dtype=np.int64)

@@ -617,7 +617,7 @@ class Metrics(_MetricsRecord):
     Attributes:
         judge: the judge's label; target: MAE's reference, "mode" or "mean" of the experts.
         settings: how the metrics were computed; levels: the confusion matrices' axes, every whole level of the
-            items' readable scales and every score seen (the judge's rounded half up).
+            items' readable scales and every score seen (an expert's as given, the judge's rounded half up).
         splits: per test (``item_table.SPLITS``) its ``SplitMetrics``.
         validity: the validity section (``judge.metrics_json.validity.Validity``); None for files written before it
             existed.

@@ -80,3 +80,12 @@ def test_the_axes_join_every_scale_of_the_table_and_every_value_seen():
     plain = dataclasses.replace(table, scale_low=None, scale_high=None)
     assert item_table.evaluate(plain, n_boot=0).levels == [1.0, 4.0, 7.0]
 
+
+def test_an_expert_mode_off_the_levels_stays_in_its_own_column():
+    """Experts [1.5, 1.5, 2] (a half-point the loader takes inside a 0..2 range): MAE reads the mode 1.5, and so does
+    the matrix's column of 1.5, not the 2 it would round to; the judge's 2 is row 2."""
+    result = item_table.evaluate(_scaled([2.0], [[1.5, 1.5, 2]], 0, 2), n_boot=0)
+    confusion = result.splits["all"].confusion.all
+    assert result.splits["all"].overall.mae == pytest.approx(0.5)
+    assert confusion.levels == [0.0, 1.0, 1.5, 2.0]
+    assert confusion.matrix == [[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 1, 0]]
