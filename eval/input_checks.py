@@ -11,7 +11,8 @@ import os
 from pathlib import Path
 
 __all__ = ["FLAG_BOUNDS", "MAX_RESAMPLES", "N_BOOT_CAP", "POINTWISE_SCORE_FLAGS", "RUN_MARKERS", "RANKING_MARKERS",
-           "refuse_empty_data", "refuse_out_of_bounds", "refuse_pointwise_flags", "refuse_missing_predictions",
+           "refuse_empty_data", "refuse_out_of_bounds", "refuse_score_arguments", "refuse_pointwise_flags",
+           "refuse_missing_predictions",
            "refuse_convert_out", "refuse_another_run", "run_marker", "os_error_text"]
 
 #: What marks a folder as holding a run, in the order a refusal names them: its verdicts (pointwise or pairwise: a
@@ -119,6 +120,27 @@ def refuse_out_of_bounds(args: argparse.Namespace, default_out: Path | None = No
         refuse_unwritable(args.out, "--out", "output folder")
     else:
         refuse_unwritable(default_out, what="predictions' folder (the default --out)")
+
+
+
+def refuse_score_arguments(*, judge_minus_one: object, n_boot: object, seed: object) -> None:
+    """Refuse a ``judge-eval score`` argument that metrics.json's ``settings`` cannot record: called from Python,
+    where no flag check ran first, the work was done, the file written and then refused on reading back, naming
+    metrics.json, not the argument (a negative seed stopped in numpy, naming nothing).
+
+    Raises:
+        ValueError: ``judge_minus_one`` not one of ``eval.scoring.item_table.JUDGE_MINUS_ONE``, or ``n_boot`` or
+            ``seed`` not a whole number of 0 or more, naming the argument, what it may be and the value.
+    """
+    import numbers
+
+    from eval.scoring.item_table import JUDGE_MINUS_ONE
+
+    if judge_minus_one not in JUDGE_MINUS_ONE:
+        raise ValueError(f"judge_minus_one: must be one of {', '.join(JUDGE_MINUS_ONE)}, got {judge_minus_one!r}")
+    for name, value in (("n_boot", n_boot), ("seed", seed)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+            raise ValueError(f"{name}: must be a whole number of 0 or more, got {value!r}")
 
 
 def os_error_text(err: OSError, out: str | Path | None) -> str:

@@ -38,7 +38,7 @@ import json
 import logging
 from pathlib import Path
 
-from eval.input_checks import refuse_another_run
+from eval.input_checks import refuse_another_run, refuse_score_arguments
 from eval.scoring import item_table
 from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, item_columns, report_items
 from eval.reports.html_report import render_report_page
@@ -361,9 +361,15 @@ def score(
 
     Returns:
         The metrics, as ``metrics.json`` reads back (``judge.metrics_json.metrics.Metrics``).
+
+    Raises:
+        ValueError: an argument metrics.json cannot record (``eval.input_checks.refuse_score_arguments``), before
+            anything is read or written.
     """
     import judge
     import numpy as np
+
+    refuse_score_arguments(judge_minus_one=judge_minus_one, n_boot=n_boot, seed=seed)
 
     from eval.scoring.pollux_official import (bare_integer_outputs, no_raw_outputs, official_not_computed,
                                                pollux_official)

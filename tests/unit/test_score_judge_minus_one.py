@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import judge
 from eval.cli import main
 from eval.judging.predictions import record_content_key
@@ -120,3 +122,29 @@ def test_an_older_metrics_json_without_the_setting_reads_as_none_and_a_wrong_one
         assert "judge_minus_one" in str(err) and "score, fail" in str(err)
     else:
         raise AssertionError("a judge_minus_one of drop was read")
+
+
+@pytest.mark.parametrize("argument, value, allowed", [
+    ("judge_minus_one", "Fail", "one of score, fail"),
+    ("n_boot", -5, "a whole number of 0 or more"),
+    ("n_boot", True, "a whole number of 0 or more"),
+    ("seed", -1, "a whole number of 0 or more"),
+])
+def test_score_called_from_python_refuses_an_argument_it_cannot_record_before_writing(tmp_path, argument, value,
+                                                                                        allowed):
+    """``score()`` itself, which the CLI's own checks do not guard: such a value was scored in full, items.parquet
+    and a metrics.json written whose ``settings`` no reader takes, then refused naming metrics.json (the seed: in
+    numpy, naming nothing). Refused first, naming the argument, what it may be and the value; nothing written."""
+    from eval.scoring.score import score
+
+    records = _records()
+    data = judge.write_jsonl(records, tmp_path / "data.jsonl")
+    run = tmp_path / "run"
+    run.mkdir()
+    rows = [_prediction(r, 1) for r in records]
+    (run / "predictions.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    out = tmp_path / "out"
+    with pytest.raises(ValueError) as refused:
+        score(run, data, out, **{"n_boot": 0, "vc_repeats": 5, argument: value})
+    assert str(refused.value) == f"{argument}: must be {allowed}, got {value!r}"
+    assert not out.exists()
