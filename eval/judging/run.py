@@ -14,7 +14,7 @@ Output, in ``--out``: ``predictions.jsonl`` (one ``eval.judging.predictions.Pred
 for a number outside the rubric's scale, which is scored as the paper does; ``regression_score`` is a regression
 head's raw value; the latency is that of the request that produced the row, shared by the criteria of one
 ``/v1/judge`` request), appended as answers arrive (``judge.plumbing.journal``: one fsync per request), and ``run.json``
-(resolved config, git revision, package versions, prompt version). A rerun resumes: rows already written are kept,
+(resolved config, git revision, package versions, prompt version, the data file's SHA-256). A rerun resumes: rows already written are kept,
 a line cut by a kill is dropped, items whose *request* failed are retried, so are items edited in place (a row's
 ``content_key``), and the file ends with exactly one row per item; a judge now serving another model than run.json
 records is refused (``eval.judging.format_choice.held_model``), so is one whose model entry names other weights
@@ -78,8 +78,8 @@ from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_
 from eval.judging.local_server import local_server, served_name, starts_judge_serve
 from eval.judging.predictions import (REQUEST_FAILED, PredictionRow, iter_predictions, log_failed_requests,
                                       record_content_key, resume_predictions)
-from eval.judging.run_settings import (RUN_FOLDER_JOBS, clear_score_outputs, earlier_run_keys, refuse_other_run_kind,
-                                      resolved_paths, run_key)
+from eval.judging.run_settings import (RUN_FOLDER_JOBS, clear_score_outputs, data_sha256, earlier_run_keys,
+                                      refuse_other_run_kind, resolved_paths, run_key)
 from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, iter_pairwise_rows, judge_pairs,
                                    pending_judgments, selected_pairs)
 from judge.plumbing.api_keys import client_api_key
@@ -479,11 +479,13 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
     # fell back to the general criteria says so in its record, not only row by row in task_choices.jsonl.
     levels = {}
     if config.criteria == "auto":
+        source = config.data or str(judge.sample_data_path())
         expanded, choice_levels, n_zero_shot = _expand_auto(config, out)
         config.data = str(expanded)  # run.json then names the expanded items, as `score` reads them
         # Apart from the levels (they add up to the rows): rows judged on criteria a judge trained by default on
-        # the Standard split never saw.
-        levels = {"task_choice_levels": choice_levels, "task_choice_zero_shot": n_zero_shot}
+        # the Standard split never saw. The rows given are named beside them: config.data names the items only.
+        levels = {"task_choice_levels": choice_levels, "task_choice_zero_shot": n_zero_shot,
+                  "source_data": source, "source_data_sha256": data_sha256(source)}
     if config.criteria == "auto" and config.limit:
         # --limit counts items, and an auto row expands to one per chosen criterion: where it cuts the items (those
         # of --split, as loaded: a repeated row once), said, with what the choice counts cover (every row expanded)
@@ -669,7 +671,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                                                        "max_tokens_requested": requested_max_tokens,
                                                        "max_tokens_adopted": adopted_max_tokens},
                          prompt_version=asked_with, prompt_version_why=asked_why, weights_fingerprint=fingerprint,
-                         **levels)
+                         data_sha256=data_sha256(config.data), **levels)
         counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
         if todo and pairwise:
             log.info("judging %d pairwise judgments (%d already done) with %s via %s", len(todo), n_done, model, kind)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from eval.judging.config import RunConfig
 
 __all__ = ["RESUME_FREE", "SCORE_OUTPUTS", "IN_OUT", "run_key", "earlier_run_keys", "resolved_paths",
-           "clear_score_outputs", "selected_positions", "RUN_FOLDER_JOBS", "refuse_other_run_kind"]
+           "data_sha256", "clear_score_outputs", "selected_positions", "RUN_FOLDER_JOBS", "refuse_other_run_kind"]
 
 log = logging.getLogger("judge_eval.run")
 
@@ -99,6 +99,16 @@ def resolved_paths(config: RunConfig) -> dict[str, str]:
         if value and not value.startswith(("http://", "https://")) and Path(value).expanduser().exists():
             out[name] = str(Path(value).expanduser().resolve())
     return out
+
+
+def data_sha256(data: str) -> str | None:
+    """The SHA-256 of the data file a run judged, as run.json records it (``data_sha256``, the key ``judge-eval mera``
+    records too): the path alone does not say which rows were judged once the file is edited or replaced. None where
+    ``data`` names no single file (a dataset name or hub id, a datasets folder)."""
+    from eval.mera.progress import sha256_of
+
+    path = Path(data).expanduser() if data else None
+    return sha256_of(path) if path is not None and path.is_file() else None
 
 
 def clear_score_outputs(out: Path) -> list[Path]:

@@ -34,14 +34,18 @@ import os
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
+from eval.judging.run_settings import data_sha256
 from eval.judging.shard_array import ShardArray, refuse_missing, shard_array
 
 __all__ = ["ShardMismatch", "PER_SHARD", "PER_SHARD_CONFIG", "SERVER_SAID", "SERVER_SAID_CONFIG", "merge_shards",
            "merge_command", "merged_record", "refuse_malformed_counts", "selected_nothing"]
 
-#: Top-level run.json keys each shard has of its own: its launches and its counts (the items; with ``--criteria
-#: auto``, its rows by the level their criteria were chosen at and those on a Zero-Shot task), the counts summed.
-PER_SHARD = ("launch", "earlier_launches", "n_items", "task_choice_levels", "task_choice_zero_shot")
+#: Top-level run.json keys each shard has of its own: its launches, its counts (the items; with ``--criteria
+#: auto``, its rows by the level their criteria were chosen at and those on a Zero-Shot task), the counts summed, and
+#: what says which rows it judged (the hash of its block; with ``--criteria auto``, the rows it expanded), which the
+#: merged record gives for the whole ``--data``.
+PER_SHARD = ("launch", "earlier_launches", "n_items", "task_choice_levels", "task_choice_zero_shot", "data_sha256",
+             "source_data", "source_data_sha256")
 #: config keys each shard has of its own: its block of the data, its folder, and how that task was started.
 PER_SHARD_CONFIG = ("data", "out", "overwrite", "progress")
 #: Top-level run.json keys `judge-eval run` writes from what the server says (its backend probe, its model entry's
@@ -179,6 +183,7 @@ def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path,
     config["data"] = str(data)
     config["out"] = str(out)
     merged["config"] = config
+    merged["data_sha256"] = data_sha256(str(data))
     for key in _SUMMED_COUNTS:
         counts = [record.get(key) for _, record in records]
         if all(isinstance(n, int) for n in counts):
