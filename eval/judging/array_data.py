@@ -8,7 +8,11 @@ the rules are the loader's own (``JudgeRecord.from_row``, ``judge.records.same_c
 * ``repeats DATA``: rows whose loader id (``JudgeRecord.from_row``: the row's ``id`` as text, ``5`` and ``"5"``
   alike, or its ``content_id`` when the file's rows have none) an earlier row has. Each task loads its own block, so
   a row in two blocks is judged twice and the merge refuses the shards as overlapping. A line the loader refuses is
-  left to ``judge-eval``, which names it. Exit 3 with one line naming them, 0 when none.
+  left to ``judge-eval``, which names it. Exit 3 with one line naming them, 0 when none. Before them, records with
+  an id beside records without one (``mixed_ids``): the loader decides from a file's first row whether it derives
+  the ids its rows lack, and each task loads only its block, whose first row then decides alone (a block starting
+  with an id refused the id-less rows after it; one starting without judged rows the whole file's run refuses).
+  Exit 4 with one line naming a record of each.
 * ``count DATA``: the records, a line blank by the loader's rule (nothing but whitespace once decoded,
   ``str.strip``: U+00A0, U+3000, ``\\x1c`` too) is none.
 * ``cut DATA FIRST LAST``: records FIRST..LAST (1-based) to standard output, their bytes as the file holds them.
@@ -27,7 +31,7 @@ from typing import Iterator
 from judge.plumbing.json_reading import JSON_REFUSALS, UTF8_BOM
 from judge.records import JudgeRecord, LineIndex, RecordError, gives_no_id, row_place, same_content
 
-__all__ = ["is_blank", "record_lines", "repeated_rows", "main"]
+__all__ = ["is_blank", "record_lines", "repeated_rows", "mixed_ids", "main"]
 
 #: A shown id's length at most: an id is the user's text, and the message is one line.
 _ID_SHOWN = 100
@@ -44,6 +48,39 @@ def record_lines(path: Path) -> Iterator[tuple[int, bytes]]:
         for number, raw in enumerate(handle):
             if not is_blank(raw.removeprefix(UTF8_BOM) if number == 0 else raw):
                 yield number, raw
+
+
+def _loadable_rows(path: Path) -> Iterator[tuple[int, dict]]:
+    """(the 0-based line number, the row) of each record line that is an object the loader can read as a record once
+    its id is derived (``make_id``); the others are left to ``judge-eval``, which names them."""
+    for number, raw in record_lines(path):
+        try:
+            row = json.loads(raw.removeprefix(UTF8_BOM) if number == 0 else raw)
+        except JSON_REFUSALS:
+            continue
+        if not isinstance(row, dict):
+            continue
+        try:
+            JudgeRecord.from_row(row, source=str(path), index=LineIndex(number), make_id=True)
+        except (RecordError, RecursionError):
+            continue
+        yield number, row
+
+
+def mixed_ids(path: Path) -> str | None:
+    """Where ``path`` holds records with an id (``judge.records.gives_no_id`` false) and records without one, the first
+    record and the first of the other kind, as "line 1 has no id, line 3 has one"; None when every record has an id,
+    or none has."""
+    first: tuple[int, bool] | None = None
+    for number, row in _loadable_rows(path):
+        has_id = not gives_no_id(row.get("id"))
+        if first is None:
+            first = number, has_id
+        elif has_id != first[1]:
+            first_said = "has an id" if first[1] else "has no id"
+            return (f"{row_place(LineIndex(first[0]))} {first_said}, "
+                    f"{row_place(LineIndex(number))} {'has one' if has_id else 'has none'}")
+    return None
 
 
 def repeated_rows(path: Path) -> tuple[list[str], int]:
@@ -85,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     command, path = args[0], Path(args[1])
     if command == "repeats":
+        if (mixed := mixed_ids(path)) is not None:
+            print(mixed)
+            return 4
         found, total = repeated_rows(path)
         if not found:
             return 0
