@@ -242,8 +242,8 @@ def _english_prompt_on_judge_serve(judge_ref: str) -> ConfigError:
 
 def _hold_local_weights(out: Path, n_written: int, judge_ref: str, config: RunConfig) -> None:
     """``held_fingerprint`` for a judge-train export on this machine, before any server starts: the weights
-    fingerprint judge-serve will give for it (``judge.checkpoints.export_weights_fingerprint``) is known from the
-    folder alone. A judge retrained into the same folder, its run then rerun into the same --out, was found only
+    fingerprint judge-serve will give for it (``judge.checkpoints.export_weights_fingerprint``; the one recorded for
+    an export served with vLLM, ``_vllm_export_fingerprint``) is known from the folder alone. A judge retrained into the same folder, its run then rerun into the same --out, was found only
     after a server had started for it (a minute on a CPU), and not at all when every item was already judged: the
     old verdicts were kept as the new judge's, silently.
 
@@ -251,11 +251,22 @@ def _hold_local_weights(out: Path, n_written: int, judge_ref: str, config: RunCo
         ConfigError: the verdicts already in ``out`` were asked of other weights (``held_fingerprint``'s message).
     """
     folder = Path(judge_ref)
-    if not n_written or config.server == "vllm" or not (folder / EXPORT_MANIFEST).is_file():
-        return  # nothing to hold; a server that gives no fingerprint; not an export
-    if names_generator_model(config.server_args):
+    if not n_written or not (folder / EXPORT_MANIFEST).is_file():
+        return  # nothing to hold; not an export
+    if starts_judge_serve(config) and names_generator_model(config.server_args):
         return  # judge-serve fingerprints the generating model it is given, not the export's own: its check decides
     held_fingerprint(out, n_written, export_weights_fingerprint(folder), judge_ref, asking=True, held_by="holds")
+
+
+def _vllm_export_fingerprint(judge_ref: str, config: RunConfig) -> str | None:
+    """The weights fingerprint of a judge-train export that judge-eval serves with vLLM's own server, read from its
+    folder (``judge.checkpoints.export_weights_fingerprint``, what judge-serve gives for it): vLLM's model entry gives
+    none, and run.json would record none, leaving a resume of the export retrained in place unchecked. None for
+    anything else (judge-serve says its own; a URL's weights are not on this machine)."""
+    folder = Path(judge_ref)
+    if starts_judge_serve(config) or not (folder / EXPORT_MANIFEST).is_file():
+        return None
+    return export_weights_fingerprint(folder)
 
 
 async def _judged(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy) -> tuple[list, Refused | None]:
@@ -561,9 +572,10 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         elif held_limits is not None:
             limits = ModelLimits.from_entry(held_limits)
         model = held_model(out, n_written, model, judge_ref, asking=bool(todo))  # one folder, one judge's verdicts
-        fingerprint = held_fingerprint(out, n_written, weights_fingerprint(entry), judge_ref, asking=bool(todo))
+        served = weights_fingerprint(entry) or (_vllm_export_fingerprint(judge_ref, config) if todo else None)
+        fingerprint = held_fingerprint(out, n_written, served, judge_ref, asking=bool(todo))
         limits = dataclasses.replace(limits, root=held_root(out, n_written, limits.root, judge_ref, asking=bool(todo),
-                                                            fingerprint=weights_fingerprint(entry)))
+                                                            fingerprint=served))
         kind = config.backend
         if todo and kind == "auto":
             kind = detect_backend(base_url, api_key, limits, policy=probe_policy(config))

@@ -299,3 +299,36 @@ def test_the_english_prompt_is_refused_before_a_local_judge_serve_starts(tmp_pat
     assert "prompt: en, but " in capsys.readouterr().err and not argv_file.exists()
     assert main([*argv, "--prompt", "en", "--backend", "chat", "--out", str(tmp_path / "chat")]) == 4
     assert argv_file.exists()  # through its chat route the English prompt is sent: the server is started
+
+
+def test_an_export_judge_eval_serves_with_vllm_is_fingerprinted_from_its_folder(tmp_path, monkeypatch, capsys):
+    """``--server vllm`` on a judge-train export: vLLM's model entry gives no weights fingerprint, so run.json
+    recorded none, and the export retrained into the same folder resumed into the same --out with a note only, its
+    old verdicts kept as the new judge's. judge-eval reads the export's fingerprint from the folder (the one
+    judge-serve gives for it): recorded, and a resume of other weights refused before any server starts."""
+    from judge.checkpoints import export_weights_fingerprint
+
+    export, _, _ = _served_export(tmp_path)
+    starts: list = []
+
+    @contextlib.contextmanager
+    def vllm(checkpoint, config, out, name=None):  # vLLM's entry: a root, no weights_fingerprint
+        starts.append(name)
+        entry = {"id": name, "object": "model", "max_model_len": 4096, "root": str(checkpoint)}
+        with ScriptedEndpoint(vllm_chat("[FEEDBACK] ok [RESULT] 1 [END]"), model=name,
+                              respond_get=lambda path: (200, {"object": "list", "data": [entry]})) as server:
+            yield server.base_url, name
+
+    monkeypatch.setattr(run_module, "local_server", vllm)
+    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:3], tmp_path / "data.jsonl")
+    out = tmp_path / "run"
+    assert main(_args(export, data, out, "--server", "vllm")) == 0
+    first = export_weights_fingerprint(export)
+    assert json.loads((out / "run.json").read_text())["weights_fingerprint"] == first
+
+    (export / "model.safetensors").write_bytes(b"weights two, retrained")
+    cut_predictions_to(out, 2)
+    capsys.readouterr()
+    assert main(_args(export, data, out, "--server", "vllm")) == 2
+    err = capsys.readouterr().err
+    assert f"fingerprint {first}, but {export} now holds weights with fingerprint " in err and len(starts) == 1
