@@ -23,13 +23,31 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+#: The fields that hold statements. An import is a statement, and no expression holds one (a lambda's body is an
+#: expression), so a walk through these fields alone meets every import, in functions and ``if`` blocks included,
+#: without visiting the expressions that make up most of a module's nodes.
+_STATEMENT_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def statements(tree: ast.AST):
+    """Every statement of ``tree`` at any depth (with the except handlers and match cases that hold some)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for field in _STATEMENT_FIELDS:
+            held = getattr(node, field, None)
+            if isinstance(held, list):
+                stack.extend(held)
+
+
 def import_graph() -> dict[str, set[str]]:
     """First-party module -> the first-party modules it imports (``from a import b`` counts ``a.b`` when a module)."""
     modules = {_module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in statements(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 deps |= {c for c in (node.module, *(f"{node.module}.{a.name}" for a in node.names)) if c in modules}
             elif isinstance(node, ast.Import):
@@ -73,6 +91,44 @@ def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
 def test_cycle_finder_finds_a_cycle():
     """The finder itself: a -> b -> a is one cycle, c alone none."""
     assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [{"a", "b"}]
+
+
+def test_the_statement_walk_meets_every_import_ast_walk_meets():
+    """Imports in a function, a class, under ``if``/``else``, in ``try``'s handlers and ``finally``, in a ``with``, a
+    loop's ``else`` and a ``match`` case are all met, as ``ast.walk`` meets them."""
+    source = """
+import a
+def f():
+    import b
+    class C:
+        from c import d
+if x:
+    import e
+else:
+    import f
+try:
+    import g
+except ImportError:
+    import h
+else:
+    import i
+finally:
+    import j
+with x:
+    for y in z:
+        import k
+    else:
+        import l
+while x:
+    import m
+match x:
+    case 1:
+        import n
+"""
+    tree = ast.parse(source)
+    every = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    met = [n for n in statements(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert len(every) == 13 and sorted(map(id, met)) == sorted(map(id, every))
 
 
 def test_no_import_cycles_between_the_toolkits_modules():
