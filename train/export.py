@@ -33,7 +33,7 @@ After writing, every export is reloaded from disk and checked: the head has the 
 safetensors as ``score.weight``, and a forward pass on probe rows matches the live model's. LoRA adapters are
 merged into the base weights first.
 
-Why one module of ~530 lines: the layouts, the reload check and the save-export-publish sequence around them are
+Why one module of ~540 lines: the layouts, the reload check and the save-export-publish sequence around them are
 one contract with judge-serve; split, a layout change could land without the check that reads it.
 """
 
@@ -259,7 +259,9 @@ def export_regression(model, tokenizer, out_dir: str | Path) -> Path:
         classifier = Qwen2ForSequenceClassification(cls_config)
     cls_state = {name: tensor for name, tensor in state.items() if name.startswith("model.") or name == "score.weight"}
     classifier.save_pretrained(str(out), state_dict=cls_state, safe_serialization=True)
+    before = {path.name for path in out.iterdir()}
     _save_tokenizer_and_generation(model, tokenizer, out)
+    shared = sorted({path.name for path in out.iterdir() if path.is_file()} - before | {"generation_config.json"})
 
     # The generating checkpoint: the same backbone + LM head.
     generator_dir = out / GENERATOR_SUBDIR
@@ -270,7 +272,10 @@ def export_regression(model, tokenizer, out_dir: str | Path) -> Path:
         generator = Qwen2ForCausalLM(gen_config)
     gen_state = {name: tensor for name, tensor in state.items() if name != "score.weight"}
     generator.save_pretrained(str(generator_dir), state_dict=gen_state, safe_serialization=True)
-    _save_tokenizer_and_generation(model, tokenizer, generator_dir)
+    # The generator reads the same tokenizer and stop ids: the files just written, copied rather than made again
+    # (saving and compacting a tokenizer is the costliest part of writing a tiny model's folder).
+    for name in shared:
+        shutil.copyfile(out / name, generator_dir / name)
 
     write_manifest(out, "regression", generator=GENERATOR_SUBDIR, score_head="score")
     return out

@@ -96,6 +96,27 @@ def test_a_corrupted_float32_export_is_still_refused(bf16_accelerator, tiny_caus
         export.verify_export(out, "regression", batch, live, torch.float32)
 
 
+def test_a_regression_export_writes_its_tokenizer_once_and_the_generator_reads_the_same_files(
+        tiny_causal_dir, qwen_tokenizer, tmp_path, monkeypatch):
+    """The tokenizer and generation config are written once, in the export's folder; the generator's folder holds
+    byte-identical copies of each."""
+    import train.tokenizer_file
+
+    saved = []
+    real = train.tokenizer_file.save_tokenizer
+    monkeypatch.setattr(train.tokenizer_file, "save_tokenizer", lambda tok, folder: (saved.append(folder),
+                                                                                     real(tok, folder)))
+    model = Qwen2ForRationaleAndScore.from_pretrained(str(tiny_causal_dir), dtype=torch.float32)
+    out = export.export_regression(model, qwen_tokenizer, tmp_path / "export")
+    assert saved == [out]
+    generator = out / export.GENERATOR_SUBDIR
+    names = {p.name for p in out.iterdir() if p.is_file()} - {"config.json", "model.safetensors", export.EXPORT_MANIFEST}
+    assert {"tokenizer.json", "tokenizer_config.json", "generation_config.json"} <= names
+    for name in names:
+        assert (generator / name).read_bytes() == (out / name).read_bytes(), name
+    assert export.GENERATOR_SUBDIR not in names
+
+
 def test_mixed_dtypes_keep_their_autocast(bf16_accelerator, tiny_causal_dir, qwen_tokenizer):
     """LoRA without DeepSpeed: a bf16 base with float32 trainable tensors runs only under autocast, which the probe
     keeps (its export is bf16, checked at bf16's tolerance)."""
