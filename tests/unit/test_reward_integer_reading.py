@@ -68,18 +68,26 @@ class _Engine:
                 "usage": {"prompt_tokens": len(payload["prompt"]), "completion_tokens": 9}}
 
 
+@pytest.fixture(scope="module")
+def thinking_tokenizer(qwen3_tokenizer):
+    """The session's Qwen3 tokenizer under ``THINKING_TEMPLATE``: one copy for the module's cases (a copy of the fast
+    tokenizer is seconds of CPU; the session's is shared and read only, and so is this one)."""
+    tokenizer = copy.deepcopy(qwen3_tokenizer)
+    tokenizer.chat_template = THINKING_TEMPLATE
+    return tokenizer
+
+
 @pytest.mark.parametrize(("text", "finish_reason", "score", "error"), [
     ("Проверяю пункт 1, затем пункт 2", "stop", None, VerdictError.UNCLOSED_THINK),
     ("Ответ верный и полный.</think>\n\n2", "length", None, VerdictError.CUT),
     ("Ответ верный и полный.</think>\n\n2", "stop", 2, None),
 ])  # fmt: skip
-def test_judge_serve_reads_its_integer_judgment_after_the_prompts_think(qwen3_tokenizer, text, finish_reason, score,
+def test_judge_serve_reads_its_integer_judgment_after_the_prompts_think(thinking_tokenizer, text, finish_reason, score,
                                                                        error):
     """Served end to end through ``Judge._judge_jobs`` (the pointwise and pairwise paths' own): an integer judge under a
     thinking template (the generation prompt ends in "<think>\\n", so the output starts inside the reasoning) gets no
     score from a reasoning never closed, nor from a verdict max_tokens cut; a closed one ended by the model scores."""
-    tokenizer = copy.deepcopy(qwen3_tokenizer)  # the session's tokenizer is shared: read only
-    tokenizer.chat_template = THINKING_TEMPLATE
+    tokenizer = thinking_tokenizer
     request = JudgeRequest.model_validate({"items": [{"instruction": "Напиши стих.", "answer": "Роза красная.",
                                                       "criteria": [{"name": "Грамотность", "rubrics": "0: плохо\n\n1: так себе\n\n2: хорошо"}]}]})
     (job,) = build_jobs(request, tokenizer, max_model_len=4096, max_tokens=512, thinking=True)
