@@ -139,14 +139,11 @@ def test_prompts_per_step_is_trls_generation_batch_over_the_group(global_batch, 
     assert grpo.prompts_per_step(config, launch) == expected
 
 
-def test_run_json_records_the_prompts_an_epoch_uses(tmp_path, monkeypatch, qwen3_tokenizer_dir,
-                                                    recipe_tokenizer_loaded_once):
+def test_run_json_records_the_prompts_an_epoch_uses(data_report_of_three_prompts):
     """3 prompts at 2 a step: run.json keeps n_train 3 and records prompts_per_step 2 and n_train_per_epoch 2 (the
-    test stops the run once the data report is written, before trl is imported or a model loads: the base folder
-    holds the tiny Qwen3's tokenizer only)."""
-    config = load_config(TINY_GRPO, {"max_rows": 3, "output_dir": str(tmp_path / "run"),
-                                     "model_name_or_path": str(qwen3_tokenizer_dir)})  # fmt: skip
-    data = _run_until_data_recorded(config, monkeypatch)
+    run stops once the data report is written, before trl is imported or a model loads: the base folder holds the
+    tiny Qwen3's tokenizer only)."""
+    data = data_report_of_three_prompts
     assert (data["n_train"], data["prompts_per_step"], data["n_train_per_epoch"]) == (3, 2, 2)
 
 
@@ -319,6 +316,21 @@ def _run_until_data_recorded(config, monkeypatch) -> dict:
 
 
 @pytest.fixture(scope="module")
+def data_report_of_three_prompts(tmp_path_factory, qwen3_tokenizer_dir, remembered_recipe_tokenizers) -> dict:
+    """run.json's data report of the tiny GRPO recipe on the bundled sample with max_rows 3, its run stopped once the
+    report is written; made once for the module's cases, which only read it."""
+    from train import recipe_steps
+
+    config = load_config(TINY_GRPO, {"max_rows": 3, "output_dir": str(tmp_path_factory.mktemp("grpo-data") / "run"),
+                                     "model_name_or_path": str(qwen3_tokenizer_dir)})  # fmt: skip
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        # what recipe_tokenizer_loaded_once does for one test, for the module's run
+        monkeypatch.setattr(recipe_steps, "load_tokenizer", remembered_recipe_tokenizers)
+        data = _run_until_data_recorded(config, monkeypatch)
+    return data
+
+
+@pytest.fixture(scope="module")
 def base_trained_40(tmp_path_factory, qwen3_tokenizer_dir) -> Path:
     """The base export of the completion-room cases, trained on completions of up to 40 tokens, made once for the
     module (they only read it, and their launches stop before a trainer exists: its tokenizer is loaded once,
@@ -352,14 +364,11 @@ def test_less_completion_room_than_the_base_trained_with_is_warned_and_recorded(
         assert warnings[0].startswith("max_completion_length 32 is below the 40-token completions")
 
 
-def test_the_data_report_counts_items_kept_and_dropped_alike(tmp_path, monkeypatch, qwen3_tokenizer_dir,
-                                                             recipe_tokenizer_loaded_once):
+def test_the_data_report_counts_items_kept_and_dropped_alike(data_report_of_three_prompts):
     """run.json's GRPO data report counts items: every item read is a prompt kept or a drop (the screen's too_long
     prompts included), n_verdicts is that count (one reference per item), the experts' scores are n_expert_scores,
     and the prompts kept are those trained plus those max_rows cut."""
-    config = load_config(TINY_GRPO, {"max_rows": 3, "output_dir": str(tmp_path / "run"),
-                                     "model_name_or_path": str(qwen3_tokenizer_dir)})  # fmt: skip
-    data = _run_until_data_recorded(config, monkeypatch)
+    data = data_report_of_three_prompts
     assert data["n_rows"] + sum(data["dropped"].values()) == data["n_verdicts"] == data["n_records"]
     assert data["dropped"]["too_long"] > 0 and data["dropped"]["zero_shot"] > 0  # both stages' drops are in it
     assert data["n_expert_scores"] > data["n_records"]  # the sample's items carry several experts' scores
