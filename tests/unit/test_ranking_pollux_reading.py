@@ -9,14 +9,12 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from eval.ranking.matrix import RankedItem, matrix_arrays, pollux_matrix, pollux_scale_levels
 from judge.verdicts import VerdictError, parse_pollux_result
-from tests.support.console_scripts import console_script
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 HALF = "0: не выполнено\n\n0.5: выполнено частично\n\n1: выполнено"
@@ -115,7 +113,7 @@ def _matrix(path: Path) -> list[list[str]]:
         return list(csv.reader(handle))
 
 
-def test_ranking_matrix_with_each_verdict_reader(tmp_path):
+def test_ranking_matrix_with_each_verdict_reader(tmp_path, monkeypatch):
     """The same outputs through `judge-eval rank`, read by the toolkit's parser and by POLLUX's (minmax):
 
     toolkit: half 1 -> 1.0; scale (m) reads the last [RESULT], 1 -> 1/2 = 0.5; bold raw 1.0 (no scale); scale (n)
@@ -125,24 +123,23 @@ def test_ranking_matrix_with_each_verdict_reader(tmp_path):
     pollux: scale (m) reads the first block, 0 -> 0.0; scale (n) has no complete block: unparsed, and meta n has no
     scored item, so no column n. mean_over_criteria m = grand mean = (1.0 + 0.0 + 1.0) / 3 = 0.6666666666666666.
     """
+    from eval.cli import main
+
     data = _instructions(tmp_path / "instructions.jsonl")
     candidate = ScriptedEndpoint(lambda p, b: (200, chat_completion(
         "Ответ " + b["messages"][0]["content"].split()[-1], b["model"])), model="cand", max_model_len=None)
     judge = ScriptedEndpoint(_judge, model="judge", max_model_len=None)
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    script = console_script("judge-eval")
+    for key in [k for k in os.environ if k.endswith("_API_KEY")]:
+        monkeypatch.delenv(key)
     argv = ["rank", "--model", candidate.base_url, "--judge", judge.base_url, "--data", str(data), "--no-progress",
             "--n-boot", "0", "--max-retries", "0"]
-    try:
-        procs = {reader: subprocess.Popen([script, *argv, "--out", str(tmp_path / reader), "--verdict-reader", reader],
-                                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:  # in-process: what is read is the matrix and rank.json, the same for the console script's run
+        codes = {reader: main([*argv, "--out", str(tmp_path / reader), "--verdict-reader", reader])
                  for reader in ("toolkit", "pollux")}
-        done = {reader: proc.communicate(timeout=120) for reader, proc in procs.items()}
     finally:
         candidate.close()
         judge.close()
-    for reader, proc in procs.items():
-        assert proc.returncode == 0, done[reader][1][-2000:]
+    assert codes == {"toolkit": 0, "pollux": 0}
     assert _matrix(tmp_path / "toolkit" / "matrix.csv") == [
         ["criteria_name", "m", "n", "mean_over_meta"],
         ["bold", "1.0", "", "1.0"],
