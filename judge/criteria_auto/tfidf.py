@@ -217,7 +217,9 @@ def _warn_other_scikit_learn(folder: Path, versions) -> None:
     installed scikit-learn (``TextFeatures.vectorizers``), whose tokenizing and weighting then make the features: a
     release that changed either would move every choice without an error. Patch releases are not told apart (a
     warning on every start would be read past). The installed version is read from the package metadata, so loading
-    still imports no scikit-learn."""
+    still imports no scikit-learn. The shipped artefact (``default_classifier_path``) is not one to rebuild in
+    place: its warning names the scikit-learn to install, or a folder of one's own to pass as
+    ``--criteria-classifier-path``."""
     from importlib import metadata
 
     built = versions.get("scikit-learn") if isinstance(versions, Mapping) else None
@@ -228,12 +230,20 @@ def _warn_other_scikit_learn(folder: Path, versions) -> None:
     minor = lambda v: re.match(r"(\d+)\.(\d+)", v or "")  # noqa: E731
     if not isinstance(built, str) or not minor(built) or not minor(running):
         return  # nothing recorded to compare (a hand-made artefact): no claim either way
-    if minor(built).groups() != minor(running).groups():
-        log.warning("tfidf: %s was built with scikit-learn %s, and this is scikit-learn %s: its features are rebuilt "
-                    "from the saved vocabularies by this version, so a change in how it tokenizes or weights a text "
-                    "would move every choice without an error; rebuild it with `judge-train criteria-classifier --out "
-                    "%s` (or install scikit-learn %s)", folder / "model.json", built, running, folder,
-                    ".".join(minor(built).groups()))
+    if minor(built).groups() == minor(running).groups():
+        return
+    built_minor = ".".join(minor(built).groups())
+    if Path(folder).resolve() == default_classifier_path().resolve():
+        # the package's own folder (under site-packages once installed): not one to rebuild in place
+        advice = (f"the shipped classifier was built with scikit-learn {built_minor}: install scikit-learn "
+                  f"{built_minor}.*, or build your own with `judge-train criteria-classifier --out DIR` and pass "
+                  "--criteria-classifier-path DIR to judge-eval run or judge-serve")
+    else:
+        advice = (f"rebuild it with `judge-train criteria-classifier --out {folder}` (or install scikit-learn "
+                  f"{built_minor})")
+    log.warning("tfidf: %s was built with scikit-learn %s, and this is scikit-learn %s: its features are rebuilt "
+                "from the saved vocabularies by this version, so a change in how it tokenizes or weights a text "
+                "would move every choice without an error; %s", folder / "model.json", built, running, advice)
 
 
 def _number(value) -> float:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import judge.criteria_auto.registry as registry
 from eval.cli import main
 
@@ -47,36 +49,84 @@ def _artefact_built_with(tmp_path, version: str):
     return folder
 
 
-def test_a_tfidf_artefact_built_by_another_scikit_learn_is_warned_of_naming_both_versions(tmp_path, caplog):
+def _installed_scikit_learn(monkeypatch, version: str) -> None:
+    """Make the package metadata say scikit-learn ``version`` is installed (what the loader reads), so that the
+    version tests do not hang on whichever scikit-learn this environment has."""
+    from importlib import metadata
+
+    real = metadata.version
+    monkeypatch.setattr(metadata, "version", lambda name: version if name == "scikit-learn" else real(name))
+
+
+def _shipped_build() -> tuple[str, str]:
+    """The major and minor version of the scikit-learn the shipped tfidf artefact was built with."""
+    import json
+
+    from judge.criteria_auto import default_classifier_path
+
+    spec = json.loads((default_classifier_path() / "model.json").read_text(encoding="utf-8"))
+    major, minor = spec["versions"]["scikit-learn"].split(".")[:2]
+    return major, minor
+
+
+def _warnings_said(caplog) -> list[str]:
+    import logging
+
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+# one minor version apart (the case the warning is for: 1.8 against 1.9), and another major version
+@pytest.mark.parametrize("built", ["0.24.2", "1.8.3", "1.10.0"])
+def test_a_tfidf_artefact_built_by_another_scikit_learn_is_warned_of_naming_both_versions(tmp_path, caplog,
+                                                                                          monkeypatch, built):
     """The artefact holds no pickle: its vectorizers are rebuilt by the scikit-learn installed, whose tokenizing
     and weighting then make the features. One built by another minor version loads (its weights are plain arrays),
     but it is said, naming the file and both versions, so that moved choices are not read as the model's own."""
     import logging
-    from importlib import metadata
 
     from judge.criteria_auto import TfidfClassifier
 
-    running = metadata.version("scikit-learn")
-    folder = _artefact_built_with(tmp_path, "0.24.2")
+    _installed_scikit_learn(monkeypatch, "1.9.1")
+    folder = _artefact_built_with(tmp_path, built)
     with caplog.at_level(logging.WARNING, logger="judge.criteria_auto.tfidf"):
         TfidfClassifier.load(folder)
-    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    said = _warnings_said(caplog)
     assert len(said) == 1
     assert str(folder / "model.json") in said[0]
-    assert "scikit-learn 0.24.2" in said[0] and f"scikit-learn {running}" in said[0]
+    assert f"scikit-learn {built}" in said[0] and "scikit-learn 1.9.1" in said[0]
     assert f"judge-train criteria-classifier --out {folder}" in said[0]
 
 
-def test_a_tfidf_artefact_of_this_scikit_learn_minor_version_loads_without_a_word(tmp_path, caplog):
-    """A patch release apart (or the shipped build under its own version) is no warning: one on every start would
-    teach users to ignore it."""
+def test_the_shipped_tfidf_artefact_under_another_scikit_learn_is_not_told_to_be_rebuilt_in_place(caplog,
+                                                                                                  monkeypatch):
+    """The shipped artefact's folder is the package's own (under site-packages in a wheel install): the warning
+    told every judge-serve and judge-eval start to overwrite it with `judge-train criteria-classifier --out
+    <that folder>`. It says instead which scikit-learn to install, or to build one's own and pass its folder."""
     import logging
-    from importlib import metadata
+
+    from judge.criteria_auto import TfidfClassifier, default_classifier_path
+
+    major, minor = _shipped_build()
+    _installed_scikit_learn(monkeypatch, f"{major}.{int(minor) + 1}.0")
+    with caplog.at_level(logging.WARNING, logger="judge.criteria_auto.tfidf"):
+        TfidfClassifier.load()
+    said = _warnings_said(caplog)
+    assert len(said) == 1
+    assert f"--out {default_classifier_path()}" not in said[0]
+    assert f"install scikit-learn {major}.{minor}.*" in said[0]
+    assert "judge-train criteria-classifier --out DIR" in said[0] and "--criteria-classifier-path DIR" in said[0]
+
+
+def test_a_tfidf_artefact_of_this_scikit_learn_minor_version_loads_without_a_word(tmp_path, caplog, monkeypatch):
+    """A patch release apart (or the shipped build under its own minor version) is no warning: one on every start
+    would teach users to ignore it."""
+    import logging
 
     from judge.criteria_auto import TfidfClassifier
 
-    major, minor = metadata.version("scikit-learn").split(".")[:2]
+    major, minor = _shipped_build()
+    _installed_scikit_learn(monkeypatch, f"{major}.{minor}.99")
     with caplog.at_level(logging.WARNING, logger="judge.criteria_auto.tfidf"):
-        TfidfClassifier.load(_artefact_built_with(tmp_path, f"{major}.{minor}.99"))
+        TfidfClassifier.load(_artefact_built_with(tmp_path, f"{major}.{minor}.0"))
         TfidfClassifier.load()
-    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert _warnings_said(caplog) == []
