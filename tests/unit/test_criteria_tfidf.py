@@ -131,3 +131,16 @@ def test_two_task_types_fit_save_reload_and_choose(tmp_path):
     reloaded = TfidfClassifier.load(save_tfidf(clf, tmp_path / "two"))
     p = reloaded.predict_proba(["Напиши стихотворение о весне"])[0]
     assert max(p, key=p.get) == "Literary text / Poetry" and abs(sum(p.values()) - 1.0) < 1e-9
+    # the fit's two rows give scikit-learn's own probabilities (a zero row on the wrong side swaps the classes');
+    # compared before the save, which keeps the coefficients in float16
+    from sklearn.linear_model import LogisticRegression
+
+    from judge.criteria_auto.policy import task_type_of
+
+    x = clf.features.transform([q["instruction"] for q in pairs])
+    z = np.asarray(x @ clf.type_coef.T) + clf.type_intercept
+    ours = np.exp(z - z.max(axis=1, keepdims=True))
+    ours /= ours.sum(axis=1, keepdims=True)
+    model = LogisticRegression(C=clf.meta["c"], max_iter=3000, solver="newton-cg", random_state=clf.meta["seed"])
+    theirs = model.fit(x, [task_type_of(q["label"]) for q in pairs]).predict_proba(x)
+    assert np.allclose(ours, theirs, atol=1e-9)
