@@ -194,12 +194,22 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _refuse_overlap(args, heldout: list[dict], pairs: list[dict], whose: str, advice: str) -> None:
+    """Refuse a ``--heldout`` that overlaps ``pairs`` (``whose`` rows), exactly or nearly, naming the first pair
+    (``training_overlap``): measured on rows it was trained on, a classifier reads right on every one of them."""
+    from judge.criteria_auto.labelled import training_overlap
+
+    n, _, first = training_overlap(heldout, pairs)
+    if n:
+        raise ValueError(f"{n} held-out instructions of {args.heldout} are {whose} or near duplicates of them (the "
+                         f"first: {first}); {advice}")
+
+
 def _training_pairs(args, heldout: list[dict]) -> tuple[list[dict], dict]:
     """The rows ``--train`` names, as ``judge-train criteria-classifier`` reads them (``training_rows``: a source in
     the released benchmark's schema refused without ``--allow-benchmark-rows``, the bundled held-out set's
     instructions refused, exact copies dropped), less the taxonomy-text rows with ``--no-taxonomy-text``; then
     refused when ``--heldout`` (which need not be the bundled held-out set) overlaps them."""
-    from judge.criteria_auto.labelled import near_duplicates
     from train.criteria_classifier import training_rows
 
     files = [f for f in args.train if f != "bundled"]
@@ -208,10 +218,7 @@ def _training_pairs(args, heldout: list[dict]) -> tuple[list[dict], dict]:
     if args.no_taxonomy_text:
         pairs = [p for p in pairs if p.get("source") != "taxonomy"]
     # exact copies and near ones (a clause dropped, a word changed): either would inflate every figure below
-    overlap = near_duplicates([r["instruction"] for r in heldout], [p["instruction"] for p in pairs])
-    if overlap:
-        raise ValueError(f"{len({i for i, _, _, _ in overlap})} held-out instructions of {args.heldout} are in the "
-                         "training data or near duplicates of it; remove them")
+    _refuse_overlap(args, heldout, pairs, "rows --train trains on", "remove them")
     return pairs, counts
 
 
@@ -220,15 +227,11 @@ def _refuse_shipped_training_rows(args, heldout: list[dict]) -> None:
     (``train.criteria_rows.bundled_rows``: the bundled training set, the sample's instructions, the taxonomy texts;
     a test pins the shipped build to them), exactly or nearly, as ``_training_pairs`` refuses an overlap with
     ``--train``: measured on its own training rows, it reads right on every one of them."""
-    from judge.criteria_auto.labelled import near_duplicates
     from train.criteria_rows import bundled_rows
 
-    pairs, _ = bundled_rows(include_zero_shot=True)
-    overlap = near_duplicates([r["instruction"] for r in heldout], [p["instruction"] for p in pairs])
-    if overlap:
-        raise ValueError(f"{len({i for i, _, _, _ in overlap})} held-out instructions of {args.heldout} are rows the "
-                         "shipped tfidf classifier was trained on or near duplicates of them (the bundled training "
-                         "set, sample and taxonomy texts); measure it on other rows, or train one with --train")
+    _refuse_overlap(args, heldout, bundled_rows(include_zero_shot=True)[0],
+                    "rows the shipped tfidf classifier was trained on (the bundled training set, sample and taxonomy "
+                    "texts)", "measure it on other rows, or train one with --train")
 
 
 def _run(args) -> int:

@@ -22,7 +22,7 @@ from judge.splits import STANDARD, ZERO_SHOT, load_split_spec
 from judge.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 
 __all__ = ["NEAR_DUPLICATE_JACCARD", "NEAR_DUPLICATE_RATIO", "NEAR_DUPLICATE_RATIO_JACCARD", "heldout_leaks", "heldout_path", "labelled_rows",
-           "load_labelled", "near_duplicates", "normalise_instruction", "training_path"]
+           "load_labelled", "near_duplicates", "normalise_instruction", "training_overlap", "training_path"]
 
 #: Two instructions are near duplicates when the Jaccard similarity of their normalised character 5-gram sets
 #: reaches this (a copy with a clause cut: "... поднимется? Сопротивлением воздуха пренебречь, g = 10 м/с²" against
@@ -110,19 +110,32 @@ def _incidence(rows: list[list[int]], width: int):
     return sparse.csr_matrix((np.ones(len(indices), dtype=np.int64), indices, indptr), shape=(len(rows), width))
 
 
-def heldout_leaks(pairs: Sequence[Mapping]) -> str:
-    """"" when no training pair (``{"instruction", ...}``) is an instruction of the bundled held-out set or a near
-    duplicate of one (``near_duplicates``); else a sentence counting them and naming the first, for the training
-    commands to refuse with (a leaked held-out instruction inflates every figure measured on it)."""
-    held = [json.loads(line) for line in heldout_path().read_text(encoding="utf-8").split("\n") if line.strip()]
+def training_overlap(held: Sequence[Mapping], pairs: Sequence[Mapping]) -> tuple[int, int, str]:
+    """How the training ``pairs`` overlap the ``held`` rows (``{"instruction", ...}`` each), exactly or nearly
+    (``near_duplicates``): how many held rows are overlapped, how many training pairs overlap them, and the first
+    such pair named as ``'<the training instruction, 60 characters>' ~ held-out <the held row's id, else its first
+    60 characters>``; ``(0, 0, "")`` when none does. The refusals of an overlap (``heldout_leaks``, the bench's)
+    name the first pair with it, so that the user need not search the rows for one."""
     found = near_duplicates([h["instruction"] for h in held], [p["instruction"] for p in pairs])
     if not found:
-        return ""
+        return 0, 0, ""
     i, j, _, _ = found[0]
-    n = len({j for _, j, _, _ in found})
+    named = held[i].get("id") or repr(held[i]["instruction"][:60])
+    return (len({i for i, _, _, _ in found}), len({j for _, j, _, _ in found}),
+            f"{pairs[j]['instruction'][:60]!r} ~ held-out {named}")
+
+
+def heldout_leaks(pairs: Sequence[Mapping]) -> str:
+    """"" when no training pair (``{"instruction", ...}``) is an instruction of the bundled held-out set or a near
+    duplicate of one (``near_duplicates``); else a sentence counting them and naming the first
+    (``training_overlap``), for the training commands to refuse with (a leaked held-out instruction inflates every
+    figure measured on it)."""
+    held = [json.loads(line) for line in heldout_path().read_text(encoding="utf-8").split("\n") if line.strip()]
+    _, n, first = training_overlap(held, pairs)
+    if not n:
+        return ""
     counted = "1 training instruction is" if n == 1 else f"{n} training instructions are"
-    return (f"{counted} in the bundled held-out set or near duplicates of it (e.g. "
-            f"{pairs[j]['instruction'][:60]!r} ~ held-out {held[i].get('id', i)}); remove them")
+    return f"{counted} in the bundled held-out set or near duplicates of it (e.g. {first}); remove them"
 
 
 #: The columns that name a row's task, in the order ``Taxonomy.leaf`` takes them (``TaxonomyError.level``).

@@ -141,3 +141,16 @@ def test_a_training_flag_without_train_is_refused_naming_it(tmp_path, capsys, fl
     assert code == 2 and captured.err.startswith("criteria_auto.py: error: ") and captured.err.count("\n") == 1
     assert named in captured.err and "--train" in captured.err
     assert "| tfidf |" not in captured.out and not (tmp_path / "clf").exists()
+
+
+@pytest.mark.parametrize("train", [[], ["--train", "bundled"]])
+def test_an_overlapping_heldout_is_refused_naming_its_first_overlapping_row(capsys, train):
+    """The overlap refusals, against the shipped classifier's rows or --train's, counted the held-out rows but named
+    none: the user had to find 71 by hand. They name the first pair, as the training commands' refusal does."""
+    from judge.criteria_auto import training_path
+
+    first = json.loads(training_path().read_text(encoding="utf-8").splitlines()[0])["instruction"]
+    code = main([*train, "--heldout", str(training_path())])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("criteria_auto.py: error: ") and err.count("\n") == 1
+    assert first[:30] in err and str(training_path()) in err
