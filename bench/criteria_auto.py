@@ -176,22 +176,39 @@ def main(argv: list[str] | None = None) -> int:
                         help="print the threshold the tfidf training chooses on its out-of-fold predictions of the "
                              "bundled rows by exact and by base criterion ids, and nothing else (~1 min)")
     args = parser.parse_args(argv)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    training = [flag for flag, given in (("--train", args.train), ("--save", args.save),
+                                         ("--no-taxonomy-text", args.no_taxonomy_text),
+                                         ("--exclude-zero-shot", args.exclude_zero_shot),
+                                         ("--allow-benchmark-rows", args.allow_benchmark_rows)) if given]
+    refusal = _unread_training_flags(args, methods, training)
+    if refusal:
+        print(f"criteria_auto.py: error: {refusal}", file=sys.stderr)
+        return 2
     if args.threshold_readings:
         return _print_threshold_readings()
-    unread = [flag for flag, given in (("--save", args.save), ("--no-taxonomy-text", args.no_taxonomy_text),
-                                       ("--exclude-zero-shot", args.exclude_zero_shot),
-                                       ("--allow-benchmark-rows", args.allow_benchmark_rows)) if given]
-    if unread and not args.train:
-        # they shape or keep the fit --train makes: without it the shipped classifier's figures would stand for them
-        print(f"criteria_auto.py: error: {unread[0]} applies to the tfidf classifier --train fits; without --train "
-              "the shipped one is measured: add --train (bundled, or files) or drop it", file=sys.stderr)
-        return 2
-
     try:
-        return _run(args)
+        return _run(args, methods)
     except (ValueError, OSError) as err:  # bad input, a missing file: one line, never a traceback
         print(f"criteria_auto.py: error: {err}", file=sys.stderr)
         return 2
+
+
+def _unread_training_flags(args, methods: list[str], training: list[str]) -> str | None:
+    """Why a training flag given (``training``: ``--train`` and the flags that shape or keep its fit) would go
+    unread, or None: the figures printed would stand for a fit it did not shape."""
+    if args.threshold_readings and training:
+        # the readings are of the rows the shipped classifier is built from, all of them, and nothing is saved
+        return (f"{training[0]} does not apply to --threshold-readings, which reads the bundled rows the shipped "
+                "classifier is built from: drop one of them")
+    if training and not args.train:
+        # without --train the shipped classifier's figures would stand for the flag
+        return (f"{training[0]} applies to the tfidf classifier --train fits; without --train the shipped one is "
+                "measured: add --train (bundled, or files) or drop it")
+    if training and "tfidf" not in methods:
+        return (f"{training[0]} applies to the tfidf method, which --methods {args.methods} leaves out: add tfidf "
+                "to --methods or drop it")
+    return None
 
 
 def _refuse_overlap(args, heldout: list[dict], pairs: list[dict], whose: str, advice: str) -> None:
@@ -234,10 +251,10 @@ def _refuse_shipped_training_rows(args, heldout: list[dict]) -> None:
                     "texts)", "measure it on other rows, or train one with --train")
 
 
-def _run(args) -> int:
+def _run(args, methods: list[str]) -> int:
     heldout, _ = load_labelled([args.heldout], include_zero_shot=True)
     train_pairs, counts = _training_pairs(args, heldout) if args.train else (None, {})
-    if train_pairs is None and "tfidf" in [m.strip() for m in args.methods.split(",")]:
+    if train_pairs is None and "tfidf" in methods:
         _refuse_shipped_training_rows(args, heldout)
 
     report = {"heldout": args.heldout, "n_heldout": len(heldout), "train_counts": counts,
@@ -250,7 +267,7 @@ def _run(args) -> int:
     print(header)
     print("|---" * (header.count("|") - 1) + "|")
     clfs = {}
-    for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
+    for method in methods:
         clf = clfs[method] = build(method, args, train_pairs)
         results = evaluate(clf, heldout)
         report["methods"][method] = {"results": results, "summary": {}}

@@ -143,6 +143,38 @@ def test_a_training_flag_without_train_is_refused_naming_it(tmp_path, capsys, fl
     assert "| tfidf |" not in captured.out and not (tmp_path / "clf").exists()
 
 
+@pytest.mark.parametrize("flags", [["--exclude-zero-shot"], ["--train", "bundled"], ["--save", "SAVE"],
+                                   ["--no-taxonomy-text"], ["--allow-benchmark-rows"]])
+def test_threshold_readings_with_a_training_flag_is_refused_before_reading(tmp_path, capsys, monkeypatch, flags):
+    """--threshold-readings reads the bundled rows the shipped classifier is built from and nothing else: with a
+    training flag it printed the all-rows readings (Zero-Shot kept for --exclude-zero-shot, nothing saved for
+    --save), exit 0. Refused in one line naming both flags, before any reading."""
+    import bench.criteria_auto
+
+    read = []
+    monkeypatch.setattr(bench.criteria_auto, "_print_threshold_readings", lambda: read.append(1) or 0)
+    flags = [str(tmp_path / "clf") if f == "SAVE" else f for f in flags]
+    code = main(["--threshold-readings", *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("criteria_auto.py: error: ") and err.count("\n") == 1
+    assert flags[0] in err and "--threshold-readings" in err
+    assert read == [] and not (tmp_path / "clf").exists()
+
+
+@pytest.mark.parametrize("save", [False, True])
+def test_training_flags_without_tfidf_in_methods_are_refused(tmp_path, capsys, save):
+    """--train (and --save) shape and keep the tfidf fit: with --methods llm the training rows were read and checked,
+    then nothing fitted or saved, exit 0. Refused in one line naming the flag and the tfidf method."""
+    flags = ["--save", str(tmp_path / "clf")] if save else []
+    with ScriptedEndpoint(lambda path, body: (500, {"error": {"message": "down"}})) as ep:
+        code = main(["--train", "bundled", "--methods", "llm", "--llm-url", ep.base_url, "--llm-model", "judge",
+                     "--heldout", str(_heldout(tmp_path)), *flags])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.err.startswith("criteria_auto.py: error: ") and captured.err.count("\n") == 1
+    assert "--train" in captured.err and "tfidf" in captured.err and "--methods" in captured.err
+    assert "| llm |" not in captured.out and not (tmp_path / "clf").exists()
+
+
 @pytest.mark.parametrize("train", [[], ["--train", "bundled"]])
 def test_an_overlapping_heldout_is_refused_naming_its_first_overlapping_row(capsys, train):
     """The overlap refusals, against the shipped classifier's rows or --train's, counted the held-out rows but named
