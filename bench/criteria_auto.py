@@ -10,20 +10,23 @@
 Per method and per split (all / Standard / Zero-Shot task types): leaf-task and task-type top-1 / top-3 accuracy,
 the share of choices made at the leaf, at the task type, falling back and failing (an answer off the taxonomy, a bad
 log-probability, a failed request: a miss in the accuracies, counted apart from the fallbacks, and how many after
-the table),
-precision / recall / Jaccard of the chosen criteria set against the gold leaf's set (macro-averaged over the
-instructions whose choice did not fail; once as chosen and once with the top-1 leaf's set), and latency per instruction (ms, median and mean, one instruction at a time). The set scores are given
-by both readings of ``judge.criteria_auto.CRITERIA_MATCHES``: **exact** criterion ids (the criteria a judge is
-asked, each variant with its own rubric: a Python instruction routed to the C++ leaf scores 0) and **base** ids (a
-sibling leaf's variant counts: the same instruction scores 1).
+the table), precision / recall / Jaccard of the chosen criteria set against the gold leaf's set (macro-averaged
+over the instructions whose choice did not fail; once as chosen and once with the top-1 leaf's set), and latency
+per instruction (ms, median and mean, one instruction at a time). The set scores are given by both readings of
+``judge.criteria_auto.CRITERIA_MATCHES``: **exact** criterion ids (the criteria a judge is asked, each variant with
+its own rubric: a Python instruction routed to the C++ leaf scores 0) and **base** ids (a sibling leaf's variant
+counts: the same instruction scores 1).
 Then the calibration of the stated task-type probability: a reliability table (per probability bin: n, stated,
 accuracy) and the expected calibration error. The tfidf method is the shipped classifier unless ``--train`` is given
 (files, or ``bundled`` for the bundled rows, read as ``judge-train criteria-classifier`` reads them:
 ``train.criteria_classifier.training_rows``); ``--exclude-zero-shot`` keeps the Zero-Shot task types out of training,
-so that its Zero-Shot figures measure transfer to unseen task types. A ``--heldout`` that overlaps the training rows, exactly or nearly, is
-refused: ``--train``'s, or the shipped classifier's (the bundled rows) when tfidf is measured without it. Prints Markdown tables and, with ``--json``,
-writes the figures. ``--threshold-readings`` prints instead the threshold the tfidf training would choose on its
-out-of-fold predictions by either reading (``train.criteria_tfidf.threshold_readings``).
+so that its Zero-Shot figures measure transfer to unseen task types. A ``--heldout`` that overlaps the training
+rows, exactly or nearly, is refused, naming the first overlapping pair: ``--train``'s, or the shipped classifier's
+(the bundled rows) when tfidf is measured without it. Prints Markdown tables and, with ``--json``, writes the
+figures. ``--threshold-readings`` prints instead the threshold the tfidf training would choose on its out-of-fold
+predictions by either reading (``train.criteria_tfidf.threshold_readings``). ``--train`` and the flags that shape
+or keep its fit are refused where nothing would read them: without ``--train``, without tfidf in ``--methods``, or
+with ``--threshold-readings``.
 """
 
 from __future__ import annotations
