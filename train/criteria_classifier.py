@@ -34,9 +34,10 @@ logger = logging.getLogger(__name__)
 
 def training_rows(data: Sequence[str], bundled: bool, include_zero_shot: bool,
                   allow_benchmark_rows: bool = False) -> tuple[list[dict], dict]:
-    """The rows to train on: the bundled rows (unless ``bundled`` is off) plus labelled ``data`` sources. The
-    counts: ``load_labelled``'s, per part; a data row whose instruction is a bundled one is left out, counted under
-    ``bundled_copies`` and not under ``kept``.
+    """The rows to train on: the bundled rows (unless ``bundled`` is off: then the taxonomy texts alone) plus
+    labelled ``data`` sources. The counts: ``load_labelled``'s, per part; a data row whose instruction is already
+    among the bundled rows or the taxonomy texts is left out, counted under ``copies_of_bundled_or_taxonomy`` and
+    not under ``kept``.
 
     Raises:
         ValueError: an instruction of the bundled held-out set, or a near duplicate of one
@@ -52,7 +53,7 @@ def training_rows(data: Sequence[str], bundled: bool, include_zero_shot: bool,
     pairs, counts = bundled_rows(include_zero_shot) if bundled else (taxonomy_rows(include_zero_shot), {})
     if data:
         extra, extra_counts = load_labelled(list(data), include_zero_shot=include_zero_shot)
-        # Only exact copies of a bundled instruction are dropped: a near duplicate (a rewording, the final "."
+        # Only exact copies of the rows above are dropped: a near duplicate (a rewording, the final "."
         # left off) is a row to learn from, and fit_tfidf holds each group of them out in one fold
         # (train.criteria_tfidf.out_of_fold_folds), so it does not inflate the out-of-fold figures the threshold
         # and temperature are chosen on.
@@ -61,7 +62,8 @@ def training_rows(data: Sequence[str], bundled: bool, include_zero_shot: bool,
         pairs += added
         # counted as left out, not as kept: the summary's data counts say what was trained on
         copies = len(extra) - len(added)
-        counts = {"bundled": counts, "data": {**extra_counts, "kept": len(added), "bundled_copies": copies}}
+        counts = {"bundled": counts,
+                  "data": {**extra_counts, "kept": len(added), "copies_of_bundled_or_taxonomy": copies}}
     # near duplicates too (a held-out instruction with a clause cut, a few words changed), not only exact copies
     leaked = heldout_leaks(pairs)
     if leaked:

@@ -135,4 +135,22 @@ def test_data_rows_that_repeat_a_bundled_instruction_are_counted_as_left_out(tmp
         encoding="utf-8")  # fmt: skip
     pairs, counts = train.criteria_classifier.training_rows([str(data)], bundled=True, include_zero_shot=True)
     assert len(pairs) == len(bundled_rows()[0]) + 1
-    assert counts["data"]["rows"] == 2 and counts["data"]["kept"] == 1 and counts["data"]["bundled_copies"] == 1
+    assert counts["data"]["rows"] == 2 and counts["data"]["kept"] == 1
+    assert counts["data"]["copies_of_bundled_or_taxonomy"] == 1
+
+
+def test_data_rows_that_repeat_a_taxonomy_text_without_the_bundled_rows_are_counted_by_what_they_repeat(tmp_path):
+    """With --no-bundled the rows before --data are the taxonomy texts alone: a --data row repeating one was counted
+    as a 'bundled_copies' beside an empty 'bundled' count. The count is named for both: the bundled rows or the
+    taxonomy texts."""
+    import json
+
+    from train.criteria_rows import taxonomy_rows
+
+    text = taxonomy_rows(True)[0]
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"instruction": text["instruction"], "label": text["label"]}, ensure_ascii=False) + "\n",
+                    encoding="utf-8")
+    _, counts = train.criteria_classifier.training_rows([str(data)], bundled=False, include_zero_shot=True)
+    assert counts["bundled"] == {} and counts["data"]["kept"] == 0
+    assert counts["data"]["copies_of_bundled_or_taxonomy"] == 1 and "bundled_copies" not in counts["data"]
