@@ -76,7 +76,7 @@ from typing import Any, NoReturn
 
 from judge.plumbing.console_logging import visible
 # a completion comes over the wire as JSON: a wrong one is named by its JSON kind ("an object"), not a Python class
-from judge.plumbing.json_reading import shown_value, value_words
+from judge.plumbing.json_reading import finite_number, shown_value, value_words
 from judge.plumbing.message_content import separated_reasoning
 from judge.scales import Scale
 from judge.verdicts import VerdictError
@@ -315,14 +315,6 @@ def prompt_opens_reasoning(prompt: str) -> bool:
     return bool(_PROMPT_ENDS_IN_THINK.search(prompt.rstrip()[-16:]))
 
 
-def _finite(number: int | float) -> bool:
-    """Whether ``number`` is finite as a float: an integer too large for one (``10**400`` from JSON) is not."""
-    try:
-        return math.isfinite(number)
-    except OverflowError:
-        return False
-
-
 class RewardRuleError(ValueError):
     """A reward rule that cannot be used; the message names the field."""
 
@@ -379,16 +371,14 @@ class RewardRule:
         if not isinstance(self.weights, Mapping):
             raise RewardRuleError("weights: expected a mapping of criterion name or id to a weight")
         for key, weight in {**self.weights, "default_weight": self.default_weight}.items():
-            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not _finite(weight) or weight <= 0:
+            if not finite_number(weight) or weight <= 0:
                 where = "default_weight" if key == "default_weight" else f"weights[{key!r}]"
                 raise RewardRuleError(f"{where}: a weight must be a positive finite number, got {shown_value(weight)}")
         if self.weights and self.combine != "weighted":
             raise RewardRuleError("weights: given, but combine is 'mean' (set combine: weighted)")
         # Not dataclass fields: derived from weights, so equality, to_dict and from_dict see only what was given.
         object.__setattr__(self, "_resolved_weights", _weight_tables(self.weights) if self.weights else ({}, {}, {}))
-        if self.empty_answer is not None and (isinstance(self.empty_answer, bool)
-                                              or not isinstance(self.empty_answer, (int, float))
-                                              or not _finite(self.empty_answer)):
+        if self.empty_answer is not None and not finite_number(self.empty_answer):
             # NaN or infinity would be a reward no JSON answer can carry (/get_reward's would fail) and no trainer
             # can rank by.
             raise RewardRuleError("empty_answer: expected a finite number or null, got "

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
-import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from judge.plumbing.json_reading import got_words, kind_words, shown_value, value_words
+from judge.plumbing.json_reading import finite_number, got_words, kind_words, shown_value, value_words
 
 __all__ = ["ScoreSource", "checked_json_fields"]
 
@@ -76,15 +74,6 @@ def _type_checks(cls: type) -> dict[str, tuple[Callable[[Any], bool], Any, bool]
     return checks
 
 
-def _finite(v: Any) -> bool:
-    """A JSON number a float holds finitely: Python's json reads NaN and Infinity (which a server's own json.dumps
-    writes), and a score of NaN would be written into predictions, to be refused only when they are read back,
-    far from the server that sent it."""
-    if isinstance(v, float):
-        return math.isfinite(v)
-    return isinstance(v, int) and v.__class__ is not bool and -sys.float_info.max <= v <= sys.float_info.max
-
-
 def _options(hint: Any) -> tuple[Any, ...]:
     return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
 
@@ -102,7 +91,9 @@ def _fits(hint: Any) -> Callable[[Any], bool]:
         elif option is int:
             fits.append(lambda v: isinstance(v, int) and v.__class__ is not bool)
         elif option is float:
-            fits.append(_finite)
+            # finite: Python's json reads NaN and Infinity (a server's own json.dumps writes them), and a NaN score
+            # would go into predictions, to be refused only when read back, far from the server that sent it
+            fits.append(finite_number)
         elif option is str:
             fits.append(lambda v: isinstance(v, str))
         elif origin is list:

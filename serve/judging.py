@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
-import math
 import re
 import threading
 import time
@@ -58,7 +57,7 @@ from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, Jud
 from serve.engine_client import EngineClient, EngineFailure, unreadable_answer
 from serve.errors import engine_refused, sanitized, unknown_model_message
 from judge.chat_tokens import chat_ids, chat_parts, prepare_tokenizer
-from judge.plumbing.json_reading import got_words, value_words
+from judge.plumbing.json_reading import finite_number, got_words, value_words
 from judge.plumbing.message_content import without_lone_surrogates
 from serve.jobs import (PAIRWISE_SCALE, Job, build_pair_jobs, check_criteria, check_pair_sizes, check_sizes,
                         JobPlan, max_token_chars, plan_jobs, refuse_over_bound)
@@ -400,15 +399,6 @@ def _head_value(classified: Any) -> Any:
     return node
 
 
-def _finite_float(value: int | float) -> bool:
-    """Whether a number is a finite float: JSON's reader makes an integer of any size, and ``math.isfinite`` of one
-    past float's range raises ``OverflowError`` (the request's 500) where the head's value is the item's failure."""
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
-
-
 def _logprobs_of(choice: dict[str, Any], completion: dict[str, Any]) -> dict[str, Any] | None:
     """A choice's ``logprobs`` when they have the shape ``serve.score_reading`` reads (``tokens``: text per
     position, ``top_logprobs``: per position, token text -> log-probability, or null), or None when absent.
@@ -432,8 +422,8 @@ def _logprobs_of(choice: dict[str, Any], completion: dict[str, Any]) -> dict[str
 def _is_logprob(value: Any) -> bool:
     """A log-probability: a finite number, at most 0 (1 allows for rounding). Python's JSON reader takes ``NaN`` and
     ``Infinity``: a NaN made a NaN expected score, which no JSON response can carry (a bare 500), and a value past
-    709 overflowed ``math.exp``."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value <= 1
+    709 overflowed ``math.exp``; an integer past float's range is no number either (``finite_number``)."""
+    return finite_number(value) and value <= 1
 
 
 def _token_count(value: Any) -> int:
@@ -887,7 +877,7 @@ class Judge:
                 out["error"], out["error_reason"] = _refusal_error(err, job, options)
                 return out, (err if out["error"] == VerdictError.ENGINE_REFUSED else None), False
         raw = _head_value(classified)
-        if not isinstance(raw, (int, float)) or isinstance(raw, bool) or not _finite_float(raw):
+        if not finite_number(raw):
             # A diverged head (or an overflow in half precision): no score, a counted failure. vLLM sends its NaN as
             # null; clipped, a NaN would stay NaN (max and min keep it) and go out as an ok score no JSON client reads.
             # null named as JSON names it (it printed Python's None), a string or a list by its kind (bounded)

@@ -17,7 +17,6 @@ import copy
 import dataclasses
 import functools
 import logging
-import math
 import operator
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -26,8 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judge.plumbing.console_logging import visible
-from judge.plumbing.json_reading import (UTF8_BOM, arrow_may_read, arrow_reads_lines_alike, got_words,
-                                        lone_surrogate_at, shown_value)
+from judge.plumbing.json_reading import (UTF8_BOM, arrow_may_read, arrow_reads_lines_alike, finite_number,
+                                        got_words, lone_surrogate_at, shown_value)
 from judge.plumbing.journal import (JournalError, is_whole_last_line, iter_journal_lines, log_torn_tail,
                                    rewrite_journal)
 from judge.records import SCORE_BOUND, LineIndex, row_place, value_words
@@ -194,21 +193,10 @@ def _is_kind(value: Any, kind: str) -> bool:
     if kind == _TEXT:
         return type(value) is str
     if kind == _NUMBER:  # finite: a NaN or an infinity (Python's json writes and reads them) is no score
-        return _is_finite_number(value)
+        return finite_number(value)
     if kind == _FLAG:
         return type(value) is bool
-    return type(value) is dict and all(_is_finite_number(v) for v in value.values())
-
-
-def _is_finite_number(value: Any) -> bool:
-    """Whether ``value`` is a JSON number a float column holds. json.loads reads a 400-digit integer as an ``int``
-    that ``math.isfinite`` cannot convert (OverflowError): as much no score as an infinity."""
-    if type(value) not in (int, float):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
+    return type(value) is dict and all(finite_number(v) for v in value.values())
 
 
 def read_prediction_table(path: str | Path) -> pa.Table:

@@ -21,6 +21,8 @@ before they are asked (Arrow's JSON reader).
   mark; ``counted`` says a count with its noun in its number ("1 node", "2 nodes", "3 criteria"). They live here,
   beneath the contract, so that this package's readers (the journal, the run folder's key) word it as
   ``judge.records`` (which re-exports them) and every loader do, and training, serving and evaluation alike.
+- ``finite_number`` is what every reader takes for a number: ``json.loads`` reads an integer of any size (which
+  ``math.isfinite`` cannot convert: ``OverflowError``) and ``NaN`` and ``Infinity``; none of those, nor a bool, is one.
 - ``UTF8_BOM`` is the byte order mark every file reader skips at a file's start, and only there.
 - ``json.loads`` reads a ``\\ud800`` escape with no pair as a lone surrogate, a string no UTF-8 writer (nor Arrow's
   reader) takes: ``lone_surrogate_at`` finds one, for the readers to refuse it where it is read.
@@ -34,8 +36,8 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["ARROW_MAX_OPENERS_PER_LINE", "JSON_REFUSALS", "UTF8_BOM", "arrow_may_read", "arrow_reads_lines_alike", "counted",
-           "got_words", "json_limit_refusal", "json_or_none", "kind_words", "lone_surrogate_at", "shown_value",
-           "unreadable_answer", "unreadable_json", "value_words"]
+           "finite_number", "got_words", "json_limit_refusal", "json_or_none", "kind_words", "lone_surrogate_at",
+           "shown_value", "unreadable_answer", "unreadable_json", "value_words"]
 
 #: The UTF-8 byte order mark some editors (Windows Notepad, Excel's "UTF-8" export) write at the start of a file:
 #: every reader of a JSON or JSON lines file takes it as the file's first bytes and nothing else, at byte 0 only
@@ -56,6 +58,18 @@ def arrow_may_read(data: bytes) -> bool:
     if len(kept) - kept.count(b"\n") <= ARROW_MAX_OPENERS_PER_LINE:
         return True  # the whole file has fewer: no line can have more
     return max(len(line) for line in kept.split(b"\n")) <= ARROW_MAX_OPENERS_PER_LINE
+
+
+def finite_number(value: Any) -> bool:
+    """Whether a JSON value is a number a float holds finitely: not a bool, not NaN nor an infinity, not an
+    integer past float's range (``math.isfinite`` of one raises ``OverflowError``; it is as much no number as an
+    infinity)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def arrow_reads_lines_alike(data: bytes, lines: int, start: int = 0) -> bool:

@@ -141,3 +141,17 @@ def test_the_byte_order_mark_is_spelt_once():
              if path.name != "json_reading.py" and path.relative_to(REPO).as_posix() not in NOT_A_FILES_BOM
              if re.search(r"\\xef\\xbb\\xbf|\\ufeff|utf-8-sig", path.read_text(encoding="utf-8"), re.IGNORECASE)]
     assert not spelt, f"UTF8_BOM in place of the bytes spelt out in: {spelt}"
+
+
+@pytest.mark.parametrize(("value", "finite"), [
+    (0, True), (-3, True), (1.5, True), (-1e308, True), (10**308, True),
+    (10**400, False), (-10**400, False),  # JSON reads an integer of any size; math.isfinite raises OverflowError
+    (float("nan"), False), (float("inf"), False), (float("-inf"), False),  # Python's reader takes NaN and Infinity
+    (True, False), (False, False), ("1", False), (None, False), ([1], False), ({"a": 1}, False),
+])  # fmt: skip
+def test_finite_number_is_a_json_number_a_float_holds_finitely(value, finite):
+    """One reading of "a finite number" for every reader: a bool is no number, and an integer past float's range
+    is as much no number as an infinity, never an OverflowError."""
+    from judge.plumbing.json_reading import finite_number
+
+    assert finite_number(value) is finite

@@ -586,6 +586,8 @@ def test_the_level_token_ids_kept_are_bounded(qwen_tokenizer):
     ({"choices": [{"text": {"content": "x"}}]}, "choices[0].text is an object"),
     ({"choices": [{"text": "x", "logprobs": {"tokens": ["1"], "top_logprobs": []}}]}, "logprobs are not vLLM's"),
     ({"choices": [{"text": "x", "logprobs": {"tokens": ["1"], "top_logprobs": [{"1": "a"}]}}]}, "logprobs are not"),
+    # an integer past float's range (JSON reads any size): math.isfinite raised OverflowError, a 500
+    ({"choices": [{"text": "x", "logprobs": {"tokens": ["1"], "top_logprobs": [{"1": -10**400}]}}]}, "logprobs are not"),
     ({"choices": [{"text": "x", "logprobs": []}]}, "logprobs are not vLLM's"),
     ({"choices": [{"text": None, "finish_reason": "stop"}], "usage": "x"}, None),  # no text, no usage: read as such
     ({"choices": [{"text": "x", "logprobs": {"tokens": ["1"], "top_logprobs": [None]}}], "usage": {}}, None),
