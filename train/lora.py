@@ -25,7 +25,7 @@ def lora_config(config: TrainConfig, *, modules_to_save: list[str] | None = None
     from peft import LoraConfig
 
     if model is not None:
-        check_target_modules(config, model)
+        check_target_modules(config, model, modules_to_save)
 
     return LoraConfig(
         r=config.lora_r,
@@ -37,31 +37,47 @@ def lora_config(config: TrainConfig, *, modules_to_save: list[str] | None = None
     )
 
 
-def check_target_modules(config: TrainConfig, model) -> None:
-    """Refuse a ``lora_target_modules`` name that matches no module of ``model``.
+def check_target_modules(config: TrainConfig, model, modules_to_save: list[str] | None = None) -> None:
+    """Refuse a ``lora_target_modules`` name that would put no adapter on ``model``.
 
     peft matches a target by a module's full name or its last parts (``name == target`` or ``name.endswith("." +
     target)``: ``check_target_module_exists`` in peft/tuners/tuners_utils.py) and refuses only a list of which no
     name matches: ``q_prj,v_proj`` would train adapters on v_proj alone, while run.json, the model card and
-    the adapter's own config record both names.
+    the adapter's own config record both names. The same function leaves out every module a ``modules_to_save``
+    name matches (as a whole part of its name, or one of its submodules): such a target (the regression ``score``
+    head) is trained in full, not by an adapter, and recorded as an adapter all the same.
 
     Raises:
-        ConfigError: naming each unmatched target and the nearest module names the model has.
+        ConfigError: naming each unmatched target and the nearest layer names the model has (modules without
+            children: a container such as ``mlp`` is one peft refuses as a target), or each target that matches
+            only modules trained in full.
     """
     import difflib
+    import re
 
     from train.config import ConfigError
 
-    names = [name for name, _ in model.named_modules() if name]
-    missing = [target for target in target_modules(config)
-               if not any(name == target or name.endswith("." + target) for name in names)]
+    modules = [(name, module) for name, module in model.named_modules() if name]
+    # peft's own pattern for a modules_to_save name, unescaped as peft uses it
+    saved = [re.compile(rf"(^|.*\.){kept}($|\..*)") for kept in modules_to_save or ()]
+    missing, in_full = [], []
+    for target in target_modules(config):
+        matched = [name for name, _ in modules if name == target or name.endswith("." + target)]
+        if not matched:
+            missing.append(target)
+        elif all(any(pattern.match(name) for pattern in saved) for name in matched):
+            in_full.append(target)
     if missing:
-        leaves = sorted({name.rsplit(".", 1)[-1] for name in names})
+        leaves = sorted({name.rsplit(".", 1)[-1] for name, module in modules if next(module.children(), None) is None})
         close = sorted({near for target in missing for near in difflib.get_close_matches(target, leaves, n=1)})
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         raise ConfigError(f"lora_target_modules: {', '.join(missing)} matches no module of the base model{hint}; "
                           f"peft would put no adapter there and train the other names alone. Its linear layers: "
                           f"{', '.join(QWEN2_LINEAR_MODULES)} ('all-linear')")
+    if in_full:
+        raise ConfigError(f"lora_target_modules: {', '.join(in_full)} {'is' if len(in_full) == 1 else 'are'} trained "
+                          f"in full (modules_to_save), not by an adapter; remove {'it' if len(in_full) == 1 else 'them'}"
+                          " from lora_target_modules")
 
 
 def trainable_in_float32(model) -> list[str]:

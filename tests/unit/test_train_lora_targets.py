@@ -34,9 +34,31 @@ def test_a_target_that_matches_no_module_is_refused_beside_one_that_does(tiny_ca
     with pytest.raises(ConfigError) as refused:
         lora.lora_config(config, model=model)
     assert str(refused.value) == _refusal("q_prj", " (did you mean q_proj?)")
-    for targets in ("q_proj,v_proj", "all-linear", "model.layers.0.self_attn.q_proj"):
-        taken = lora.lora_config(config.replaced(lora_target_modules=targets), model=model)
-        assert set(taken.target_modules) == set(lora.target_modules(config.replaced(lora_target_modules=targets)))
+
+
+_BLOCK = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
+          "mlp.up_proj", "mlp.down_proj")
+
+
+@pytest.mark.parametrize(("targets", "adapted"), [
+    ("q_proj,v_proj", {f"model.layers.{layer}.self_attn.{part}" for layer in (0, 1) for part in ("q_proj", "v_proj")}),
+    ("all-linear", {f"model.layers.{layer}.{part}" for layer in (0, 1) for part in _BLOCK}),
+    ("model.layers.0.self_attn.q_proj", {"model.layers.0.self_attn.q_proj"}),
+])  # fmt: skip
+def test_the_names_taken_get_their_adapters_and_only_they(tiny_causal_dir, tmp_path, targets, adapted):
+    """The right names, 'all-linear' and a module's full name pass the check, and peft puts an adapter on each
+    module they name (of the tiny model's two decoder layers) and on no other."""
+    from peft import get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from train import lora
+
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_causal_dir))
+    config = load_config(TINY_SEQ2SEQ, {"lora": True, "lora_target_modules": targets,
+                                        "output_dir": str(tmp_path / "run")})
+    wrapped = get_peft_model(model, lora.lora_config(config, model=model))
+    prefix = "base_model.model."
+    assert {name.removeprefix(prefix) for name, module in wrapped.named_modules() if hasattr(module, "lora_A")} == adapted
 
 
 def test_the_regression_model_is_refused_before_peft_wraps_it(tiny_causal_dir, qwen_tokenizer, tmp_path):
@@ -48,4 +70,35 @@ def test_the_regression_model_is_refused_before_peft_wraps_it(tiny_causal_dir, q
                                            "output_dir": str(tmp_path / "run")})
     with pytest.raises(ConfigError) as refused:
         regression.build_model(config, str(tiny_causal_dir), weights_dtype(config), qwen_tokenizer.pad_token_id)
-    assert str(refused.value) == _refusal("mlp_up", " (did you mean mlp?)")
+    # no hint: the near name "mlp" is a container, which peft refuses as a target ("not supported")
+    assert str(refused.value) == _refusal("mlp_up", "")
+
+
+def test_a_hint_names_only_modules_peft_puts_an_adapter_on(tiny_causal_dir, tmp_path):
+    """self_attn.q_prj is nearest the container self_attn, which peft would refuse; the hint names a layer."""
+    from transformers import AutoModelForCausalLM
+
+    from train import lora
+
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_causal_dir))
+    config = load_config(TINY_SEQ2SEQ, {"lora": True, "lora_target_modules": "q_pro",
+                                        "output_dir": str(tmp_path / "run")})
+    with pytest.raises(ConfigError) as refused:
+        lora.lora_config(config, model=model)
+    assert str(refused.value) == _refusal("q_pro", " (did you mean q_proj?)")
+    with pytest.raises(ConfigError) as refused:
+        lora.lora_config(config.replaced(lora_target_modules="self_atn"), model=model)
+    assert str(refused.value) == _refusal("self_atn", "")
+
+
+def test_a_target_trained_in_full_is_refused(tiny_causal_dir, qwen_tokenizer, tmp_path):
+    """peft leaves a modules_to_save module (the regression recipe's score head) out of the adapters: q_proj,score
+    trained an adapter on q_proj alone while the adapter's config and run.json recorded score too. Refused."""
+    from train import regression
+
+    config = load_config(TINY_REGRESSION, {"lora": True, "lora_target_modules": "q_proj,score",
+                                           "output_dir": str(tmp_path / "run")})
+    with pytest.raises(ConfigError) as refused:
+        regression.build_model(config, str(tiny_causal_dir), weights_dtype(config), qwen_tokenizer.pad_token_id)
+    assert str(refused.value) == ("lora_target_modules: score is trained in full (modules_to_save), not by an "
+                                  "adapter; remove it from lora_target_modules")
