@@ -622,12 +622,23 @@ def _cut_rationale(result: JudgeResult) -> dict[str, Any] | None:
     cut export rationale and a cut tagged verdict: the head's value on a text the judge did not finish is no verdict,
     so it is counted among the failures, never scored; the reason keeps the value. A departure from POLLUX, so a
     named one: the run setting ``cut_rationale: score`` scores it as POLLUX does (``is_scored_cut`` counts them).
+
+    judge-serve also scores an export's generation cut after a tag (``[END]``, or a ``[RESULT]`` the LM added)
+    closed its rationale (``rationale_complete`` true): its head read the closed rationale. A result does not say
+    which input the head read, so such a row is a ``cut`` failure too, its reason saying the rationale was closed
+    (never that the judge did not finish it), and ``cut_rationale: score`` keeps it.
     """
     if result.score_source != ScoreSource.REGRESSION_HEAD or result.finish_reason != "length":
         return None
-    head = "" if result.regression_score is None else f" (the head gave {result.regression_score:.4g} for the cut text)"
-    reason = (f"the generation stopped at max_tokens before the judge finished its rationale: no score{head}; a new "
-              "run with a larger --max-tokens gives it room")
+    if result.rationale_complete is True:
+        head = "" if result.regression_score is None else f"the head gave {result.regression_score:.4g}; "
+        reason = (f"the generation stopped at max_tokens after a tag closed the judge's rationale: no score ({head}"
+                  "cut_rationale: score keeps it); a new run with a larger --max-tokens gives it room")
+    else:
+        head = ("" if result.regression_score is None
+                else f" (the head gave {result.regression_score:.4g} for the cut text)")
+        reason = (f"the generation stopped at max_tokens before the judge finished its rationale: no score{head}; a "
+                  "new run with a larger --max-tokens gives it room")
     return {**failed_outcome(VerdictError.CUT, reason),
             "raw_output": result.output, "feedback": result.feedback or "", "finish_reason": result.finish_reason}
 

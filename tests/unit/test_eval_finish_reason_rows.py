@@ -93,6 +93,23 @@ def test_a_released_regression_judges_whole_rationale_keeps_the_heads_score(qwen
     assert row["finish_reason"] == "stop"
 
 
+@pytest.mark.parametrize("head_input", ["rationale_target", "generated_text"])
+def test_a_cut_generation_whose_rationale_a_tag_closed_is_not_said_to_be_unfinished(qwen_tokenizer, head_input):
+    """judge-serve scores a generation cut at max_tokens after its rationale was closed (rationale_complete true);
+    judge-eval's default still keeps no head score of a cut generation, and its reason says what happened: the
+    rationale was closed, never that the judge did not finish it."""
+    text = "[FEEDBACK] Рифма есть. [RESULT] 2 и ещё"
+    body, _ = judged(judge_settings("regression", head_input=head_input), qwen_tokenizer, REQUEST,
+                     _regression_engine(text, "length"))
+    (result,) = body["items"][0]["results"]
+    assert (result["score"], result["rationale_complete"], result["finish_reason"]) == (1.5, True, "length")
+    (row,) = judged_by_judge_eval(RECORDS, body)
+    assert (row["error"], row["score"], row["finish_reason"]) == (VerdictError.CUT, None, "length")
+    assert row["reason"] == ("the generation stopped at max_tokens after a tag closed the judge's rationale: no score "
+                             "(the head gave 1.5; cut_rationale: score keeps it); a new run with a larger "
+                             "--max-tokens gives it room")
+
+
 def test_an_exports_cut_rationale_stays_the_cut_judge_serve_answers(qwen_tokenizer):
     """An export (head_input rationale_target): judge-serve fails it ``cut`` itself; judge-eval keeps its words."""
     engine = _regression_engine("[FEEDBACK] Ри", "length")

@@ -113,6 +113,16 @@ def test_an_exports_rationale_closed_before_max_tokens_is_scored_whatever_follow
     assert (result.error, result.score, result.parse_ok, result.rationale_complete) == (None, 1.5, True, True)
 
 
+@pytest.mark.parametrize("text", ["[FEEDBACK] Хороший стих. [RESULT] 2 и ещё и ещё", "[FEEDBACK] Хороший стих. [RESULT]"])
+def test_an_exports_rationale_closed_by_a_result_tag_before_max_tokens_is_scored(qwen_tokenizer, text):
+    """A [RESULT] the LM added closes the rationale as [END] does (``parse_rationale``): under ``stop_at_end`` true
+    a generation cut after it is scored on the closed rationale, as the same text ended by ``stop`` is."""
+    result, requests = _judged(qwen_tokenizer, "rationale_target", text, finish_reason="length")
+    (classify,) = [body for path, body in requests if path == "/classify"]
+    assert qwen_tokenizer.decode(classify["input"][0]).endswith("[FEEDBACK] Хороший стих. [END]<|im_end|>\n")
+    assert (result.error, result.score, result.rationale_complete, result.finish_reason) == (None, 1.5, True, "length")
+
+
 def test_a_released_judges_cut_generation_is_scored_as_pollux_scores_it(qwen_tokenizer):
     result, requests = _judged(qwen_tokenizer, "generated_text", "[FEEDBACK] Хороший сти", finish_reason="length")
     assert [path for path, _ in requests] == ["/v1/completions", "/classify"]

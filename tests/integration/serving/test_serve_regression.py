@@ -57,8 +57,8 @@ def test_head_reads_exactly_the_training_text(regression_server, tiny_regression
 
 def test_regression_batch_custom_rubric_and_task_type(regression_server):
     """A batch with a custom rubric and a task type's criteria: every judgment scored by the head, in order; an
-    unconstrained rationale that runs out of tokens fails ``cut``, unscored (re-rendered, it would gain an [END] the
-    judge never wrote)."""
+    unconstrained rationale that runs out of tokens before a tag closed it fails ``cut``, unscored (re-rendered, it
+    would gain an [END] the judge never wrote); one cut after such a tag is scored."""
     tax = judge.load_taxonomy()
     body = {
         "items": [
@@ -74,12 +74,14 @@ def test_regression_batch_custom_rubric_and_task_type(regression_server):
     assert [r["criterion_id"] for r in items[0]["results"]] == [None, "facts__3"]
     assert [r["criterion_id"] for r in items[1]["results"]] == [c.id for c in tax.criteria_for("Recommendations")]
     for result in items[0]["results"] + items[1]["results"]:
-        if result["feedback"] and result["finish_reason"] == "length":  # cut: a failure, never the head's score
+        if result["feedback"] and result["finish_reason"] == "length" and not result["rationale_complete"]:
+            # cut before a tag closed the rationale: a failure, never the head's score
             assert (result["error"], result["score"], result["score_source"]) == ("cut", None, None)
             assert result["rationale_complete"] is False and result["regression_score"] is None
         elif result["feedback"]:
             assert result["score_source"] == "regression_head" and result["scale"][0] <= result["score"] <= result["scale"][-1]
-            assert result["rationale_complete"] is (result["finish_reason"] == "stop")
+            # ended by its stop, or cut at max_tokens after a tag closed the rationale: scored on the closed one
+            assert result["rationale_complete"] is True
         else:  # nothing to score: a failure with a reason, never a score
             assert result["score"] is None and result["error"] == "empty"
 
