@@ -10,7 +10,7 @@ does not define is an error, as is a flag that belongs only to another recipe. E
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 
-Why one module of ~1,180 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Why one module of ~1,220 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
 Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
 recipe would scatter one table of hyperparameters over five files.
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,7 @@ __all__ = [
     "TINY_QWEN3",
     "load_config",
     "zero_shot_split",
+    "zero_stage",
     "add_config_arguments",
     "config_from_args",
     "config_to_dict",
@@ -74,6 +76,27 @@ DEEPSPEED_ADAMW_OPTIMS = frozenset({"adamw_torch", "adamw_torch_fused"})
 #: The ``params`` of a DeepSpeed JSON's AdamW block that transformers fills from (or checks against) the config
 #: (src/transformers/integrations/deepspeed.py, ``trainer_config_process``: lr, betas, eps, weight_decay).
 DEEPSPEED_ADAMW_PARAMS = frozenset({"lr", "betas", "eps", "weight_decay"})
+
+
+def zero_stage(settings: dict[str, Any]) -> int | None:
+    """The ZeRO stage a DeepSpeed JSON (as ``TrainConfig.deepspeed_settings`` read it) sets, read as DeepSpeed reads
+    it (pydantic's lax reading, deepspeed/runtime/zero/config.py: ``"3"`` and ``3.0`` are 3, ``true`` is 1): 0
+    without a ``zero_optimization`` block or stage; None for a value DeepSpeed reads as no stage 0 to 3 (it refuses
+    it at start). Every check that depends on the stage reads it here."""
+    zero = settings.get("zero_optimization")
+    raw = zero.get("stage", 0) if isinstance(zero, dict) else 0
+    if isinstance(raw, str):
+        try:
+            stage = int(raw.strip())
+        except ValueError:
+            return None
+    elif isinstance(raw, float):
+        stage = int(raw) if raw.is_integer() else None
+    elif isinstance(raw, int):
+        stage = int(raw)
+    else:
+        return None
+    return stage if stage in (0, 1, 2, 3) else None
 
 
 #: Every recipe config's ``recipe`` help: one text for the four classes.
@@ -347,9 +370,19 @@ class TrainConfig:
         # and no model.safetensors (trainer.py, Trainer.save_model), and the export would find nothing to load
         # after the whole run. DeepSpeed reads the key under three names (deepspeed/runtime/zero/config.py).
         zero = settings.get("zero_optimization")
+        raw, stage = (zero.get("stage", 0) if isinstance(zero, dict) else 0), zero_stage(settings)
+        if stage is None:
+            raise ConfigError(f"deepspeed config {self.deepspeed}: zero_optimization stage {json.dumps(raw)} is not "
+                              "one of 0, 1, 2, 3 (DeepSpeed refuses it at start)")
+        if type(raw) is not int:
+            # transformers (HfDeepSpeedConfig.is_zero3) and accelerate (get_state_dict) test ``stage == 3``
+            raise ConfigError(f"deepspeed config {self.deepspeed}: zero_optimization stage {json.dumps(raw)} is not "
+                              f"an integer: DeepSpeed reads it as stage {stage}, transformers and accelerate compare "
+                              "it with the integer stages and would take it for another (under ZeRO-3, saving the "
+                              f"partitioned weights' placeholders as the model); write {stage}")
         gathered = ("stage3_gather_16bit_weights_on_model_save", "gather_16bit_weights_on_model_save",
                     "stage3_gather_fp16_weights_on_model_save")
-        if isinstance(zero, dict) and zero.get("stage") == 3 and not any(zero.get(key) is True for key in gathered):
+        if stage == 3 and not any(zero.get(key) is True for key in gathered):
             raise ConfigError(f"deepspeed config {self.deepspeed}: zero_optimization stage 3 without "
                               "stage3_gather_16bit_weights_on_model_save: true saves no model weights (a DeepSpeed "
                               "checkpoint instead), so the export after training would find none to load; set it to "

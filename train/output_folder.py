@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from train.config import ConfigError, TrainConfig, config_to_dict
+from train.config import ConfigError, TrainConfig, config_to_dict, zero_stage
 from train.training_arguments import is_main_process, launched_world_size
 
 __all__ = ["latest_checkpoint", "survey_checkpoints", "check_resumable", "check_world_size", "check_zero_stage",
@@ -140,12 +140,19 @@ def _partitions_the_optimizer(settings: dict[str, Any]) -> bool:
     """Whether the DeepSpeed JSON's ZeRO stage is 1 or more: only then does DeepSpeed load the optimizer state
     through ``_load_zero_checkpoint`` (``engine.load_checkpoint`` asks ``zero_optimization()``, that is stage > 0,
     deepspeed/runtime/config.py), its one check of the world size. A stage it cannot read counts as partitioned."""
-    zero = settings.get("zero_optimization")
-    stage = zero.get("stage", 0) if isinstance(zero, dict) else 0
-    try:
-        return int(stage) >= 1
-    except (TypeError, ValueError):
-        return True
+    stage = zero_stage(settings)
+    return stage is None or stage >= 1
+
+
+def _loaded_step_folder(checkpoint: Path) -> Path | None:
+    """The ``global_step*`` folder of ``checkpoint`` DeepSpeed would load (``engine.load_checkpoint`` with no tag
+    reads ``latest``'s tag; without one, the highest step), or None for a checkpoint without any (no DeepSpeed)."""
+    steps = sorted(p for p in checkpoint.glob("global_step*") if p.is_dir())
+    if not steps:
+        return None
+    latest = checkpoint / "latest"
+    tag = latest.read_text(encoding="utf-8").strip() if latest.is_file() else ""
+    return checkpoint / tag if tag and (checkpoint / tag).is_dir() else steps[-1]
 
 
 def check_world_size(config: TrainConfig, checkpoint: Path, world_size: int | None = None,
@@ -170,16 +177,13 @@ def check_world_size(config: TrainConfig, checkpoint: Path, world_size: int | No
     Raises:
         ConfigError: naming the checkpoint, both numbers of ranks and what to do instead.
     """
-    steps = sorted(p for p in checkpoint.glob("global_step*") if p.is_dir())
     try:
         settings = config.deepspeed_settings()  # the config's one reading, as every other check's
     except (OSError, ValueError):  # unreadable: TrainConfig.validate names it
         settings = {}
-    if not steps or _universal_checkpoints(settings):
+    folder = _loaded_step_folder(checkpoint)
+    if folder is None or _universal_checkpoints(settings):
         return
-    latest = checkpoint / "latest"  # the tag DeepSpeed loads (engine.load_checkpoint with no tag)
-    tag = latest.read_text(encoding="utf-8").strip() if latest.is_file() else ""
-    folder = checkpoint / tag if tag and (checkpoint / tag).is_dir() else steps[-1]
     ranks = {m.group(1) for p in folder.iterdir() if (m := _ZERO_RANK_FILE.match(p.name))}
     if ranks:
         written, source = len(ranks), f"{len(ranks)} zero_pp_rank optimizer files in {folder.name}"
@@ -218,23 +222,21 @@ def check_zero_stage(config: TrainConfig, checkpoint: Path) -> None:
     under stages 0 to 2: ``_get_ckpt_name``) and, finding none, fails inside ``trainer.train()`` after the base
     model loaded. The layout is read from the files of the folder DeepSpeed would load (``latest``'s tag); a JSON
     asking for universal checkpoints, which DeepSpeed converts itself, and a folder with no model-states file are
-    let through.
+    let through. The stage is read as DeepSpeed reads it (``train.config.zero_stage``: ``"3"`` is 3). The files tell
+    only stage 3 from the others: stage 0 and stages 1 and 2 write the same model-states file (and bf16 under stage
+    0 writes ``bf16_zero_pp_rank_*`` optimizer files as stages 1 and 2 do), so a checkpoint of one resumed under a
+    JSON of the other passes here and fails inside training, where DeepSpeed loads the optimizer state the other way.
 
     Raises:
         ConfigError: naming the checkpoint, both stages and what to do instead.
     """
-    steps = sorted(p for p in checkpoint.glob("global_step*") if p.is_dir())
     try:
         settings = config.deepspeed_settings()  # the config's one reading, as every other check's
     except (OSError, ValueError):  # unreadable: TrainConfig.validate names it
         return
-    zero = settings.get("zero_optimization")
-    stage = zero.get("stage", 0) if isinstance(zero, dict) else 0
-    if not steps or config.deepspeed is None or _universal_checkpoints(settings) or stage not in (0, 1, 2, 3):
+    stage, folder = zero_stage(settings), _loaded_step_folder(checkpoint)
+    if folder is None or config.deepspeed is None or _universal_checkpoints(settings) or stage is None:
         return
-    latest = checkpoint / "latest"
-    tag = latest.read_text(encoding="utf-8").strip() if latest.is_file() else ""
-    folder = checkpoint / tag if tag and (checkpoint / tag).is_dir() else steps[-1]
     saved = sorted(p.name for p in folder.iterdir() if p.name.endswith("_model_states.pt"))
     if not saved or any(_ZERO3_MODEL_STATES.match(name) for name in saved) == (stage == 3):
         return

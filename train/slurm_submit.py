@@ -244,12 +244,15 @@ def _deepspeed_note(config: Any) -> str:
     deepspeed = config.deepspeed
     if deepspeed is None:
         return "deepspeed: none (plain DDP: every rank holds the whole model and optimizer)"
-    zero = config.deepspeed_settings().get("zero_optimization")
+    from train.config import zero_stage
+
+    settings = config.deepspeed_settings()
+    zero = settings.get("zero_optimization")
     zero = zero if isinstance(zero, dict) else {}
     offloads = [f"{part} to {zero[key].get('device')}" for part, key in (("optimizer", "offload_optimizer"),
                                                                         ("weights", "offload_param"))
                 if isinstance(zero.get(key), dict) and zero[key].get("device") not in (None, "none")]
-    return f"deepspeed {deepspeed}: ZeRO stage {zero.get('stage', 0)}" + (
+    return f"deepspeed {deepspeed}: ZeRO stage {zero_stage(settings)}" + (
         f", offloaded: {', '.join(offloads)}" if offloads else "")
 
 

@@ -127,3 +127,24 @@ def test_a_zero3_json_that_does_not_gather_the_weights_on_save_is_refused_at_loa
                      "stage3_gather_fp16_weights_on_model_save"):
         _load(_deepspeed_json(tmp_path, zero_optimization={**zero, spelling: True}))
     _load(_deepspeed_json(tmp_path, zero_optimization={"stage": 2}))
+
+
+@pytest.mark.parametrize("stage", ["3", "2", 3.0, "x", 4, None])
+def test_a_zero_stage_that_is_no_integer_0_to_3_is_refused_at_load(tmp_path, stage):
+    """DeepSpeed reads "3" (and 3.0) as stage 3, while transformers and accelerate compare the value with the
+    integer 3: a ZeRO-3 run under "3" would save its partitioned weights' placeholders as the model. Refused when
+    the config loads, naming the value and how DeepSpeed reads it; a stage DeepSpeed cannot read is refused too."""
+    zero = {"stage": stage, "stage3_gather_16bit_weights_on_model_save": True}
+    path = _deepspeed_json(tmp_path, zero_optimization=zero)
+    with pytest.raises(ConfigError) as refused:
+        _load(path)
+    shown = json.dumps(stage)
+    if stage in ("3", "2", 3.0):
+        assert str(refused.value) == (
+            f"deepspeed config {path}: zero_optimization stage {shown} is not an integer: DeepSpeed reads it as stage "
+            f"{int(float(stage))}, transformers and accelerate compare it with the integer stages and would take it "
+            f"for another (under ZeRO-3, saving the partitioned weights' placeholders as the model); write "
+            f"{int(float(stage))}")
+    else:
+        assert str(refused.value) == (f"deepspeed config {path}: zero_optimization stage {shown} is not one of 0, 1, "
+                                      "2, 3 (DeepSpeed refuses it at start)")

@@ -394,7 +394,7 @@ def test_a_zero_checkpoint_resumes_only_on_the_number_of_ranks_that_wrote_it(tmp
         "judge-train submit, `-- --overwrite-output-dir`)")
 
 
-@pytest.mark.parametrize("saved, now", [(3, 2), (2, 3), (0, 3)])
+@pytest.mark.parametrize("saved, now", [(3, 2), (2, 3), (0, 3), (2, "3")])  # "3": DeepSpeed reads it as 3
 def test_a_zero_checkpoint_is_refused_under_a_json_of_another_zero_stage(tmp_path, monkeypatch, saved, now):
     """The resume compares the deepspeed path; a JSON edited in place (stage 3 -> 2) passed, and DeepSpeed, looking
     for the model-states files of the stage it runs, failed inside trainer.train() after the model loaded. Refused
@@ -415,7 +415,7 @@ def test_a_zero_checkpoint_is_refused_under_a_json_of_another_zero_stage(tmp_pat
         "0, 1 or 2", "mp_rank_00_model_states.pt")
     assert str(error.value) == (
         f"--resume: {checkpoint} is a DeepSpeed checkpoint of ZeRO stage {written} (global_step4 holds {held}) and "
-        f"deepspeed config {deepspeed} sets stage {now}: DeepSpeed would look for the other stage's model-states "
+        f"deepspeed config {deepspeed} sets stage {int(now)}: DeepSpeed would look for the other stage's model-states "
         "files and fail once the model has loaded; resume with the ZeRO stage the run was saved with, or start over "
         "with --overwrite-output-dir (under judge-train submit, `-- --overwrite-output-dir`)")
     deepspeed.write_text(json.dumps({"zero_optimization": {"stage": saved}}))
