@@ -335,6 +335,12 @@ def test_an_export_replaces_the_earlier_one_whole_and_keeps_its_cards_evaluation
     assert (recorded["result"]["export_dir"], recorded["result"]["global_step"]) == (str(export), 12)
 
 
+def _zero(stage):
+    """A DeepSpeed JSON's zero_optimization block of ``stage``, as the loader takes it: ZeRO-3 gathers the weights on
+    save (train.config refuses it otherwise)."""
+    return {"stage": stage, **({"stage3_gather_16bit_weights_on_model_save": True} if stage in (3, "3") else {})}
+
+
 def _zero_checkpoint(folder, config, *, ranks, launch_world_size, stage=3):
     """A DeepSpeed ZeRO run's folder: checkpoint-4 holding global_step4/ with one optimizer file per rank that saved
     it (``ranks`` of them; 0: none, as if its files were not there to count), the model states as ZeRO ``stage``
@@ -377,7 +383,7 @@ def test_a_zero_checkpoint_resumes_only_on_the_number_of_ranks_that_wrote_it(tmp
 
     monkeypatch.setenv("WORLD_SIZE", now)
     deepspeed = tmp_path / "ds.json"
-    deepspeed.write_text(json.dumps({} if stage is None else {"zero_optimization": {"stage": stage}}))
+    deepspeed.write_text(json.dumps({} if stage is None else {"zero_optimization": _zero(stage)}))
     earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"), deepspeed=str(deepspeed))
     checkpoint = _zero_checkpoint(tmp_path / "run", earlier, ranks=ranks, launch_world_size=launch_world_size,
                                   stage=stage or 0)
@@ -404,7 +410,7 @@ def test_a_zero_checkpoint_is_refused_under_a_json_of_another_zero_stage(tmp_pat
 
     monkeypatch.setenv("WORLD_SIZE", "1")
     deepspeed = tmp_path / "ds.json"
-    deepspeed.write_text(json.dumps({"zero_optimization": {"stage": now}}))
+    deepspeed.write_text(json.dumps({"zero_optimization": _zero(now)}))
     earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"), deepspeed=str(deepspeed))
     checkpoint = _zero_checkpoint(tmp_path / "run", earlier, ranks=1 if saved else 0, launch_world_size=1,
                                   stage=saved)
@@ -418,9 +424,9 @@ def test_a_zero_checkpoint_is_refused_under_a_json_of_another_zero_stage(tmp_pat
         f"deepspeed config {deepspeed} sets stage {int(now)}: DeepSpeed would look for the other stage's model-states "
         "files and fail once the model has loaded; resume with the ZeRO stage the run was saved with, or start over "
         "with --overwrite-output-dir (under judge-train submit, `-- --overwrite-output-dir`)")
-    deepspeed.write_text(json.dumps({"zero_optimization": {"stage": saved}}))
+    deepspeed.write_text(json.dumps({"zero_optimization": _zero(saved)}))
     assert check_output_dir(dataclasses.replace(earlier, resume=True)) == checkpoint  # a new config reads the file
-    deepspeed.write_text(json.dumps({"zero_optimization": {"stage": now}, "checkpoint": {"load_universal": True}}))
+    deepspeed.write_text(json.dumps({"zero_optimization": _zero(now), "checkpoint": {"load_universal": True}}))
     assert check_output_dir(dataclasses.replace(earlier, resume=True)) == checkpoint  # a new config reads the file
 
 
@@ -431,8 +437,8 @@ def test_a_zero_checkpoint_resumes_on_other_ranks_when_deepspeed_loads_it_as_uni
 
     monkeypatch.setenv("WORLD_SIZE", "2")
     universal, plain = tmp_path / "universal.json", tmp_path / "plain.json"
-    universal.write_text(json.dumps({"zero_optimization": {"stage": 3}, "checkpoint": {"load_universal": True}}))
-    plain.write_text(json.dumps({"zero_optimization": {"stage": 3}, "checkpoint": {"load_universal": False}}))
+    universal.write_text(json.dumps({"zero_optimization": _zero(3), "checkpoint": {"load_universal": True}}))
+    plain.write_text(json.dumps({"zero_optimization": _zero(3), "checkpoint": {"load_universal": False}}))
     for deepspeed, goes_on in ((universal, True), (plain, False)):
         earlier = Seq2SeqConfig(output_dir=str(tmp_path / deepspeed.stem), deepspeed=str(deepspeed))
         checkpoint = _zero_checkpoint(tmp_path / deepspeed.stem, earlier, ranks=4, launch_world_size=4)
@@ -451,12 +457,12 @@ def test_the_world_size_check_reads_the_deepspeed_json_the_config_read(tmp_path,
 
     monkeypatch.setenv("WORLD_SIZE", "2")
     deepspeed = tmp_path / "ds.json"
-    deepspeed.write_text(json.dumps({"zero_optimization": {"stage": 3}}))
+    deepspeed.write_text(json.dumps({"zero_optimization": _zero(3)}))
     earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"), deepspeed=str(deepspeed))
     _zero_checkpoint(tmp_path / "run", earlier, ranks=4, launch_world_size=4)
     resumed = dataclasses.replace(earlier, resume=True)
-    assert resumed.deepspeed_settings() == {"zero_optimization": {"stage": 3}}  # the reading at load
-    deepspeed.write_text(json.dumps({"zero_optimization": {"stage": 3}, "checkpoint": {"load_universal": True}}))
+    assert resumed.deepspeed_settings() == {"zero_optimization": _zero(3)}  # the reading at load
+    deepspeed.write_text(json.dumps({"zero_optimization": _zero(3), "checkpoint": {"load_universal": True}}))
     with pytest.raises(ConfigError, match="written by 4 ranks .* this launch has 2"):
         check_output_dir(resumed)
 
@@ -472,11 +478,11 @@ def test_what_an_interrupted_launch_keeps_is_asked_of_the_deepspeed_json_the_con
 
     monkeypatch.setenv("WORLD_SIZE", "2")
     deepspeed = tmp_path / "ds.json"
-    deepspeed.write_text(json.dumps({"zero_optimization": {"stage": 3}}))
+    deepspeed.write_text(json.dumps({"zero_optimization": _zero(3)}))
     config = Seq2SeqConfig(output_dir=str(tmp_path / "run"), deepspeed=str(deepspeed))
     _zero_checkpoint(tmp_path / "run", config, ranks=4, launch_world_size=4)
-    assert config.deepspeed_settings() == {"zero_optimization": {"stage": 3}}  # the reading at load
-    deepspeed.write_text(json.dumps({"zero_optimization": {"stage": 3}, "checkpoint": {"load_universal": True}}))
+    assert config.deepspeed_settings() == {"zero_optimization": _zero(3)}  # the reading at load
+    deepspeed.write_text(json.dumps({"zero_optimization": _zero(3), "checkpoint": {"load_universal": True}}))
     assert what_a_resume_keeps(config).startswith("no checkpoint to resume from")
 
 
@@ -485,13 +491,13 @@ def test_a_copy_naming_another_deepspeed_json_reads_that_one(tmp_path):
     import json
 
     first, second = tmp_path / "first.json", tmp_path / "second.json"
-    first.write_text(json.dumps({"zero_optimization": {"stage": 2}}))
-    second.write_text(json.dumps({"zero_optimization": {"stage": 3}}))
+    first.write_text(json.dumps({"zero_optimization": _zero(2)}))
+    second.write_text(json.dumps({"zero_optimization": _zero(3)}))
     config = Seq2SeqConfig(output_dir=str(tmp_path / "run"), deepspeed=str(first))
-    assert config.deepspeed_settings() == {"zero_optimization": {"stage": 2}}
+    assert config.deepspeed_settings() == {"zero_optimization": _zero(2)}
     first.unlink()
-    assert config.replaced(resume=True).deepspeed_settings() == {"zero_optimization": {"stage": 2}}
-    assert config.replaced(deepspeed=str(second)).deepspeed_settings() == {"zero_optimization": {"stage": 3}}
+    assert config.replaced(resume=True).deepspeed_settings() == {"zero_optimization": _zero(2)}
+    assert config.replaced(deepspeed=str(second)).deepspeed_settings() == {"zero_optimization": _zero(3)}
 
 
 def test_a_checkpoint_without_deepspeed_resumes_on_another_number_of_ranks(tmp_path, monkeypatch):
@@ -516,7 +522,7 @@ def test_every_spelling_deepspeed_gives_a_ranks_optimizer_file_is_counted(tmp_pa
 
     monkeypatch.setenv("WORLD_SIZE", "2")
     deepspeed = tmp_path / "ds.json"
-    deepspeed.write_text(json.dumps({"zero_optimization": {"stage": 3}}))
+    deepspeed.write_text(json.dumps({"zero_optimization": _zero(3)}))
     earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"), deepspeed=str(deepspeed))
     checkpoint = _zero_checkpoint(tmp_path / "run", earlier, ranks=0, launch_world_size=2)
     for rank in range(3):

@@ -14,7 +14,8 @@ from train.trainer_preflight import check_optimizer_and_schedule
 
 
 def _deepspeed_json(tmp_path, with_optimizer: bool):
-    settings = {"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": "auto"}
+    settings = {"zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": True},
+                "train_micro_batch_size_per_gpu": "auto"}
     if with_optimizer:
         settings["optimizer"] = {"type": "AdamW", "params": {"lr": "auto", "betas": "auto", "eps": "auto"}}
     path = tmp_path / "ds.json"
