@@ -138,7 +138,8 @@ def resolve_layout(
 
     Raises:
         LayoutError: the folder is not a checkpoint, its architecture is neither a causal LM nor a sequence
-            classifier, or a regression export has no generating model.
+            classifier, a sequence classifier has other than one label (``num_labels``), or a regression export has
+            no generating model.
     """
     try:
         root = resolve_checkpoint(model)
