@@ -21,16 +21,20 @@ def _refusal(missing: str, hint: str) -> str:
             "up_proj, down_proj ('all-linear')")
 
 
-def test_a_target_that_matches_no_module_is_refused_beside_one_that_does(tiny_causal_dir, tmp_path):
-    """q_prj,v_proj: peft trained v_proj alone and raised nothing. Refused, naming q_prj and the name meant; the
-    right names, 'all-linear' and a module's full name are taken."""
+def _tiny_model_and_config(tiny_causal_dir, tmp_path, targets: str):
+    """The tiny causal base and a LoRA seq2seq config of ``targets``."""
     from transformers import AutoModelForCausalLM
 
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_causal_dir))
+    return model, load_config(TINY_SEQ2SEQ, {"lora": True, "lora_target_modules": targets,
+                                             "output_dir": str(tmp_path / "run")})
+
+
+def test_a_target_that_matches_no_module_is_refused_beside_one_that_does(tiny_causal_dir, tmp_path):
+    """q_prj,v_proj: peft trained v_proj alone and raised nothing. Refused, naming q_prj and the name meant."""
     from train import lora
 
-    model = AutoModelForCausalLM.from_pretrained(str(tiny_causal_dir))
-    config = load_config(TINY_SEQ2SEQ, {"lora": True, "lora_target_modules": "q_prj,v_proj",
-                                        "output_dir": str(tmp_path / "run")})
+    model, config = _tiny_model_and_config(tiny_causal_dir, tmp_path, "q_prj,v_proj")
     with pytest.raises(ConfigError) as refused:
         lora.lora_config(config, model=model)
     assert str(refused.value) == _refusal("q_prj", " (did you mean q_proj?)")
@@ -49,13 +53,10 @@ def test_the_names_taken_get_their_adapters_and_only_they(tiny_causal_dir, tmp_p
     """The right names, 'all-linear' and a module's full name pass the check, and peft puts an adapter on each
     module they name (of the tiny model's two decoder layers) and on no other."""
     from peft import get_peft_model
-    from transformers import AutoModelForCausalLM
 
     from train import lora
 
-    model = AutoModelForCausalLM.from_pretrained(str(tiny_causal_dir))
-    config = load_config(TINY_SEQ2SEQ, {"lora": True, "lora_target_modules": targets,
-                                        "output_dir": str(tmp_path / "run")})
+    model, config = _tiny_model_and_config(tiny_causal_dir, tmp_path, targets)
     wrapped = get_peft_model(model, lora.lora_config(config, model=model))
     prefix = "base_model.model."
     assert {name.removeprefix(prefix) for name, module in wrapped.named_modules() if hasattr(module, "lora_A")} == adapted
@@ -75,14 +76,11 @@ def test_the_regression_model_is_refused_before_peft_wraps_it(tiny_causal_dir, q
 
 
 def test_a_hint_names_only_modules_peft_puts_an_adapter_on(tiny_causal_dir, tmp_path):
-    """self_attn.q_prj is nearest the container self_attn, which peft would refuse; the hint names a layer."""
-    from transformers import AutoModelForCausalLM
-
+    """q_pro's hint names the layer q_proj; self_atn is nearest the container self_attn, which peft refuses as a
+    target ("not supported"): no hint."""
     from train import lora
 
-    model = AutoModelForCausalLM.from_pretrained(str(tiny_causal_dir))
-    config = load_config(TINY_SEQ2SEQ, {"lora": True, "lora_target_modules": "q_pro",
-                                        "output_dir": str(tmp_path / "run")})
+    model, config = _tiny_model_and_config(tiny_causal_dir, tmp_path, "q_pro")
     with pytest.raises(ConfigError) as refused:
         lora.lora_config(config, model=model)
     assert str(refused.value) == _refusal("q_pro", " (did you mean q_proj?)")
