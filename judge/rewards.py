@@ -60,7 +60,7 @@ token ids end in no end id (none at all included) was cut by the length limit.
 Pure functions over ``judge.wire.JudgeResult``: judge-serve's ``/get_reward`` and the shipped trl and verl reward
 functions (``judge.reward_clients``) use the same rule.
 
-Why one module of ~720 lines: it is the reward contract every path shares, the rule that turns verdicts into a
+Why one module of ~710 lines: it is the reward contract every path shares, the rule that turns verdicts into a
 number and the reading of what the policy answered that the rule is applied to; split, a reward path would import
 half of it from each file and the two halves' rules (what counts as an answer, what a failure is worth) would be
 read apart.

@@ -14,7 +14,7 @@ still loading is waited for, a wrong key or URL is one plain sentence) and reads
 (``judge.wire.ModelLimits``); ``fit_max_tokens`` fits a request's ``max_tokens`` to it, and ``FirstRefusals`` stops a
 run whose first requests are all refused alike.
 
-Why one module of ~840 lines: both backends and the pairwise and ranking clients read a server's answer by the same
+Why one module of ~850 lines: both backends and the pairwise and ranking clients read a server's answer by the same
 rules (refusals, a malformed 200 (``MalformedAnswer``), a context too small, aborted generations, a verdict past
 any scale, the first refusals' stop); apart, each client would restate them.
 """
