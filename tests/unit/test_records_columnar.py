@@ -628,6 +628,7 @@ def test_a_null_annotations_column_leaves_a_project_rows_minus_one_to_the_projec
                                                   "with no expert score"):
                 load(source)
 
+
 @pytest.mark.parametrize("where", ["expert_scores", "criteria_score", "annotations"])
 def test_half_float_scores_in_parquet_load_as_row_by_row(tmp_path, where):
     """A Parquet file whose scores are half floats (pandas' float16 written as Parquet's FLOAT16) stopped both
