@@ -284,7 +284,7 @@ def read_prediction_table(path: str | Path) -> pa.Table:
                          and all(pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_null(f.type)
                                  for f in probs.type)))):
         _raise_first_bad_row(path, None)
-    if probs is not None and pa.types.is_struct(probs.type) and _NULL_PROBABILITY.search(body):
+    if probs is not None and pa.types.is_struct(probs.type) and _null_probability_may_hide(body, probs):
         # its struct column holds an absent key and a null value alike, as null: the line reader tells them apart
         return prediction_table(iter_predictions(path))
     numbers = [table.column(n) for n, kind in _JSON_KINDS.items() if kind == _NUMBER and n in table.column_names]
@@ -323,8 +323,28 @@ def read_prediction_table(path: str | Path) -> pa.Table:
 
 
 #: A ``score_probs`` object holding a null value (``{"2": null}``), which the line reader refuses; matched in the raw
-#: lines (a quote inside a JSON string is escaped, so text that quotes such an object does not match).
-_NULL_PROBABILITY = re.compile(rb'"score_probs"[ \t]*:[ \t]*\{[^}]*\bnull\b')
+#: lines, stepping over each key as a whole string (a key may hold a brace, a colon or the word null; a quote inside
+#: a JSON string is escaped, so text that quotes such an object does not match).
+_NULL_PROBABILITY = re.compile(rb'"score_probs"[ \t]*:[ \t]*\{(?:[^"}]|"(?:[^"\\]|\\.)*")*?:[ \t]*null\b')
+#: Where a ``score_probs`` object opens under its literal name.
+_PROBS_OPENER = re.compile(rb'"score_probs"[ \t]*:[ \t]*\{')
+
+
+def _null_probability_may_hide(body: bytes, probs: pa.ChunkedArray) -> bool:
+    """Whether a ``score_probs`` object in ``body`` may hold a null value, which the struct column ``probs`` reads
+    as an absent key. Only a key with more nulls than the column itself can hide one, so a file whose objects all
+    hold the same keys is not searched. Arrow decodes escapes in field names (``"score\\u005fprobs"``), which the
+    pattern does not match: fewer literal openers than objects sends the file to the line reader as well. A file
+    whose every row names the field literally (as `run` writes it, null or not) holds no escaped name, which one
+    count of the name before its colon shows (a string value is never followed by a colon)."""
+    import pyarrow.compute as pc
+
+    if not any(pc.struct_field(probs, [k]).null_count > probs.null_count for k in range(probs.type.num_fields)):
+        return False
+    if (body.count(b'"score_probs":') < len(probs)
+            and sum(1 for _ in _PROBS_OPENER.finditer(body)) < len(probs) - probs.null_count):
+        return True
+    return _NULL_PROBABILITY.search(body) is not None
 
 
 def _file(path: str | Path) -> Path:

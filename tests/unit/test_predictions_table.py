@@ -324,16 +324,19 @@ def test_an_integer_no_arrow_column_holds_reads_alike_on_every_path_of_the_table
     assert got == (float(value) if field != "score_probs" else {"1": float(2**64)})
 
 
-def test_a_null_probability_in_score_probs_is_refused_by_both_readers(tmp_path):
+@pytest.mark.parametrize("probs", ['"score_probs": {"1": 0.5, "2": null}',
+                                   '"score_probs": {"}": 0.5, "2": null}',
+                                   '"score\\u005fprobs": {"1": 0.5, "2": null}'])
+def test_a_null_probability_in_score_probs_is_refused_by_both_readers(tmp_path, probs):
     """``score_probs`` is an object of finite numbers: the line reader refuses ``{"2": null}`` naming the row and
     field, and the table reader, whose struct column holds a null for an absent key and a null value alike, names
-    the same row rather than reading the null as a key the row lacks."""
-    rows = [{"id": "r0", "judge": "j", "raw_output": "x", "score": 1.0, "parse_ok": True,
-             "score_probs": {"0": 0.25, "1": 0.75}},
-            {"id": "r1", "judge": "j", "raw_output": "x", "score": 1.0, "parse_ok": True,
-             "score_probs": {"1": 0.5, "2": None}}]
+    the same row rather than reading the null as a key the row lacks: a key holding a brace and a field name
+    written with an escape (which Arrow decodes) included."""
+    first = {"id": "r0", "judge": "j", "raw_output": "x", "score": 1.0, "parse_ok": True,
+             "score_probs": {"0": 0.25, "1": 0.75}}
+    second = '{"id": "r1", "judge": "j", "raw_output": "x", "score": 1.0, "parse_ok": true, ' + probs + "}"
     path = tmp_path / "predictions.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    path.write_text(json.dumps(first) + "\n" + second + "\n", encoding="utf-8")
     for read in (read_prediction_table, lambda p: list(iter_predictions(p))):
         with pytest.raises(ValueError, match=r"line 2\.score_probs: expected an object of finite numbers"):
             read(path)
