@@ -8,6 +8,7 @@ import json
 import logging
 import random
 
+import pyarrow as pa
 import pytest
 
 from eval.judging.predictions import (PREDICTION_FIELDS, PredictionRow, iter_predictions, prediction_table,
@@ -340,3 +341,20 @@ def test_a_null_probability_in_score_probs_is_refused_by_both_readers(tmp_path, 
     for read in (read_prediction_table, lambda p: list(iter_predictions(p))):
         with pytest.raises(ValueError, match=r"line 2\.score_probs: expected an object of finite numbers"):
             read(path)
+
+
+@pytest.mark.parametrize("big", [1, 2**53 + 1])
+def test_integer_probabilities_read_as_floats_on_both_paths_of_the_table_reader(tmp_path, big):
+    """Arrow's JSON reader infers ``{"1": 1, "2": 0}`` as integer struct fields, the line reader's table (an indented
+    row goes there) holds the float each probability is: both paths give the table one schema, float64 fields, and
+    one value (an integer past 2**53 rounded as ``float`` rounds it)."""
+    row = {"id": "r0", "judge": "j", "raw_output": "x", "score": 1.0, "parse_ok": True,
+           "score_probs": {"1": big, "2": 0}}
+    plain, indented = tmp_path / "plain.jsonl", tmp_path / "indented.jsonl"
+    plain.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    indented.write_text(" " + json.dumps(row) + "\n", encoding="utf-8")
+    table = read_prediction_table(plain)
+    assert table.schema == read_prediction_table(indented).schema
+    assert table.schema.field("score_probs").type == pa.struct([("1", pa.float64()), ("2", pa.float64())])
+    assert read_predictions(plain) == read_predictions(indented)
+    assert read_predictions(plain)[0]["score_probs"] == {"1": float(big), "2": 0.0}
