@@ -108,7 +108,9 @@ class PredictionRow:
         Raises:
             ValueError: naming ``where`` and the field: no ``id``, a key that is not a field
                 (``judge.wire_fields.checked_json_fields``), a value of the wrong JSON type (an ``id`` that is not a
-                string, a ``parse_ok`` that is not a boolean: no value is converted), or a ``score`` without its
+                string, a ``parse_ok`` that is not a boolean: a value of the wrong type is never converted; an integer
+                in a number field is kept as the file holds it, and ``prediction_table`` holds it as the float its
+                column holds), or a ``score`` without its
                 ``parse_ok`` (absent or null: a run writes both, and no default can say whether the verdict parsed;
                 an absent ``parse_ok`` beside no score is false), a ``score_source`` no run writes, or a text holding a lone surrogate (a JSON
                 ``\\ud800`` escape with no pair: no UTF-8 reader, Arrow's included, takes it).
@@ -130,12 +132,6 @@ class PredictionRow:
             if key in _SCORE_FIELDS and abs(value) > SCORE_BOUND:
                 raise ValueError(f"{where}.{key}: {shown_value(value)} is not a judge's score (its size is over "
                                  f"{SCORE_BOUND:g}; a rubric's scale is a few points)")
-            # As the table reader's float64 column holds it: pyarrow builds no such column from an integer past
-            # 2**53 or an int64's range (its error names no file, row or field), where Arrow's JSON reader reads one.
-            if kind == _NUMBER:
-                values[key] = float(value)
-            elif kind == _PROBS:
-                values[key] = {level: float(p) for level, p in value.items()}
         if values.get("score_source") is not None and values["score_source"] not in ScoreSource.ALL:
             # Read as "not the head's", it silently made the scores a verdict's (score's MAE target is the mode for
             # verdicts, the mean for a head's) where the row meant something else.
@@ -448,6 +444,12 @@ def prediction_table(rows: Iterable[Mapping[str, Any]]):
     columns = {}
     for name in PREDICTION_FIELDS:
         values = [row[name] for row in checked]
+        # Floats, as Arrow's JSON reader holds them: pyarrow builds no float64 column from an integer past 2**53 or
+        # an int64's range (its error names no file, row or field).
+        if _JSON_KINDS[name] == _NUMBER:
+            values = [None if v is None else float(v) for v in values]
+        elif name == "score_probs":
+            values = [None if v is None else {level: float(p) for level, p in v.items()} for v in values]
         columns[name] = (pa.array(values) if name == "score_probs"
                          else pa.array(values, type=_arrow_types()[name]))
     return pa.table(columns)

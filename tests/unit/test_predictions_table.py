@@ -320,9 +320,10 @@ def test_an_integer_no_arrow_column_holds_reads_alike_on_every_path_of_the_table
     plain.write_text(json.dumps(row) + "\n", encoding="utf-8")
     indented.write_text(" " + json.dumps(row) + "\n", encoding="utf-8")
     read = read_predictions(indented)
-    assert read == read_predictions(plain) == list(iter_predictions(indented))
+    assert read == read_predictions(plain)
     got = read[0][field]
     assert got == (float(value) if field != "score_probs" else {"1": float(2**64)})
+    assert list(iter_predictions(indented))[0][field] == value  # the row itself holds the file's integer
 
 
 @pytest.mark.parametrize("probs", ['"score_probs": {"1": 0.5, "2": null}',
@@ -358,3 +359,20 @@ def test_integer_probabilities_read_as_floats_on_both_paths_of_the_table_reader(
     assert table.schema.field("score_probs").type == pa.struct([("1", pa.float64()), ("2", pa.float64())])
     assert read_predictions(plain) == read_predictions(indented)
     assert read_predictions(plain)[0]["score_probs"] == {"1": float(big), "2": 0.0}
+
+
+def test_an_integer_in_a_number_field_is_quoted_and_rewritten_as_the_file_holds_it(tmp_path):
+    """A row's refusal quotes the number the file holds (``2``, not ``2.0``), and `run`'s resume rewrites an integer
+    it keeps as that integer (2**63 + 1 unrounded): only the table's float64 column holds it as a float."""
+    with pytest.raises(ValueError, match=r"^row\.score: 2 in a row with parse_ok false"):
+        PredictionRow.from_json({"id": "a", "score": 2, "parse_ok": False})
+    with pytest.raises(ValueError, match=r"^row\.parse_ok: absent in a row with score 2;"):
+        PredictionRow.from_json({"id": "a", "score": 2})
+    kept = {"id": "r0", "judge": "j", "raw_output": "x", "score": 2, "parse_ok": True, "latency_s": 2**63 + 1}
+    path = tmp_path / "predictions.jsonl"
+    path.write_text(json.dumps(kept) + "\n" + json.dumps({**kept, "id": "gone"}) + "\n", encoding="utf-8")
+    assert resume_predictions(path, ["r0"]) == {"r0"}
+    rewritten = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    assert (rewritten["score"], rewritten["latency_s"]) == (2, 2**63 + 1)
+    assert type(rewritten["score"]) is int
+    assert read_predictions(path)[0]["latency_s"] == float(2**63 + 1)
