@@ -105,3 +105,21 @@ def test_rows_without_a_key_are_scored_as_before(tmp_path):
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text(encoding="utf-8"))
     assert (metrics["splits"]["all"]["overall"]["n"], metrics["splits"]["all"]["overall"]["n_missing"]) == (12, 0)
     assert "n_stale_predictions" not in metrics["notes"]
+
+
+def test_the_stale_filter_looks_ids_up_by_one_join(tmp_path, monkeypatch):
+    """Whether any row left is of a record is asked of Arrow's join over the id column, as ``stale_rows`` asks it,
+    not by a lookup per id (which builds a dict of every record's id): the rows and count are the same."""
+    from eval.scoring.score import _without_stale
+
+    records = _records()
+    rows = read_prediction_table(_write_run(tmp_path / "run", records))
+    edited, _ = judge.load_record_columns(judge.write_jsonl(_edited(records, {1, 4}), tmp_path / "edited.jsonl"))
+
+    def per_id(self, record_id):
+        raise AssertionError("a record looked up one id at a time")
+
+    monkeypatch.setattr(type(edited), "index_of", per_id)
+    kept, n_stale = _without_stale(rows, edited, tmp_path / "run", tmp_path / "edited.jsonl")
+    assert n_stale == 2
+    assert kept.column("id").to_pylist() == [r.id for i, r in enumerate(records) if i not in {1, 4}]
