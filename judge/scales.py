@@ -7,7 +7,7 @@ levels on one line (``0: плохо; 1: средне; 2: хорошо``), text t
 and ``5: отлично``: the scale 1..5), or a mapping from level to description, possibly nested by language (``{"ru":
 {"0": ...}, "en": {...}}``). ``scale_of`` reads all of them into one ``Scale``.
 
-Why one module of ~565 lines: every shape above is read with one set of level patterns and refused in one wording
+Why one module of ~585 lines: every shape above is read with one set of level patterns and refused in one wording
 (a level that is no integer reads alike from a mapping's key and a text's line), and the panel-mode helpers at the
 end are the few lines that other modules share with the scale; split, the patterns and the refusals would drift
 apart between the readers.
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from judge.plumbing.json_reading import value_words
 
 __all__ = ["Scale", "ScaleError", "scale_of", "has_unique_mode", "unique_mode_mask", "MAX_LEVELS", "MAX_LEVEL_DIGITS",
-           "PAIRWISE_SCALE", "foreign_digit", "level_of_key"]
+           "PAIRWISE_SCALE", "pairwise_scale_error", "foreign_digit", "level_of_key"]
 
 #: Most levels a scale may have. POLLUX's criteria have 2 or 3 (arXiv 2505.24616v3, Section 2.2); 101 still takes a 0..100 rubric.
 #: A rubric text costs nothing to write ("от 0 до 10000000") but every level is kept and echoed in each result,
@@ -563,3 +563,22 @@ def has_unique_mode(scores) -> bool:
 #: ``demo/serve_pollux_demo.py``, lines 77-78). judge-serve's pairwise jobs and judge-eval's pairwise reader both
 #: read verdicts on it.
 PAIRWISE_SCALE = Scale((-1, 0, 1))
+
+
+def pairwise_scale_error(rubrics: str) -> str | None:
+    """Why a pairwise comparison scale's text cannot be judged on ``PAIRWISE_SCALE``, or None when it can.
+
+    A pairwise verdict is read on -1, 0, 1 whatever the text says; a text whose level lines ``scale_of`` reads as
+    another scale (``1: первый лучше`` / ``2: одинаково`` / ``3: второй лучше``) would have its judge's "1" (answer 1
+    better, as it was shown) read as answer 2 better. A text with no levels ``scale_of`` can read (a scale in prose)
+    states no other scale and is judged as it is.
+    """
+    try:
+        levels = scale_of(rubrics).levels
+    except ScaleError:
+        return None
+    if levels == PAIRWISE_SCALE.levels:
+        return None
+    shown = ", ".join(map(str, levels))
+    return (f"the comparison scale's levels read as {shown}; a pairwise verdict is read as -1 (answer 1 better), 0 "
+            "(a tie) or 1 (answer 2 better): write the scale on those three levels")

@@ -48,7 +48,7 @@ from judge import TaxonomyError, load_taxonomy
 from judge.criteria import CriterionError, ResolvedCriterion, resolve_criterion, task_path
 from judge.criteria_auto import TaskChoice
 from judge.plumbing.json_reading import got_words, value_words
-from judge.scales import MAX_LEVELS
+from judge.scales import MAX_LEVELS, pairwise_scale_error
 # The request types are the contract's (judge.wire), and so are the path, rank and words of their errors, which the
 # reward clients share; re-exported here, where the server validates with them.
 from judge.wire import (MAX_LIST_ENTRIES, MAX_RANKED_ERRORS, CustomCriterion, JudgeItem, JudgeRequest, PairItem,
@@ -419,7 +419,8 @@ def _validated(model: type[T], data: dict[str, Any]) -> T:
 
 
 def _parse_pairwise(data: dict[str, Any]) -> PairwiseRequest:
-    """The pairwise variant: ``pairs`` of (instruction, answer_1, answer_2, rubrics), never beside ``items``."""
+    """The pairwise variant: ``pairs`` of (instruction, answer_1, answer_2, rubrics), never beside ``items``; a
+    ``rubrics`` whose level lines read as another scale than -1/0/1 is refused (``judge.scales.pairwise_scale_error``)."""
     if "items" in data:
         raise RequestError("pairs: give either items (criteria) or pairs (pairwise), not both", param="pairs")
     request = _validated(PairwiseRequest, data)
@@ -427,6 +428,8 @@ def _parse_pairwise(data: dict[str, Any]) -> PairwiseRequest:
         for name in ("instruction", "answer_1", "answer_2", "rubrics"):
             if not getattr(pair, name).strip():
                 raise RequestError(f"pairs[{i}].{name}: must not be empty", param=f"pairs[{i}].{name}")
+        if (why := pairwise_scale_error(pair.rubrics)) is not None:  # its verdict is read on -1/0/1
+            raise RequestError(f"pairs[{i}].rubrics: {why}", param=f"pairs[{i}].rubrics")
     return request
 
 

@@ -710,3 +710,27 @@ def test_a_prompt_that_opened_no_reasoning_keeps_the_end_stop_and_the_plain_rege
     assert (payload["stop"], payload["include_stop_str_in_output"]) == (["[END]"], True)
     assert payload["structured_outputs"] == {"regex": verdict_regex(SCALE, 0, with_score=True)}
     assert (result.score, result.parse_ok) == (1.0, True)
+
+
+PAIR = {"instruction": "Что больше, 2 или 3?", "answer_1": "3", "answer_2": "2"}
+
+
+@pytest.mark.parametrize("rubrics", ["1: первый лучше\n2: одинаково\n3: второй лучше", "0: первый лучше\n1: второй лучше"])
+def test_a_pairwise_scale_written_on_other_levels_is_refused_naming_it(rubrics):
+    """A pair's verdict is read on -1/0/1: a scale shown to the judge on other levels would have its "1" (answer 1
+    better on the scale shown) read as answer 2 better, or its "0" (answer 1) as a tie. Refused, naming the pair's
+    rubrics, before anything is judged."""
+    with pytest.raises(RequestError) as err:
+        parse_judge_request({"pairs": [{**PAIR, "rubrics": "-1: первый\n0: одинаково\n1: второй"},
+                                       {**PAIR, "rubrics": rubrics}]})
+    assert (err.value.status, err.value.param) == (400, "pairs[1].rubrics")
+    assert "-1 (answer 1 better), 0 (a tie) or 1 (answer 2 better)" in err.value.message
+
+
+@pytest.mark.parametrize("rubrics", ["Какой ответ точнее?\n-1: первый\n0: одинаково\n1: второй",
+                                     "Сравните ответы: минус один, если лучше первый, ноль, если равны"])
+def test_a_pairwise_scale_on_minus_one_to_one_or_in_prose_is_judged(rubrics):
+    """The -1/0/1 scale with its criterion before it, and a scale in prose (no level lines: it states no other scale),
+    are taken as they are."""
+    request = parse_judge_request({"pairs": [{**PAIR, "rubrics": rubrics}]})
+    assert request.pairs[0].rubrics == rubrics
