@@ -22,7 +22,7 @@ judge whose first answers do not read in the verdict format guessed from its mod
 ``winner`` labels: ``-1``/``0``/``1`` as the judge writes them (``-1.0``/``0.0``/``1.0`` too, as pandas writes an
 integer column with a null), or ``"answer_1"``/``"tie"``/``"answer_2"``.
 
-Why one module of ~590 lines: the pairwise file's reading, its resume and its requests (chat and judge-serve) share
+Why one module of ~600 lines: the pairwise file's reading, its resume and its requests (chat and judge-serve) share
 ``PairRecord``, ``PairwiseRow`` and the journal's rules; the request rules they share with the pointwise runner live in
 ``eval.judging.backends``.
 """
@@ -49,7 +49,7 @@ from judge.plumbing.journal import JournalWriter, iter_journal, iter_journal_lin
 from judge.prompts import PAIRWISE_FIELDS, render_pairwise_prompt
 from judge.records import LineIndex, row_place, value_words
 from judge.plumbing.retry import RetryPolicy
-from judge.scales import PAIRWISE_SCALE
+from judge.scales import PAIRWISE_SCALE, pairwise_scale_error
 from judge.verdicts import VerdictError, VerdictFormat, inline_reasoning, read_served_verdict
 from judge.wire import PairItem, PairwiseRequest, checked_json_fields
 
@@ -195,7 +195,8 @@ def load_pairs(path: str | Path) -> list[PairRecord]:
 
     Raises:
         ConfigError: a line that is not UTF-8 or not JSON, a row that is not an object, a missing or non-text field,
-            a bad ``winner``, an ``id`` that is not text or an integer (``judge.load_records``' rule) or a repeated
+            a bad ``winner``, a ``rubrics`` on other levels than -1/0/1 (``judge.scales.pairwise_scale_error``), an
+            ``id`` that is not text or an integer (``judge.load_records``' rule) or a repeated
             id, naming the file, row (its line, from 1, as ``judge.load_records`` names it: "line 2") and field.
     """
     pairs: list[PairRecord] = []
@@ -212,6 +213,8 @@ def load_pairs(path: str | Path) -> list[PairRecord]:
                 raise ConfigError(f"{where}.{name}: must be text, got {value_words(value)}")
             if not value.strip():
                 raise ConfigError(f"{where}.{name}: required text is empty")
+        if (why := pairwise_scale_error(row["rubrics"])) is not None:  # judge-serve refuses it alike
+            raise ConfigError(f"{where}.rubrics: {why}")
         text_id = row.get("id")
         if text_id is None or (isinstance(text_id, str) and not text_id.strip()):
             # a stable id from the content, as records without ids get one (a blank id is none, as there)

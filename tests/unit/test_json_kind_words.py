@@ -59,7 +59,7 @@ def _predictions(value: Any, tmp_path: Path) -> str:
 def _pairwise(value: Any, tmp_path: Path) -> str:
     from eval.pairwise.judging import load_pairs
 
-    row = {"instruction": "Q", "answer_1": "A", "answer_2": "B", "rubrics": "0: no\n1: yes", "id": value}
+    row = {"instruction": "Q", "answer_1": "A", "answer_2": "B", "rubrics": "-1: A\n0: tie\n1: B", "id": value}
     return _message(lambda: load_pairs(_jsonl(tmp_path, row)))
 
 

@@ -79,6 +79,9 @@ PAIRS = [
     ({"winner": 0.5}, r"line 1\.winner: 0\.5 is not one of"),
     ({"winner": "1"}, r"line 1\.winner: '1' is not one of"),
     ({"rubrics": None}, r"line 1\.rubrics: required text is missing$"),
+    # read on -1/0/1, a 1/2/3 scale's "1" (answer 1 better) would count as answer 2 better
+    ({"rubrics": "1: первый лучше\n2: одинаково\n3: второй лучше"}, r"line 1\.rubrics: the comparison scale's levels "
+     r"read as 1, 2, 3"),
 ])  # fmt: skip
 def test_bad_pairwise_rows_name_the_row_and_field(tmp_path, change, message):
     """A missing answer or scale, or a winner outside -1/0/1/answer_1/tie/answer_2, is refused naming file, row (its
