@@ -22,7 +22,7 @@ one validation, ``error_words`` says it. judge-serve's 400 (``serve.schema.parse
 rules for the request's unions before these) and the reward clients' refusal of a custom criterion they do not send
 (``judge.reward_clients``) both use them, so a client reads the same field and words from either.
 
-Why one module of ~570 lines: it is the whole wire contract, both directions (its two pydantic-free readers aside,
+Why one module of ~580 lines: it is the whole wire contract, both directions (its two pydantic-free readers aside,
 in ``judge.wire_fields``), as vLLM's ``protocol.py`` is; a client author reads one file to learn every field and
 bound the server checks and how a refusal names what it refuses, and the request and response types share the one
 strict reader.
@@ -315,6 +315,17 @@ def error_words(error: Mapping[str, Any]) -> str:
         return f"must be {_KIND_ERRORS[kind]}, got {got_words(error['input'])}"
     if kind == "too_long" and isinstance(error["input"], Mapping):  # a rubric mapping of more levels than a scale
         return too_many_fields(len(error["input"]), error["ctx"]["max_length"])
+    ctx = error.get("ctx") or {}
+    # a field's bound and the value sent, as a wrong kind is told ("temperature: must be at most 2, got a number 2.5")
+    if kind == "less_than_equal":
+        return f"must be at most {ctx['le']}, got {got_words(error['input'])}"
+    if kind == "greater_than_equal":
+        return f"must be at least {ctx['ge']}, got {got_words(error['input'])}"
+    if kind == "too_short" and isinstance(error["input"], list) and not error["input"]:
+        entries = "entry" if ctx["min_length"] == 1 else "entries"
+        return f"must hold at least {ctx['min_length']} {entries}, got an empty list"
+    if kind == "string_too_short" and ctx.get("min_length") == 1:
+        return "must not be empty"
     return error["msg"]
 
 

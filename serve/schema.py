@@ -13,7 +13,7 @@ Request (one item inline, or many under ``items``)::
         "task_subtype": "Python",               #   with criteria it picks each name's variant for the task
         "task_subsubtype": null
       }],
-      "max_tokens": 512, "temperature": 0.0,    # optional, bounded by the server's max_tokens
+      "max_tokens": 512, "temperature": 0.0,    # optional: max_tokens 1 to the server's max_tokens, temperature 0 to 2
       "lenient": false,                         # accept a verdict whose [END] was cut off
       "constrained": false,                     # force the verdict format with vLLM structured outputs
       "oversize": "refuse"                      # a prompt too long for the context: refuse (400) or fail (that result)

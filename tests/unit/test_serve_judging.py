@@ -734,3 +734,23 @@ def test_a_pairwise_scale_on_minus_one_to_one_or_in_prose_is_judged(rubrics):
     are taken as they are."""
     request = parse_judge_request({"pairs": [{**PAIR, "rubrics": rubrics}]})
     assert request.pairs[0].rubrics == rubrics
+
+
+BOUND_WORDS = [
+    ({"items": [GOOD_ITEM], "temperature": 2.5}, "temperature: must be at most 2, got a number 2.5"),
+    ({"items": [GOOD_ITEM], "temperature": -0.5}, "temperature: must be at least 0, got a number -0.5"),
+    ({"items": [GOOD_ITEM], "max_tokens": 0}, "max_tokens: must be at least 1, got an integer 0"),
+    ({"items": []}, "items: must hold at least 1 entry, got an empty list"),
+    ({"pairs": []}, "pairs: must hold at least 1 entry, got an empty list"),
+    ({"items": [{**GOOD_ITEM, "criteria": [{"name": "", "rubrics": "0: a\n1: b"}]}]},
+     "items[0].criteria[0].name: must not be empty"),
+]
+
+
+@pytest.mark.parametrize(("body", "message"), BOUND_WORDS, ids=[m.split(":")[0] for _, m in BOUND_WORDS])
+def test_a_value_past_its_bound_is_told_the_bound_in_jsons_words(body, message):
+    """A number or list past its field's bound is told the bound and what was sent, as a wrong kind is ("must be a
+    string, got an integer 5"), not in pydantic's words ("List should have at least 1 item after validation")."""
+    with pytest.raises(RequestError) as err:
+        parse_judge_request(body)
+    assert err.value.message == message
