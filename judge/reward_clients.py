@@ -642,7 +642,7 @@ def _resolved_criteria(criteria: tuple[Any, ...], task: tuple[str | None, ...] |
     from pydantic import ValidationError
 
     from judge.criteria import CriterionError, resolve_criterion
-    from judge.wire import MAX_RANKED_ERRORS, CustomCriterion, error_rank, error_words, param_of
+    from judge.wire import MAX_RANKED_ERRORS, CustomCriterion, criterion_kind_error, error_rank, error_words, param_of
 
     # The criteria as judge-serve would read them, after the JSON encoding: a Python rubric mapping's integer
     # levels arrive as strings, a tuple as a list.
@@ -653,7 +653,7 @@ def _resolved_criteria(criteria: tuple[Any, ...], task: tuple[str | None, ...] |
             parsed.append(spec)
             continue
         if not isinstance(spec, dict):
-            raise ValueError(f"{where}[{j}]: expected a criterion's name or id, or a {{name, rubrics}} object")
+            raise ValueError(f"{where}[{j}]: {criterion_kind_error(spec)}")  # judge-serve's words
         try:
             parsed.append(CustomCriterion.model_validate(spec))
         except ValidationError as err:

@@ -22,7 +22,7 @@ one validation, ``error_words`` says it. judge-serve's 400 (``serve.schema.parse
 rules for the request's unions before these) and the reward clients' refusal of a custom criterion they do not send
 (``judge.reward_clients``) both use them, so a client reads the same field and words from either.
 
-Why one module of ~580 lines: it is the whole wire contract, both directions (its two pydantic-free readers aside,
+Why one module of ~590 lines: it is the whole wire contract, both directions (its two pydantic-free readers aside,
 in ``judge.wire_fields``), as vLLM's ``protocol.py`` is; a client author reads one file to learn every field and
 bound the server checks and how a refusal names what it refuses, and the request and response types share the one
 strict reader.
@@ -48,7 +48,8 @@ from judge.wire_fields import ScoreSource, checked_json_fields
 __all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RESULT_FIELDS", "checked_json_fields",
            "CustomCriterion", "JudgeItem", "JudgeRequest", "PairItem", "PairwiseRequest", "JudgeResponseItem",
            "JudgeResponseUsage", "JudgeResponse", "PAIRWISE_CRITERION", "ModelLimits", "MAX_LIST_ENTRIES",
-           "HUB_SNAPSHOT", "root_identity", "context_words", "read_context_words", "rubrics_kind_error", "param_of",
+           "HUB_SNAPSHOT", "root_identity", "context_words", "read_context_words", "rubrics_kind_error",
+           "criterion_kind_error", "param_of",
            "path_key", "printable", "too_many_fields", "MAX_RANKED_ERRORS", "error_rank", "error_words"]
 
 
@@ -189,6 +190,13 @@ def rubrics_kind_error(value: Any) -> str:
     kinds, since either union branch's own words ("must be a string") hide the other, and the value as ``got_words``
     names it. judge-serve's refusal and the reward client's, for a sample it does not send, share these words."""
     return f"must be a string (rubric text) or an object (each level's text), got {got_words(value)}"
+
+
+def criterion_kind_error(value: Any) -> str:
+    """What a criterion of neither kind it may be (a taxonomy name or id; a ``CustomCriterion`` object) is told
+    after its field's name: both kinds, as ``rubrics_kind_error`` says a rubric's, and the value as ``got_words``
+    names it. judge-serve's refusal and the reward client's, for a sample it does not send, share these words."""
+    return f"must be a criterion's name or id (a string) or a {{name, rubrics}} object, got {got_words(value)}"
 
 
 # ------------------------------------------------------------------------------ the request types' errors, worded

@@ -247,3 +247,14 @@ def test_a_long_criterion_name_not_used_by_the_task_is_echoed_clipped():
     assert len(str(refused.value)) < 1_000 and "[5000039 characters]" in str(refused.value)
     with pytest.raises(CriterionError, match=rf"^criterion '{re.escape(name)}' is not used by task Editing"):
         resolve_criterion(name, ("Editing",))
+
+
+@pytest.mark.parametrize("spec", [7, ["0: плохо"], None, True])
+def test_an_unsent_criterion_of_neither_kind_is_refused_in_judge_serves_words(spec):
+    """A criterion that is neither a name nor a ``{name, rubrics}`` object is refused for an unsent sample as
+    judge-serve refuses it (``judge.wire.criterion_kind_error``): both kinds named, and the value sent."""
+    refused = _serve_refusal(spec, {})
+    with pytest.raises(ValueError) as unsent:
+        _unsent(spec, {})
+    assert str(unsent.value) == refused.message.replace("items[0]", "samples[3]")
+    assert "must be a criterion's name or id (a string) or a {name, rubrics} object, got " in str(unsent.value)

@@ -754,3 +754,18 @@ def test_a_value_past_its_bound_is_told_the_bound_in_jsons_words(body, message):
     with pytest.raises(RequestError) as err:
         parse_judge_request(body)
     assert err.value.message == message
+
+
+@pytest.mark.parametrize(("entry", "got"), [(["x"], "a list"), (None, "null"), (7, "an integer 7"), (True, "true")])
+def test_a_criterion_of_neither_kind_is_told_both_kinds_it_may_be(entry, got):
+    """A criterion is a taxonomy name or id (a string) or a custom {name, rubrics} object: one of neither kind is told
+    both, as a rubric of neither kind is, not "must be a string" alone, which hides the custom criterion."""
+    with pytest.raises(RequestError) as err:
+        parse_judge_request({"items": [GOOD_ITEM, {**GOOD_ITEM, "criteria": ["Креативность", entry]}]})
+    assert err.value.param == "items[1].criteria[1]"
+    assert err.value.message == (f"items[1].criteria[1]: must be a criterion's name or id (a string) or a "
+                                 f"{{name, rubrics}} object, got {got}")
+    inline = {**GOOD_ITEM, "criteria": [entry]}
+    with pytest.raises(RequestError) as err:
+        parse_judge_request(inline)
+    assert err.value.message.startswith("criteria[0]: must be a criterion's name or id (a string) or a ")
