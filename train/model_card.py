@@ -20,6 +20,10 @@ checked, and the card is written with a warning saying so.
 The hub's model-card fields (https://huggingface.co/docs/hub/model-cards): ``base_model``, ``language``,
 ``library_name``, ``pipeline_tag``, ``tags``, ``license``. The base model's license is not recorded anywhere in a
 run, so ``license`` is an option (default ``other``: check the base model's terms before publishing).
+
+Why one module of ~520 lines: each section of the card reads the same three records (manifest, run.json,
+config.json) and the evaluation part checks a run against the same export; split, a record's reading would be
+spelled in several places.
 """
 
 from __future__ import annotations
@@ -75,6 +79,32 @@ def _expert_scores(data: dict[str, Any]) -> Any:
     """The experts' verdicts a run's data held: ``n_expert_scores`` where the recipe counts items in ``n_verdicts``
     (GRPO: one prompt per item), else ``n_verdicts`` (the SFT recipes: a row per verdict)."""
     return data["n_expert_scores"] if data.get("n_expert_scores") is not None else data.get("n_verdicts")
+
+
+#: What each ``zero_shot`` setting did with the held-out rows (train.config's ``zero_shot``).
+_ZERO_SHOT_DONE = {"refuse": "none of their rows trained (`zero_shot: refuse`)",
+                   "drop": "their rows left out of training (`zero_shot: drop`)",
+                   "allow": "**trained on** (`zero_shot: allow`): the Zero-Shot test is not zero-shot for this judge"}
+
+
+def _held_out(config: dict[str, Any]) -> str | None:
+    """The card's line naming the held-out (Zero-Shot) task types of the split the run used (its ``split_file``, else
+    the packaged one: arXiv 2505.24616v3, Appendix D.2) and what ``zero_shot`` did with their rows; None for a
+    config without ``zero_shot``. A split file that cannot be read now is said to be so, never stood in for."""
+    from judge import load_split_spec
+
+    if not config.get("zero_shot"):
+        return None
+    split_file = config.get("split_file") or ""
+    where = (f"split file `{split_file}`" if split_file else
+             "the packaged split `judge/data/zero_shot.yaml` (arXiv 2505.24616v3, Appendix D.2)")
+    done = _ZERO_SHOT_DONE.get(config["zero_shot"], f"`zero_shot: {config['zero_shot']}`")
+    try:
+        spec = load_split_spec(split_file or None)
+    except (OSError, ValueError) as err:
+        return f"- held-out (Zero-Shot) task types: {NOT_RECORDED} ({where} cannot be read now: {err}); {done}"
+    return (f"- held-out (Zero-Shot) task types, from {where}: {', '.join(sorted(spec.task_types)) or 'none'}, and "
+            f"{len(spec.criteria)} held-out criteria; {done}")
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -323,7 +353,13 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
             f"{_num(data.get('n_train')) if data else NOT_RECORDED} training rows, "
             f"{_num(data.get('n_eval')) if data else NOT_RECORDED} validation rows"
             + (f" (from {_num(data.get('n_records'))} records, {_num(_expert_scores(data))} expert verdicts)"
-               if data.get("n_records") is not None else "")]
+               if data.get("n_records") is not None else "")
+            # the rows, not the path: a data file rewritten at the same path trains another judge
+            + (f"; training rows' fingerprint `{data['train_fingerprint']}` (sha256, run.json `data`)"
+               if data.get("train_fingerprint") else f"; training rows' fingerprint: {NOT_RECORDED}")]
+    held_out = _held_out(config)
+    if held_out:
+        out.append(held_out)
     if config.get("rewards"):
         # The GRPO recipe: which rewards, weighted how, and how they moved (trl logs their means per step).
         history = result.get("log_history") or []

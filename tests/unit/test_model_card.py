@@ -220,3 +220,45 @@ def test_a_run_json_given_that_is_not_there_is_refused_naming_it(tmp_path, capsy
     (export / "run.json").unlink()
     assert train_main(["card", "--export", str(export)]) == 0
     assert "pollux-judge commit `not recorded`" in (export / "README.md").read_text(encoding="utf-8")
+
+
+def _with_run(export: Path, **changes) -> Path:
+    """``export`` with its run.json's top-level sections updated (``data`` and ``config`` merged key by key)."""
+    run = json.loads((export / "run.json").read_text(encoding="utf-8"))
+    for key, value in changes.items():
+        run[key] = {**run[key], **value} if isinstance(value, dict) and isinstance(run.get(key), dict) else value
+    (export / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    return export
+
+
+def test_the_card_names_the_trained_rows_fingerprint_and_the_held_out_task_types(tmp_path):
+    """What the judge was trained on: run.json's fingerprint of the trained rows (two data files at one path differ
+    by it alone), and the task types of the split the run held out, with what ``zero_shot`` did with them."""
+    from judge import load_split_spec
+
+    export = _with_run(_fake_export(tmp_path), data={"train_fingerprint": "f00d" * 16})
+    card = render_card(export)
+    assert "training rows' fingerprint `" + "f00d" * 16 + "`" in card
+    held_out = next(line for line in card.splitlines() if line.startswith("- held-out (Zero-Shot) task types"))
+    spec = load_split_spec()
+    assert all(task_type in held_out for task_type in spec.task_types), held_out
+    assert "judge/data/zero_shot.yaml" in held_out and "left out of training" in held_out
+    assert f"{len(spec.criteria)} held-out criteria" in held_out
+    allowed = render_card(_with_run(export, config={"zero_shot": "allow"}))
+    assert "**trained on**" in allowed
+    unrecorded = render_card(_with_run(export, data={"train_fingerprint": None}))
+    assert "training rows' fingerprint: not recorded" in unrecorded
+
+
+def test_a_split_file_the_run_named_is_the_one_the_card_reads(tmp_path):
+    """A run that held out a split of its own (``split_file``) gets that file's task types; one that cannot be
+    read now is said to be so, never replaced by the packaged split."""
+    split = tmp_path / "split.yaml"
+    split.write_text("task_types: [Recommendations]\ncriteria: []\n", encoding="utf-8")
+    export = _with_run(_fake_export(tmp_path), config={"split_file": str(split)})
+    held_out = next(line for line in render_card(export).splitlines() if line.startswith("- held-out"))
+    assert "Recommendations" in held_out and "Literary text" not in held_out and str(split) in held_out
+    gone = tmp_path / "moved-since.yaml"
+    export = _with_run(export, config={"split_file": str(gone)})
+    held_out = next(line for line in render_card(export).splitlines() if line.startswith("- held-out"))
+    assert "not recorded" in held_out and str(gone) in held_out and "Literary text" not in held_out
