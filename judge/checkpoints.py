@@ -29,7 +29,7 @@ reads them): a reasoning judge served with less room than it learned to think in
 ``names_generator_model`` tells when its arguments make it report another one: judge-serve reports it, judge-eval run
 records and checks it, judge-train card checks a run against its export.
 
-Why one module of ~650 lines: each part reads the same folder and its manifest, and each is read by serving,
+Why one module of ~670 lines: each part reads the same folder and its manifest, and each is read by serving,
 evaluation and training alike; split, the manifest's keys would be spelled in several places.
 """
 
@@ -343,7 +343,8 @@ def judge_kind(folder: str | Path) -> JudgeKind:
 
     Raises:
         ValueError: no readable ``config.json``; a manifest that is not a JSON object, names an unknown mode, or
-            contradicts ``config.json``.
+            contradicts ``config.json``; a regression export's generating model (``generator/``) given alone, which
+            writes no score.
     """
     config = read_config(folder)
     archs = config.get("architectures") or []
@@ -352,6 +353,7 @@ def judge_kind(folder: str | Path) -> JudgeKind:
     by_config = JudgeKind.REGRESSION if regression else JudgeKind.SEQ2SEQ
     mode = read_manifest(folder).get("mode")
     if mode is None:
+        _refuse_regression_generator(Path(folder))
         return by_config
     manifest = Path(folder) / EXPORT_MANIFEST
     if mode not in ("seq2seq", "regression"):
@@ -360,6 +362,25 @@ def judge_kind(folder: str | Path) -> JudgeKind:
         raise ValueError(f"{manifest} says mode {mode!r} but {Path(folder) / 'config.json'} (architectures {archs}) "
                          f"holds a {by_config} model")
     return JudgeKind(mode)
+
+
+def _refuse_regression_generator(folder: Path) -> None:
+    """Refuse the generating model of a regression export (its manifest's ``generator``) given as the judge: it
+    writes the rationale alone, with no ``[RESULT]``, so read as a seq2seq judge every verdict would fail.
+
+    Raises:
+        ValueError: naming the export to give instead.
+    """
+    parent = folder.resolve().parent
+    try:
+        manifest = read_manifest(parent)
+    except ValueError:  # the parent's manifest is the parent's to refuse, if it is ever given
+        return
+    generator = manifest.get("generator")
+    if manifest.get("mode") == "regression" and generator and (parent / str(generator)).resolve() == folder.resolve():
+        raise ValueError(f"{folder}: a regression judge's generating model (named by {parent / EXPORT_MANIFEST}), "
+                         f"which writes the rationale alone and no score: pass {parent}, the export, whose score "
+                         "head scores that rationale")
 
 
 def verdict_format_and_why(folder: str | Path, served_name: str | None = None) -> tuple[str, str]:

@@ -352,3 +352,24 @@ def test_a_size_in_engine_args_in_any_of_vllms_spellings_is_vllms_to_check(tmp_p
     assert serve_cli.engines_tensor_parallel_size(mine) == 8
     with pytest.raises(LayoutError, match=r"^tensor_parallel_size 8: vLLM cannot split "):
         serve_cli.refuse_unsplittable_heads(str(folder), mine)
+
+
+def test_a_regression_exports_generator_given_as_the_judge_is_refused_naming_the_export(tmp_path):
+    """export/generator/ (the folder the card's plain-vLLM line serves) given as the judge: it writes the rationale
+    alone, no ``[RESULT]``, so served as a seq2seq judge every verdict of a whole run failed ``no_result``. judge-serve
+    and judge-eval (both ask ``judge_kind``) refuse it, naming the export to give instead."""
+    from judge.checkpoints import judge_kind, write_manifest
+
+    root = _folder(tmp_path / "export", CLASSIFIER, "model.safetensors")
+    write_manifest(root, "regression", generator="generator", score_head="score")
+    generator = _folder(root / "generator", CAUSAL, "model.safetensors")
+    with pytest.raises(ValueError, match="regression judge's generating model") as err:
+        judge_kind(generator)
+    assert f"pass {root}" in str(err.value)
+    with pytest.raises(LayoutError, match=f"pass {re.escape(str(root))}"):
+        resolve_layout(generator)
+    assert judge_kind(root) == "regression"
+    # a causal folder of its own in an export's generator/ place, or beside a seq2seq export, is still a judge
+    seq2seq = _folder(tmp_path / "s2s" / "export", CAUSAL, "model.safetensors")
+    write_manifest(seq2seq, "seq2seq", generator=".")
+    assert judge_kind(_folder(seq2seq / "generator", CAUSAL, "model.safetensors")) == "seq2seq"
