@@ -74,16 +74,24 @@ def _create_beside(path: Path, mode: int) -> tuple[int, Path]:
     raise FileExistsError(f"{path}: no free temporary name beside it after {_ATTEMPTS} tries")
 
 
+def _folder_itself(target: str | Path) -> Path:
+    """The folder ``target`` names: where ``target`` is a symlink (a training export kept on another disk), the path
+    it points at, so that the replacement is a rename on that folder's filesystem and the link goes on naming it;
+    a rename over the link itself would replace the link, not the folder behind it."""
+    target = Path(target)
+    return Path(os.path.realpath(target)) if target.is_symlink() else target
+
+
 def staging_dir(target: str | Path) -> Path:
     """Where a folder is written before ``replace_folder`` puts it in place of ``target``: a hidden folder beside it
-    (the same filesystem, so that the replacement is a rename)."""
-    target = Path(target)
+    (the same filesystem, so that the replacement is a rename; beside the folder a symlinked ``target`` points at)."""
+    target = _folder_itself(target)
     return target.parent / f".{target.name}.staging"
 
 
 def aside_dir(target: str | Path) -> Path:
     """Where ``replace_folder`` moves the earlier ``target`` for the instant of a replacement that cannot swap."""
-    target = Path(target)
+    target = _folder_itself(target)
     return target.parent / f".{target.name}.previous"
 
 
@@ -111,11 +119,13 @@ def replace_folder(staging: str | Path, export_dir: str | Path) -> Path:
     The earlier folder stays whole until then: a training export's judge-serve started meanwhile finds a judge, and an
     export that fails or is abandoned on a signal leaves the one it was to replace. Where the folders can be swapped
     in one step the folder is never absent; elsewhere the earlier one is renamed aside first, absent for the instant
-    between two renames, and never half-written.
+    between two renames, and never half-written; an earlier one a kill left aside there is removed by the next
+    replacement. A symlinked ``export_dir`` is replaced where it points (``staging_dir`` stages beside that folder).
     """
-    staging, export_dir = Path(staging), Path(export_dir)
+    staging, export_dir = Path(staging), _folder_itself(export_dir)
     if not export_dir.exists():
         staging.rename(export_dir)
+        shutil.rmtree(aside_dir(export_dir), ignore_errors=True)
     elif _exchange(staging, export_dir):
         shutil.rmtree(staging)  # now the earlier export
     else:

@@ -335,6 +335,48 @@ def test_an_export_replaces_the_earlier_one_whole_and_keeps_its_cards_evaluation
     assert (recorded["result"]["export_dir"], recorded["result"]["global_step"]) == (str(export), 12)
 
 
+@pytest.mark.parametrize("swap", ["in one step", "renamed aside first"])
+def test_an_export_kept_elsewhere_through_a_symlink_is_replaced_where_the_link_points(tmp_path, monkeypatch, swap):
+    """export/ a symlink to a folder on another disk: the swap exchanged the link with the staging folder and then
+    failed removing it ("Cannot call rmtree on a symbolic link"), a traceback after the export was in place, the run
+    folder's run.json without the result and .export.staging left a link that every later export failed on. The
+    export is staged beside the folder the link points at and replaces it there; the link stays, pointing at it."""
+    import json
+
+    from judge.plumbing import atomic_write
+
+    if swap == "renamed aside first":
+        monkeypatch.setattr(atomic_write, "_exchange", lambda first, second: False)
+    _stub_export_steps(monkeypatch, lambda *args, **kwargs: {"mode": "seq2seq"})
+    run = tmp_path / "run"
+    run.mkdir()
+    _exported_run(run)
+    elsewhere = tmp_path / "scratch" / "export"
+    elsewhere.parent.mkdir()
+    (run / "export").rename(elsewhere)
+    (run / "export").symlink_to(elsewhere, target_is_directory=True)
+    _export(run)
+    assert (run / "export").is_symlink() and (run / "export").resolve() == elsewhere.resolve()
+    assert (elsewhere / "model.safetensors").read_text(encoding="utf-8") == "new"
+    assert sorted(p.name for p in run.iterdir()) == ["export", "run.json"]
+    assert sorted(p.name for p in elsewhere.parent.iterdir()) == ["export"]
+    assert json.loads((run / "run.json").read_text(encoding="utf-8"))["result"]["global_step"] == 12
+
+
+def test_an_earlier_export_left_aside_by_a_kill_between_two_renames_is_removed(tmp_path, monkeypatch):
+    """Where folders cannot be swapped in one step the earlier export is renamed aside first; a kill between that
+    rename and the next left no export/ and the whole earlier one in .export.previous, which no later export
+    removed. The next export takes export/'s place and removes it."""
+    from judge.plumbing.atomic_write import aside_dir
+
+    _stub_export_steps(monkeypatch, lambda *args, **kwargs: {"mode": "seq2seq"})
+    _exported_run(tmp_path)
+    (tmp_path / "export").rename(aside_dir(tmp_path / "export"))
+    _export(tmp_path)
+    assert (tmp_path / "export" / "model.safetensors").read_text(encoding="utf-8") == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["export", "run.json"]
+
+
 def _zero(stage):
     """A DeepSpeed JSON's zero_optimization block of ``stage``, as the loader takes it: ZeRO-3 gathers the weights on
     save (train.config refuses it otherwise)."""
