@@ -21,7 +21,7 @@ The hub's model-card fields (https://huggingface.co/docs/hub/model-cards): ``bas
 ``library_name``, ``pipeline_tag``, ``tags``, ``license``. The base model's license is not recorded anywhere in a
 run, so ``license`` is an option (default ``other``: check the base model's terms before publishing).
 
-Why one module of ~520 lines: each section of the card reads the same three records (manifest, run.json,
+Why one module of ~530 lines: each section of the card reads the same three records (manifest, run.json,
 config.json) and the evaluation part checks a run against the same export; split, a record's reading would be
 spelled in several places.
 """
@@ -437,8 +437,17 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
             f"- pollux-judge commit `{run.get('git_revision') or NOT_RECORDED}`" + (" (uncommitted changes)" if run.get("git_dirty") else ""),
             f"- started {launch.get('started_utc', NOT_RECORDED)} on `{launch.get('host', NOT_RECORDED)}`",
             "- packages: " + (", ".join(f"{k} {v}" for k, v in packages.items() if v) or NOT_RECORDED),
-            "- the full record: `run.json` in this folder", ""]
+            f"- the full record: {_record_source(export, Path(run_json), run)}", ""]
     return "\n".join(out)
+
+
+def _record_source(export: Path, run_json: Path, run: dict[str, Any]) -> str:
+    """Where the card's training record is: this folder's run.json only when that is the file read."""
+    if not run:
+        return NOT_RECORDED
+    if run_json.resolve() == (export / "run.json").resolve():
+        return "`run.json` in this folder"
+    return f"`{run_json}`, not in this export"
 
 
 #: Said under evaluation figures kept across a ``judge-train run --resume`` that exported the folder again.

@@ -262,3 +262,17 @@ def test_a_split_file_the_run_named_is_the_one_the_card_reads(tmp_path):
     export = _with_run(export, config={"split_file": str(gone)})
     held_out = next(line for line in render_card(export).splitlines() if line.startswith("- held-out"))
     assert "not recorded" in held_out and str(gone) in held_out and "Literary text" not in held_out
+
+
+def test_the_card_points_at_the_record_it_was_written_from(tmp_path):
+    """"The full record: run.json in this folder" was said whatever file the card read: a --run-json elsewhere, the
+    run folder's run.json, or none at all. It names the export's own run.json only when that is the record read."""
+    export = _fake_export(tmp_path)
+    assert "- the full record: `run.json` in this folder" in render_card(export)
+    elsewhere = tmp_path / "elsewhere.json"
+    (export / "run.json").rename(elsewhere)
+    card = render_card(export, run_json=elsewhere)
+    assert "in this folder" not in card
+    assert f"- the full record: `{elsewhere}`, not in this export" in card
+    card = render_card(export)  # no run.json in the export nor beside it
+    assert "- the full record: not recorded" in card
