@@ -40,6 +40,7 @@ import yaml
 from judge.checkpoints import (EXPORT_MANIFEST, GENERATOR_SUBDIR, export_weights_fingerprint, generator_model_named,
                                read_manifest)
 from judge.metrics_json.metrics import Metrics
+from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import read_json_object
 from judge.splits import SPLIT_TITLES, STANDARD, ZERO_SHOT
 
@@ -474,8 +475,8 @@ def write_card(export_dir: str | Path, *, kept_evaluation: str | None = None, ke
             if kept_note and kept_note not in kept:  # a second --resume keeps one note, not two
                 kept += kept_note + "\n\n"
             text = text[:start] + kept + text[end:]
-    path.write_text(text, encoding="utf-8")
-    return path
+    # a later --resume keeps its evaluation section (evaluation_section): replaced whole, never left cut
+    return write_atomically(path, text.encode("utf-8"))
 
 
 def _section_span(text: str, heading: str) -> tuple[int | None, int]:

@@ -276,3 +276,26 @@ def test_the_card_points_at_the_record_it_was_written_from(tmp_path):
     assert f"- the full record: `{elsewhere}`, not in this export" in card
     card = render_card(export)  # no run.json in the export nor beside it
     assert "- the full record: not recorded" in card
+
+
+def test_a_card_rewrite_cut_by_a_full_disk_leaves_the_earlier_card(tmp_path):
+    """``judge-train card`` rewrites a published export's README.md: written in place, a full disk (here a file-size
+    limit, in a child process) left a cut card, whose cut evaluation section a later --resume's export then kept."""
+    import subprocess
+    import sys
+
+    export = _fake_export(tmp_path)
+    (export / "README.md").write_text("# the earlier card\n", encoding="utf-8")
+    child = ("import resource, signal, sys\n"
+             "from train.model_card import write_card\n"
+             "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+             "resource.setrlimit(resource.RLIMIT_FSIZE, (512, 512))\n"
+             "try:\n"
+             "    write_card(sys.argv[1])\n"
+             "except OSError as err:\n"
+             "    print('refused', err.errno)\n")
+    done = subprocess.run([sys.executable, "-c", child, str(export)], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout.startswith("refused"), done.stdout + done.stderr
+    assert (export / "README.md").read_text(encoding="utf-8") == "# the earlier card\n"
+    assert sorted(p.name for p in export.iterdir()) == ["README.md", "config.json", "pollux_judge.json", "run.json"]
