@@ -29,7 +29,7 @@ reads them): a reasoning judge served with less room than it learned to think in
 ``names_generator_model`` tells when its arguments make it report another one: judge-serve reports it, judge-eval run
 records and checks it, judge-train card checks a run against its export.
 
-Why one module of ~670 lines: each part reads the same folder and its manifest, and each is read by serving,
+Why one module of ~700 lines: each part reads the same folder and its manifest, and each is read by serving,
 evaluation and training alike; split, the manifest's keys would be spelled in several places.
 """
 
@@ -86,6 +86,7 @@ __all__ = [
     "export_weights_fingerprint",
     "names_generator_model",
     "generator_model_named",
+    "export_training_record",
 ]
 
 EXPORT_MANIFEST = "pollux_judge.json"
@@ -670,3 +671,27 @@ def generator_model_named(server_args: Sequence[str]) -> bool | None:
             elif settings.get("generator_model"):
                 return True
     return None if untold else False
+
+
+def export_training_record(export: str | Path) -> dict[str, Any] | None:
+    """What a judge-train export's own ``run.json`` (the training's record, copied into every export) says produced
+    it, for judge-eval's run.json (``judge_training``): the file, the git revision (and whether it had uncommitted
+    changes), the prompt version, the recipe, data, ``zero_shot`` and ``split_file``, the trained rows' count and
+    fingerprint (sha256 of the rows: two data files at one path differ by it), and the optimizer steps. A key the
+    record lacks is left out. None for a folder without a manifest or a readable run.json: nothing judge-train
+    recorded to read back."""
+    root = Path(export)
+    path = root / "run.json"
+    if not (root / EXPORT_MANIFEST).is_file() or not path.is_file():
+        return None
+    try:
+        run = read_json_object(path)
+    except ValueError:
+        return None
+    sections = {name: run.get(name) if isinstance(run.get(name), dict) else {} for name in ("config", "data", "result")}
+    found = {"git_revision": run.get("git_revision"), "git_dirty": run.get("git_dirty"),
+             "prompt_version": run.get("prompt_version"),
+             **{key: sections["config"].get(key) for key in ("recipe", "data", "zero_shot", "split_file")},
+             **{key: sections["data"].get(key) for key in ("n_train", "train_fingerprint")},
+             "global_step": sections["result"].get("global_step")}
+    return {"run_json": str(path), **{key: value for key, value in found.items() if value is not None}}

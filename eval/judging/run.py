@@ -46,7 +46,7 @@ manifest (``resolve_prompt_template``: the released Pollux-4B-Judge is asked wit
 judge-serve names; run.json records it and why. Data whose rows carry ``answer_1``/``answer_2`` is judged pairwise
 (``eval.pairwise.judging``: every pair in both orders by default, into ``pairwise_predictions.jsonl``).
 
-Why one module of ~700 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
+Why one module of ~730 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
 the folder's earlier rows in an order where each check reads the ones before it, and hands them to the runner beside
 it; what stands alone already lives apart (``contact``, ``format_choice``, ``backends``, ``run_settings``; the streak
 breaker is ``judge.plumbing.failing_streak``, which the synthetic-data stages share).
@@ -83,7 +83,8 @@ from eval.judging.run_settings import (RUN_FOLDER_JOBS, clear_score_outputs, dat
 from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, iter_pairwise_rows, judge_pairs,
                                    pending_judgments, selected_pairs)
 from judge.plumbing.api_keys import client_api_key
-from judge.checkpoints import EXPORT_MANIFEST, export_weights_fingerprint, is_hub_id, names_generator_model
+from judge.checkpoints import (EXPORT_MANIFEST, export_training_record, export_weights_fingerprint, is_hub_id,
+                               names_generator_model)
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter
 from judge.plumbing.json_reading import counted
@@ -256,6 +257,13 @@ def _hold_local_weights(out: Path, n_written: int, judge_ref: str, config: RunCo
     if starts_judge_serve(config) and names_generator_model(config.server_args):
         return  # judge-serve fingerprints the generating model it is given, not the export's own: its check decides
     held_fingerprint(out, n_written, export_weights_fingerprint(folder), judge_ref, asking=True, held_by="holds")
+
+
+def _judge_training(judge_ref: str) -> dict[str, Any]:
+    """``{"judge_training": ...}``, run.json's record of the training a judge-train export on this machine came from
+    (``judge.checkpoints.export_training_record``); {} for any other judge (a URL, a hub id, a released folder)."""
+    record = export_training_record(judge_ref) if judge_ref and Path(judge_ref).is_dir() else None
+    return {"judge_training": record} if record else {}
 
 
 def _vllm_export_fingerprint(judge_ref: str, config: RunConfig) -> str | None:
@@ -683,7 +691,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                                                        "max_tokens_requested": requested_max_tokens,
                                                        "max_tokens_adopted": adopted_max_tokens},
                          prompt_version=asked_with, prompt_version_why=asked_why, weights_fingerprint=fingerprint,
-                         data_sha256=data_sha256(config.data), **levels)
+                         data_sha256=data_sha256(config.data), **levels, **_judge_training(judge_ref))
         counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
         if todo and pairwise:
             log.info("judging %d pairwise judgments (%d already done) with %s via %s", len(todo), n_done, model, kind)

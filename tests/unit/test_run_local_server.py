@@ -332,3 +332,25 @@ def test_an_export_judge_eval_serves_with_vllm_is_fingerprinted_from_its_folder(
     assert main(_args(export, data, out, "--server", "vllm")) == 2
     err = capsys.readouterr().err
     assert f"fingerprint {first}, but {export} now holds weights with fingerprint " in err and len(starts) == 1
+
+
+def test_a_run_of_an_export_records_the_training_it_came_from(tmp_path, monkeypatch):
+    """What judged the verdicts, beyond its weights: the export's own run.json (judge-train's record) gives the git
+    revision, the trained rows' fingerprint, the data and split and the steps, recorded in judge-eval's run.json as
+    ``judge_training``; a judge that is no judge-train export (no run.json in it) records none."""
+    export, fake, _ = _served_export(tmp_path)
+    (export / "run.json").write_text(json.dumps({
+        "git_revision": "abc123", "git_dirty": False, "prompt_version": "pollux-ru-v2",
+        "config": {"recipe": "seq2seq", "data": "train.jsonl", "zero_shot": "drop", "split_file": "", "seed": 7},
+        "data": {"n_train": 40, "train_fingerprint": "f00d" * 16}, "result": {"global_step": 12}}))
+    monkeypatch.setattr(run_module, "local_server", fake)
+    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:2], tmp_path / "data.jsonl")
+    assert main(_args(export, data, tmp_path / "run")) == 0
+    record = json.loads((tmp_path / "run" / "run.json").read_text())["judge_training"]
+    assert record == {"run_json": str(export / "run.json"), "git_revision": "abc123", "git_dirty": False,
+                      "prompt_version": "pollux-ru-v2", "recipe": "seq2seq", "data": "train.jsonl",
+                      "zero_shot": "drop", "split_file": "", "n_train": 40, "train_fingerprint": "f00d" * 16,
+                      "global_step": 12}
+    (export / "run.json").unlink()
+    assert main(_args(export, data, tmp_path / "bare")) == 0
+    assert "judge_training" not in json.loads((tmp_path / "bare" / "run.json").read_text())
