@@ -8,11 +8,11 @@ the rules are the loader's own (``JudgeRecord.from_row``, ``judge.records.same_c
 * ``repeats DATA``: rows whose loader id (``JudgeRecord.from_row``: the row's ``id`` as text, ``5`` and ``"5"``
   alike, or its ``content_id`` when the file's rows have none) an earlier row has. Each task loads its own block, so
   a row in two blocks is judged twice and the merge refuses the shards as overlapping. A line the loader refuses is
-  left to ``judge-eval``, which names it. Exit 3 with one line naming them, 0 when none. Before them, records with
-  an id beside records without one (``mixed_ids``): the loader decides from a file's first row whether it derives
-  the ids its rows lack, and each task loads only its block, whose first row then decides alone (a block starting
-  with an id refused the id-less rows after it; one starting without judged rows the whole file's run refuses).
-  Exit 4 with one line naming a record of each.
+  left to ``judge-eval``, which names it. Exit 3 with one line naming them, 0 when none. Before them, and found in
+  the same pass, records with an ``id`` field beside records without one: the loader decides from a file's first
+  row whether it derives the ids its rows lack (``"id" not in row``), and each task loads only its block, whose
+  first row decides alone, so a block starting with an id field refuses the rows without one after it, and one
+  starting without judges rows the whole file's run refuses. Exit 4 with one line naming a record of each.
 * ``count DATA``: the records, a line blank by the loader's rule (nothing but whitespace once decoded,
   ``str.strip``: U+00A0, U+3000, ``\\x1c`` too) is none.
 * ``cut DATA FIRST LAST``: records FIRST..LAST (1-based) to standard output, their bytes as the file holds them.
@@ -31,7 +31,7 @@ from typing import Iterator
 from judge.plumbing.json_reading import JSON_REFUSALS, UTF8_BOM
 from judge.records import JudgeRecord, LineIndex, RecordError, gives_no_id, row_place, same_content
 
-__all__ = ["is_blank", "record_lines", "repeated_rows", "mixed_ids", "main"]
+__all__ = ["is_blank", "record_lines", "repeated_rows", "main"]
 
 #: A shown id's length at most: an id is the user's text, and the message is one line.
 _ID_SHOWN = 100
@@ -50,45 +50,17 @@ def record_lines(path: Path) -> Iterator[tuple[int, bytes]]:
                 yield number, raw
 
 
-def _loadable_rows(path: Path) -> Iterator[tuple[int, dict]]:
-    """(the 0-based line number, the row) of each record line that is an object the loader can read as a record once
-    its id is derived (``make_id``); the others are left to ``judge-eval``, which names them."""
-    for number, raw in record_lines(path):
-        try:
-            row = json.loads(raw.removeprefix(UTF8_BOM) if number == 0 else raw)
-        except JSON_REFUSALS:
-            continue
-        if not isinstance(row, dict):
-            continue
-        try:
-            JudgeRecord.from_row(row, source=str(path), index=LineIndex(number), make_id=True)
-        except (RecordError, RecursionError):
-            continue
-        yield number, row
-
-
-def mixed_ids(path: Path) -> str | None:
-    """Where ``path`` holds records with an id (``judge.records.gives_no_id`` false) and records without one, the first
-    record and the first of the other kind, as "line 1 has no id, line 3 has one"; None when every record has an id,
-    or none has."""
-    first: tuple[int, bool] | None = None
-    for number, row in _loadable_rows(path):
-        has_id = not gives_no_id(row.get("id"))
-        if first is None:
-            first = number, has_id
-        elif has_id != first[1]:
-            first_said = "has an id" if first[1] else "has no id"
-            return (f"{row_place(LineIndex(first[0]))} {first_said}, "
-                    f"{row_place(LineIndex(number))} {'has one' if has_id else 'has none'}")
-    return None
-
-
-def repeated_rows(path: Path) -> tuple[list[str], int]:
+def repeated_rows(path: Path) -> tuple[list[str], int, str | None]:
     """The rows of ``path`` whose loader id an earlier row has, each as "line 3 = line 1" (the same row again) or
-    "line 3 repeats the id '...' of line 1 with other content"; the first 5, and how many in all."""
+    "line 3 repeats the id '...' of line 1 with other content"; the first 5, and how many in all. Third, from the
+    same pass: where ``path`` holds records with an ``id`` field (the loader's own first-row test, ``"id" in row``)
+    and records without one, the first record and the first of the other kind, as "line 1 has no id field, line 3
+    has one"; None when every record has the field, or none has. A record counts when the loader reads it once its
+    missing id is derived; the others are left to ``judge-eval``, which names them."""
     found: list[str] = []
     total = 0
     first: dict[str, JudgeRecord] = {}
+    first_of_kind: dict[bool, int] = {}
     derive = None
     for number, raw in record_lines(path):
         try:
@@ -99,10 +71,15 @@ def repeated_rows(path: Path) -> tuple[list[str], int]:
             derive = isinstance(row, dict) and "id" not in row
         if not isinstance(row, dict):
             continue
+        has_id = "id" in row
         try:
-            record = JudgeRecord.from_row(row, source=str(path), index=LineIndex(number), make_id=derive)
+            # a row without the key is read with its id derived even where the file derives none: loadable so, it is
+            # one of the mix, which is refused before its id matters
+            record = JudgeRecord.from_row(row, source=str(path), index=LineIndex(number),
+                                          make_id=derive or not has_id)
         except (RecordError, RecursionError):
             continue
+        first_of_kind.setdefault(has_id, number)
         earlier = first.setdefault(record.id, record)
         if earlier is record:
             continue
@@ -115,17 +92,27 @@ def repeated_rows(path: Path) -> tuple[list[str], int]:
                 shown = record.id if len(record.id) <= _ID_SHOWN else record.id[:_ID_SHOWN] + "..."
                 named = "the content id" if gives_no_id(row.get("id")) else "the id"
                 found.append(f"{here} repeats {named} {shown!r} of {there} with other content")
-    return found, total
+    return found, total, _mixed(first_of_kind)
+
+
+def _mixed(first_of_kind: dict[bool, int]) -> str | None:
+    """"line 1 has no id field, line 3 has one" from the first record line of each kind (True: with the field), in
+    the file's order; None with one kind or none."""
+    if len(first_of_kind) < 2:
+        return None
+    (first_has, first), (_, other) = sorted(first_of_kind.items(), key=lambda kind: kind[1])
+    return (f"{row_place(LineIndex(first))} {'has an id field' if first_has else 'has no id field'}, "
+            f"{row_place(LineIndex(other))} {'has none' if first_has else 'has one'}")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     command, path = args[0], Path(args[1])
     if command == "repeats":
-        if (mixed := mixed_ids(path)) is not None:
+        found, total, mixed = repeated_rows(path)
+        if mixed is not None:
             print(mixed)
             return 4
-        found, total = repeated_rows(path)
         if not found:
             return 0
         more = f" and {total - len(found)} more" if total > len(found) else ""

@@ -371,25 +371,30 @@ def test_ids_held_once_pass_the_check(tmp_path):
 
 @pytest.mark.parametrize(("lines", "said"), [
     # the whole file derives the ids it lacks (its first row has none); shard 1 (rows 3-4) starts with an id, and
-    # its task refused the id-less row after it ("id is missing", naming the block's line 2)
+    # its task refuses the id-less row after it ("id is missing", naming the block's line 2)
     ([_row(), _row(instruction="q2"), _row(id="C", instruction="q3"), _row(instruction="q4")],
-     "line 1 has no id, line 3 has one"),
-    # the whole file is refused (its first row has an id); shard 1 starts without one and judged its rows
+     "line 1 has no id field, line 3 has one"),
+    # the loader's test is the key itself: a null id is an id field, so shard 1 (starting with it) refuses its own
+    # first row ("id is missing") while the whole file derives every id
+    ([_row(), _row(instruction="q2"), json.dumps({**json.loads(_row(instruction="q3")), "id": None}),
+      _row(instruction="q4")],
+     "line 1 has no id field, line 3 has one"),
+    # the whole file is refused (its first row has an id); shard 1 starts without one and judges its rows
     ([_row(id="A"), _row(id="B", instruction="q2"), _row(instruction="q3"), _row(instruction="q4")],
-     "line 1 has an id, line 3 has none"),
+     "line 1 has an id field, line 3 has none"),
 ])  # fmt: skip
 def test_rows_with_and_without_an_id_stop_every_task_naming_a_line_of_each(tmp_path, lines, said):
     """The loader decides from a file's first row whether it derives the ids its rows lack, and each task loads only
-    its block: a block whose first row differs from the whole file's was refused, or judged where the whole file is
+    its block: a block whose first row differs from the whole file's is refused, or judged where the whole file is
     refused. Found before any block is cut, as a repeated row is."""
     (tmp_path / "data.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     for index in range(2):
         proc = _one_task_array(tmp_path, index, **_array_of(2, index))
         assert proc.returncode == 2
         assert proc.stderr == (f"eval.sbatch: JUDGE_EVAL_DATA={tmp_path}/data.jsonl mixes rows with and without an "
-                               f"id ({said}): the loader derives the ids of a file whose first row has none, but each "
-                               "task loads only its own block, whose first row decides alone; give every row an id, "
-                               "or none\n")
+                               f"id field ({said}): the loader derives the ids of a file whose first row has none, "
+                               "but each task loads only its own block, whose first row decides alone; give every "
+                               "row an id, or none\n")
     assert not (tmp_path / "eval").exists()
 
 
