@@ -4,7 +4,7 @@ cell of the report (Zero-Shot / Standard / all x overall / evaluated model / tas
 The item table is a set of aligned numpy columns, so the metric cells are index selections over the same
 arrays: the 100-fold Verdict Confidence is computed once for all items and averaged per cell.
 
-Why one module of ~1,180 lines: building the columns, deriving the per-item quantities once and selecting every
+Why one module of ~1,200 lines: building the columns, deriving the per-item quantities once and selecting every
 cell from them share the private ``_Derived`` columns and the scale cache; split apart they would pass those
 arrays through public signatures for no reader's gain.
 """
@@ -47,6 +47,7 @@ __all__ = [
     "build_table",
     "choose_target",
     "evaluate",
+    "value_levels",
     "fail_minus_one",
     "write_table",
     "arrow_table",
@@ -1027,7 +1028,7 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     task_groups = label_groups(table.task_group)
     levels = np.unique(np.concatenate([
         table.experts[~np.isnan(table.experts)], metrics.round_half_up(table.judge[np.isfinite(table.judge)]),
-        _scale_levels(table)])) if len(table) else np.zeros(0)
+        value_levels(table, np.arange(len(table)))])) if len(table) else np.zeros(0)
 
     settings = Settings(n_boot=n_boot, seed=seed, vc_repeats=vc_repeats, ci_level=ci_level,
                         spearman_target=spearman_target, bootstrap_unit=bootstrap_unit,
@@ -1067,22 +1068,34 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
                    splits=splits)
 
 
-def _scale_levels(table: ItemTable) -> np.ndarray:
-    """Every whole level from the low to the high end of each readable scale of the table's items (each distinct
-    scale once), sorted: the confusion matrices' axes hold them beside every value seen, so that a level no expert
-    and no judge gave is an empty row and column, not a missing one (App. D.2.3 reads the use of the mid level off
-    these matrices). A table without scale ends (hand-built, or an items.parquet written before it kept them) has
-    none. The same levels as the validity section's value domain takes from a readable scale."""
+def value_levels(table: ItemTable, index: np.ndarray) -> np.ndarray:
+    """The levels the items at ``index`` may take, sorted: every whole level of their readable scales, and for the
+    items without one their experts' whole-number span. The confusion matrices' axes hold them (over the whole
+    table) beside every value seen, so that a level no expert and no judge gave is an empty row and column, not a
+    missing one (App. D.2.3 reads the use of the mid level off these matrices); the validity section's value domain
+    of a cell is them and the judge's levels on the scale.
+
+    Readable scales within one rubric's span of each other (``judge.scales.MAX_LEVELS``) give every integer from the
+    lowest end to the highest; farther apart (0-2 beside 900-1000), each scale's own levels, not a pooled table of
+    every integer between them. An item whose scale is unreadable (NaN ends, or a table without scale ends: hand-
+    built, or an items.parquet that kept none) has no rubric to read its levels from, so its experts' lowest and
+    highest score, rounded out to whole levels, bound them; pooled wider than a rubric, the values seen alone.
+    """
     from judge.scales import MAX_LEVELS
 
-    if table.scale_low is None or table.scale_high is None:
-        return np.zeros(0)
-    low, high = np.asarray(table.scale_low, dtype=float), np.asarray(table.scale_high, dtype=float)
-    known = np.isfinite(low) & np.isfinite(high)
     found: set[float] = set()
-    for first, last in set(zip(low[known].tolist(), high[known].tolist())):
-        if last - first < MAX_LEVELS:  # a readable scale is never wider (judge.scale_of refuses one)
-            found.update(np.arange(first, last + 1).tolist())
+    if table.scale_low is not None and table.scale_high is not None and len(index):
+        low, high = np.asarray(table.scale_low, dtype=float)[index], np.asarray(table.scale_high, dtype=float)[index]
+        known = np.isfinite(low) & np.isfinite(high)
+        if known.any() and np.max(high[known]) - np.min(low[known]) < MAX_LEVELS:
+            found.update(np.arange(np.min(low[known]), np.max(high[known]) + 1).tolist())
+        elif known.any():
+            for scale_low, scale_high in set(zip(low[known].tolist(), high[known].tolist())):
+                found.update(np.arange(scale_low, scale_high + 1).tolist())
+        index = index[~known]
+    seen = table.experts[index][np.isfinite(table.experts[index])]
+    low, high = (np.floor(seen.min()), np.ceil(seen.max())) if len(seen) else (0.0, -1.0)
+    found.update((np.arange(low, high + 1) if high - low < MAX_LEVELS else np.unique(seen)).tolist())
     return np.array(sorted(found), dtype=float)
 
 

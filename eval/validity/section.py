@@ -1,6 +1,6 @@
 """The ``validity`` section of ``metrics.json``: can this judge stand in for an expert, and where is it biased?
 
-Why one module of ~680 lines: the rules below (which items every figure covers, how a judge's score becomes a level)
+Why one module of ~670 lines: the rules below (which items every figure covers, how a judge's score becomes a level)
 hold for every cell at once, and the per-table precomputations that carry them feed every cell; split, each half
 would restate them.
 
@@ -92,6 +92,7 @@ from eval.validity.bias import answer_codes, length_bias, leniencies, marginal_h
 from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference, measured
 from eval.validity.ceiling import ceiling_resamples, scale_ends
 from judge.scales import MAX_LEVELS
+from eval.scoring.item_table import value_levels
 from eval.validity.render import LEFT_OUT_WHY, alt_caveats, ceiling_coverage, counted, left_out_criteria
 from eval.validity.render import length_flag_text, signed
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
@@ -246,23 +247,9 @@ def too_wide_to_rate(table, ends: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
 
 
 def _domain(table, index: np.ndarray, levels: np.ndarray) -> np.ndarray:
-    """The cell's value domain (module docstring; an unreadable scale's: its experts' integer span, as a known's)."""
-    found: set[float] = set()
-    if table.scale_low is not None and table.scale_high is not None and len(index):
-        low, high = table.scale_low[index], table.scale_high[index]
-        known = np.isfinite(low) & np.isfinite(high)
-        if known.any() and np.max(high[known]) - np.min(low[known]) < MAX_LEVELS:
-            found.update(np.arange(np.min(low[known]), np.max(high[known]) + 1).tolist())
-        elif known.any():  # scales farther apart than one rubric spans (0-2 beside 900-1000): each scale's levels,
-            # not every integer between them (a pooled 20,001-level table for a 0-2 and a 19,900-20,000 rubric)
-            for scale_low, scale_high in set(zip(low[known].tolist(), high[known].tolist())):
-                found.update(np.arange(scale_low, scale_high + 1).tolist())
-        index = index[~known]
-    seen = table.experts[index][np.isfinite(table.experts[index])]
-    # Unreadable scales pooled wider than a rubric (one criterion alone that wide is left out: ``too_wide_to_rate``)
-    # take the values seen, not every integer between them.
-    low, high = (np.floor(seen.min()), np.ceil(seen.max())) if len(seen) else (0.0, -1.0)
-    found.update((np.arange(low, high + 1) if high - low < MAX_LEVELS else np.unique(seen)).tolist())
+    """The cell's value domain (module docstring): the levels its items may take (``value_levels``, which the
+    confusion matrices' axes read too) and the judge's levels on their scales."""
+    found = set(value_levels(table, index).tolist())
     found.update(np.unique(levels[index][np.isfinite(levels[index])]).tolist())
     return np.array(sorted(found), dtype=float)
 

@@ -73,12 +73,23 @@ def test_the_axes_are_the_whole_scale_even_where_no_one_gave_a_level():
 
 def test_the_axes_join_every_scale_of_the_table_and_every_value_seen():
     """Items on 0..1 and on 1..4 scales, a judge's 7 off its scale: the axes are 0..4 and the 7 (a value seen),
-    every level once; a table without scale ends (a hand-built one) keeps the values seen."""
+    every level once; a table without scale ends (a hand-built one) has its experts' whole-number span, 1..4, as the
+    validity section's value domain has."""
     table = _scaled([1.0, 7.0], [[1, 1], [4, 4]], 0, 1)
     table.scale_low[1], table.scale_high[1] = 1.0, 4.0
     assert item_table.evaluate(table, n_boot=0).levels == [0.0, 1.0, 2.0, 3.0, 4.0, 7.0]
     plain = dataclasses.replace(table, scale_low=None, scale_high=None)
-    assert item_table.evaluate(plain, n_boot=0).levels == [1.0, 4.0, 7.0]
+    assert item_table.evaluate(plain, n_boot=0).levels == [1.0, 2.0, 3.0, 4.0, 7.0]
+
+
+def test_an_unreadable_scale_gets_its_experts_whole_number_span_as_the_validity_domain_does():
+    """The 0..2 criterion above with a rubric no scale is read from (NaN ends): its experts' 0 and 2 span 0..2, so
+    the mid level 1 is an empty row and column still, and the axes are the validity section's value domain."""
+    table = _scaled([0.0, 2.0, 2.0], [[0, 0, 2], [2, 2, 0], [2, 2]], np.nan, np.nan)
+    result = item_table.evaluate(table, n_boot=0)
+    assert result.levels == [0.0, 1.0, 2.0]
+    assert result.splits["all"].confusion.all.matrix == [[1, 0, 0], [0, 0, 0], [0, 0, 2]]
+    assert item_table.value_levels(table, np.arange(len(table))).tolist() == [0.0, 1.0, 2.0]
 
 
 def test_an_expert_mode_off_the_levels_stays_in_its_own_column():
