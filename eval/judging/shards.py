@@ -42,10 +42,10 @@ __all__ = ["ShardMismatch", "PER_SHARD", "PER_SHARD_CONFIG", "SERVER_SAID", "SER
 
 #: Top-level run.json keys each shard has of its own: its launches, its counts (the items; with ``--criteria
 #: auto``, its rows by the level their criteria were chosen at and those on a Zero-Shot task), the counts summed, and
-#: what says which rows it judged (the hash of its block; with ``--criteria auto``, the rows it expanded), which the
-#: merged record gives for the whole ``--data``.
-PER_SHARD = ("launch", "earlier_launches", "n_items", "task_choice_levels", "task_choice_zero_shot", "data_sha256",
-             "source_data", "source_data_sha256")
+#: what says which rows it judged (the hash of its block), which the merged record gives for the whole ``--data``.
+#: A ``--criteria auto`` shard's expanded rows (``source_data``) are not among them: such shards are refused
+#: (``merge_shards``).
+PER_SHARD = ("launch", "earlier_launches", "n_items", "task_choice_levels", "task_choice_zero_shot", "data_sha256")
 #: config keys each shard has of its own: its block of the data, its folder, and how that task was started.
 PER_SHARD_CONFIG = ("data", "out", "overwrite", "progress")
 #: Top-level run.json keys `judge-eval run` writes from what the server says (its backend probe, its model entry's
@@ -262,7 +262,8 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
         ShardMismatch: shards judged with different settings, or a shard with predictions but no run.json.
         FileNotFoundError: a shard without predictions.jsonl.
         ValueError: a shard given twice; an ``out`` that is a shard given, lies inside one or inside the array's
-            ``shards/`` folder; a shard's run.json that is not a run record; a shard's row that is not a
+            ``shards/`` folder; a shard's run.json that is not a run record, or one judged with ``--criteria
+            auto``; a shard's row that is not a
             prediction, its torn last line, or an id already merged; each naming the shard's file. No shard that had
             an item to judge (every run.json says ``n_items`` 0). A shard being written or unfinished; an array's
             shard left off, or shards of two arrays (``eval.judging.shard_array.shard_array``).
@@ -299,6 +300,12 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
                 raise ValueError(f"{shard / PROVENANCE_FILE}: not a run record (no config object, as `judge-eval "
                                  "run` writes); rerun the shard")
             refuse_malformed_counts(shard / PROVENANCE_FILE, record)
+            if record["config"].get("criteria") == "auto":
+                # each task classifies its own block (an id-less row named by its line there), and score reads the
+                # raw rows, which have no criterion: no merged folder is a scoreable run of them
+                raise ValueError(f"{shard / PROVENANCE_FILE}: judged with --criteria auto, whose shards do not merge: "
+                                 "each task expands its own block, and score reads the rows given, which have no "
+                                 "criterion; judge the whole data with one `judge-eval run --criteria auto`")
             records.append((shard, record))
             expected[predictions] = record.get("n_items")
             if selected_nothing(record) and not predictions.stat().st_size:

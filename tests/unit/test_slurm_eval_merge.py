@@ -242,6 +242,19 @@ def test_an_id_two_shards_hold_is_refused_naming_both(tmp_path, capsys):
     assert code == 2 and err.startswith(f"judge-eval merge: error: {same}: id {ids[1]!r} is twice in this shard")
 
 
+def test_shards_judged_with_criteria_auto_are_refused_naming_the_shard(tmp_path, capsys):
+    """--criteria auto shards: each classified its own block (an id-less row named by its line there) and recorded
+    its own expanded rows, and score reads the raw rows, which have no criterion; no merged record says which rows
+    were expanded. Refused before anything is written, naming the shard and what to run instead."""
+    ids = _sample_ids(4)
+    data, dirs = _shards(tmp_path, [ids[:2], ids[2:]], configs=[{"criteria": "auto"}] * 2)
+    code, err = _merge(tmp_path, dirs, data, capsys)
+    assert code == 2
+    assert err.startswith(f"judge-eval merge: error: {dirs[0] / 'run.json'}: judged with --criteria auto")
+    assert "one `judge-eval run --criteria auto`" in err
+    assert not (tmp_path / "out" / "predictions.jsonl").exists() and not (tmp_path / "out" / "run.json").exists()
+
+
 def test_a_data_file_that_is_not_there_is_refused(tmp_path, capsys):
     """merge --help promises exit 2 for a missing file; --data /nonexistent merged (exit 0) and wrote it into
     run.json, and the score job failed later."""
