@@ -124,23 +124,33 @@ def refuse_out_of_bounds(args: argparse.Namespace, default_out: Path | None = No
 
 
 def refuse_score_arguments(*, judge_minus_one: object, n_boot: object, seed: object) -> None:
-    """Refuse a ``judge-eval score`` argument that metrics.json's ``settings`` cannot record: called from Python,
-    where no flag check ran first, the work was done, the file written and then refused on reading back, naming
-    metrics.json, not the argument (a negative seed stopped in numpy, naming nothing).
+    """Refuse a ``judge-eval score`` argument given from Python, where no flag check runs first: one metrics.json's
+    ``settings`` cannot record (its reader's whole-number rule, ``judge.metrics_json.json_record.count``), or one
+    out of the bounds the CLI holds its flags to (``N_BOOT_BOUND``, ``N_BOOT_CAP``, ``FLAG_BOUNDS``), so that a
+    call is refused before any work, naming the argument, as the flag would be.
 
     Raises:
         ValueError: ``judge_minus_one`` not one of ``eval.scoring.item_table.JUDGE_MINUS_ONE``, or ``n_boot`` or
-            ``seed`` not a whole number of 0 or more, naming the argument, what it may be and the value.
+            ``seed`` not a whole number or out of its flag's bounds, naming the argument, what it may be and the
+            value.
     """
-    import numbers
-
+    from eval.scoring.compare import N_BOOT_BOUND  # here, not at import: numpy and the reports are no part of --help
     from eval.scoring.item_table import JUDGE_MINUS_ONE
+    from judge.metrics_json.json_record import count
 
     if judge_minus_one not in JUDGE_MINUS_ONE:
         raise ValueError(f"judge_minus_one: must be one of {', '.join(JUDGE_MINUS_ONE)}, got {judge_minus_one!r}")
     for name, value in (("n_boot", n_boot), ("seed", seed)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-            raise ValueError(f"{name}: must be a whole number of 0 or more, got {value!r}")
+        try:
+            count(value)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name}: {err}") from None
+    for name, value, (within, bound) in (("n_boot", n_boot, N_BOOT_BOUND), ("seed", seed, FLAG_BOUNDS["seed"])):
+        if not within(value):
+            raise ValueError(f"{name}: must be {bound}, got {value}")
+    cap, why = N_BOOT_CAP
+    if n_boot > cap:
+        raise ValueError(f"n_boot: must be at most {cap:,} ({why}), got {n_boot}")
 
 
 def os_error_text(err: OSError, out: str | Path | None) -> str:
