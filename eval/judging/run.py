@@ -14,14 +14,14 @@ Output, in ``--out``: ``predictions.jsonl`` (one ``eval.judging.predictions.Pred
 for a number outside the rubric's scale, which is scored as the paper does; ``regression_score`` is a regression
 head's raw value; the latency is that of the request that produced the row, shared by the criteria of one
 ``/v1/judge`` request), appended as answers arrive (``judge.plumbing.journal``: one fsync per request), and ``run.json``
-(resolved config, git revision, package versions, prompt version, the data file's SHA-256). A rerun resumes: rows already written are kept,
-a line cut by a kill is dropped, items whose *request* failed are retried, so are items edited in place (a row's
-``content_key``), and the file ends with exactly one row per item; a judge now serving another model than run.json
-records is refused (``eval.judging.format_choice.held_model``), so is one whose model entry names other weights
-(``held_root``) or whose judge-serve fingerprints other weights files (``held_fingerprint``: a judge retrained into the
-same folder). A rerun with nothing left to ask (a requeued shard already whole) asks no server and keeps in run.json
-what the folder's server said (``backend``, ``server_limits``). A verdict that does not parse is a final answer
-(``parse_ok: false`` with the parser's error); it is never a score.
+(resolved config, git revision, package versions, prompt version, the data file's SHA-256). A rerun resumes: rows
+already written are kept, a line cut by a kill is dropped, items whose *request* failed are retried, so are items
+edited in place (a row's ``content_key``), and the file ends with exactly one row per item; a judge now serving
+another model than run.json records is refused (``eval.judging.format_choice.held_model``), so is one whose model
+entry names other weights (``held_root``) or whose judge-serve fingerprints other weights files (``held_fingerprint``:
+a judge retrained into the same folder). A rerun with nothing left to ask (a requeued shard already whole) asks no
+server and keeps in run.json what the folder's server said (``backend``, ``server_limits``). A verdict that does not
+parse is a final answer (``parse_ok: false`` with the parser's error); it is never a score.
 
 Before any item is sent, the server's model list is asked (``eval.judging.contact.first_contact``: retried while the server
 is unreachable or loading, up to ``connect_timeout_s``; a wrong key, URL or path is one sentence, ``EndpointUnusable``,
@@ -244,9 +244,10 @@ def _english_prompt_on_judge_serve(judge_ref: str) -> ConfigError:
 def _hold_local_weights(out: Path, n_written: int, judge_ref: str, config: RunConfig) -> None:
     """``held_fingerprint`` for a judge-train export on this machine, before any server starts: the weights
     fingerprint judge-serve will give for it (``judge.checkpoints.export_weights_fingerprint``; the one recorded for
-    an export served with vLLM, ``_vllm_export_fingerprint``) is known from the folder alone. A judge retrained into the same folder, its run then rerun into the same --out, was found only
-    after a server had started for it (a minute on a CPU), and not at all when every item was already judged: the
-    old verdicts were kept as the new judge's, silently.
+    an export served with vLLM, ``_vllm_export_fingerprint``) is known from the folder alone. Checked here, a judge
+    retrained into the same folder and rerun into the same --out is refused before a server starts for it, and
+    also when every item is already judged and no server would start: otherwise the old verdicts would stand as
+    the new judge's, silently.
 
     Raises:
         ConfigError: the verdicts already in ``out`` were asked of other weights (``held_fingerprint``'s message).
@@ -269,7 +270,7 @@ def _judge_training(judge_ref: str) -> dict[str, Any]:
 def _vllm_export_fingerprint(judge_ref: str, config: RunConfig) -> str | None:
     """The weights fingerprint of a judge-train export that judge-eval serves with vLLM's own server, read from its
     folder (``judge.checkpoints.export_weights_fingerprint``, what judge-serve gives for it): vLLM's model entry gives
-    none, and run.json would record none, leaving a resume of the export retrained in place unchecked. None for
+    none, so run.json records this one, which a resume checks an export retrained in place against. None for
     anything else (judge-serve says its own; a URL's weights are not on this machine)."""
     folder = Path(judge_ref)
     if starts_judge_serve(config) or not (folder / EXPORT_MANIFEST).is_file():
