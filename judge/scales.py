@@ -7,7 +7,7 @@ levels on one line (``0: плохо; 1: средне; 2: хорошо``), text t
 and ``5: отлично``: the scale 1..5), or a mapping from level to description, possibly nested by language (``{"ru":
 {"0": ...}, "en": {...}}``). ``scale_of`` reads all of them into one ``Scale``.
 
-Why one module of ~585 lines: every shape above is read with one set of level patterns and refused in one wording
+Why one module of ~590 lines: every shape above is read with one set of level patterns and refused in one wording
 (a level that is no integer reads alike from a mapping's key and a text's line), and the panel-mode helpers at the
 end are the few lines that other modules share with the scale; split, the patterns and the refusals would drift
 apart between the readers.
@@ -568,16 +568,21 @@ PAIRWISE_SCALE = Scale((-1, 0, 1))
 def pairwise_scale_error(rubrics: str) -> str | None:
     """Why a pairwise comparison scale's text cannot be judged on ``PAIRWISE_SCALE``, or None when it can.
 
-    A pairwise verdict is read on -1, 0, 1 whatever the text says; a text whose level lines ``scale_of`` reads as
-    another scale (``1: первый лучше`` / ``2: одинаково`` / ``3: второй лучше``) would have its judge's "1" (answer 1
-    better, as it was shown) read as answer 2 better. A text with no levels ``scale_of`` can read (a scale in prose)
-    states no other scale and is judged as it is.
+    A pairwise verdict is read on -1, 0, 1 whatever the text says; a text whose level lines, or range, read as another
+    scale (``1: первый лучше`` / ``2: одинаково`` / ``3: второй лучше``) would have its judge's "1" (answer 1 better,
+    as it was shown) read as answer 2 better. -1/0/1 and -1/1 (no tie) mean on the wire what they meant as shown. A
+    text ``scale_of`` cannot read is taken as it is when it has no level lines (a scale in prose) or has a -1 line (the
+    comparison's levels after a criterion's own); else its level lines state another scale, refused with the reader's
+    words.
     """
     try:
         levels = scale_of(rubrics).levels
-    except ScaleError:
-        return None
-    if levels == PAIRWISE_SCALE.levels:
+    except ScaleError as err:
+        lines = _level_like_lines(rubrics)[0]
+        if not lines or any(line.number == "-1" for line in lines):
+            return None
+        return f"{err}; a pairwise verdict is read as -1 (answer 1 better), 0 (a tie) or 1 (answer 2 better)"
+    if levels in (PAIRWISE_SCALE.levels, (-1, 1)):
         return None
     shown = ", ".join(map(str, levels))
     return (f"the comparison scale's levels read as {shown}; a pairwise verdict is read as -1 (answer 1 better), 0 "

@@ -82,6 +82,8 @@ PAIRS = [
     # read on -1/0/1, a 1/2/3 scale's "1" (answer 1 better) would count as answer 2 better
     ({"rubrics": "1: первый лучше\n2: одинаково\n3: второй лучше"}, r"line 1\.rubrics: the comparison scale's levels "
      r"read as 1, 2, 3"),
+    ({"rubrics": "1) первый лучше\n2 - одинаково\n3: второй лучше"}, r"line 1\.rubrics: the rubric's level lines .*"
+     r"a pairwise verdict is read as -1"),
 ])  # fmt: skip
 def test_bad_pairwise_rows_name_the_row_and_field(tmp_path, change, message):
     """A missing answer or scale, or a winner outside -1/0/1/answer_1/tie/answer_2, is refused naming file, row (its
@@ -90,6 +92,12 @@ def test_bad_pairwise_rows_name_the_row_and_field(tmp_path, change, message):
         load_pairs(_write([{**PAIRS[0], **change}], tmp_path / "pairs.jsonl"))
     with pytest.raises(ConfigError, match=r"twice.jsonl: line 2\.id: 'p1' appears twice"):
         load_pairs(_write([PAIRS[0], PAIRS[0]], tmp_path / "twice.jsonl"))
+
+
+def test_a_scale_with_no_tie_is_read(tmp_path):
+    """A -1/1 scale means on -1/0/1 what it meant as shown: its rows are read, as judge-serve takes them."""
+    rows = [{**PAIRS[0], "rubrics": "-1: первый лучше\n1: второй лучше"}]
+    assert [pair.rubrics for pair in load_pairs(_write(rows, tmp_path / "no_tie.jsonl"))] == [rows[0]["rubrics"]]
 
 
 def test_a_first_row_with_answer_1_misspelt_is_still_read_as_pairwise(tmp_path):

@@ -715,7 +715,12 @@ def test_a_prompt_that_opened_no_reasoning_keeps_the_end_stop_and_the_plain_rege
 PAIR = {"instruction": "Что больше, 2 или 3?", "answer_1": "3", "answer_2": "2"}
 
 
-@pytest.mark.parametrize("rubrics", ["1: первый лучше\n2: одинаково\n3: второй лучше", "0: первый лучше\n1: второй лучше"])
+@pytest.mark.parametrize("rubrics", [
+    "1: первый лучше\n2: одинаково\n3: второй лучше", "0: первый лучше\n1: второй лучше",
+    # level lines scale_of cannot read as one scale still state 1/2/3: the reader's words name what it saw
+    "1) первый лучше\n2 - одинаково\n3: второй лучше", "1: первый лучше\n2: одинаково\n2: второй лучше",
+    "\u0661: первый\n\u0662: одинаково\n\u0663: второй",
+])  # fmt: skip
 def test_a_pairwise_scale_written_on_other_levels_is_refused_naming_it(rubrics):
     """A pair's verdict is read on -1/0/1: a scale shown to the judge on other levels would have its "1" (answer 1
     better on the scale shown) read as answer 2 better, or its "0" (answer 1) as a tie. Refused, naming the pair's
@@ -727,11 +732,24 @@ def test_a_pairwise_scale_written_on_other_levels_is_refused_naming_it(rubrics):
     assert "-1 (answer 1 better), 0 (a tie) or 1 (answer 2 better)" in err.value.message
 
 
-@pytest.mark.parametrize("rubrics", ["Какой ответ точнее?\n-1: первый\n0: одинаково\n1: второй",
-                                     "Сравните ответы: минус один, если лучше первый, ноль, если равны"])
+#: The POLLUX demo's side-by-side rubric (ai-forever/POLLUX ``demo/pollux-demo.html``, ``sbs-rubric``).
+DEMO_SBS_RUBRIC = ("-1: Answer 1 better satisfies the criterion.\n\n0: The two answers are equally good.\n\n"
+                   "1: Answer 2 better satisfies the criterion.")
+
+
+@pytest.mark.parametrize("rubrics", [
+    "Какой ответ точнее?\n-1: первый\n0: одинаково\n1: второй",
+    "Сравните ответы: минус один, если лучше первый, ноль, если равны",
+    DEMO_SBS_RUBRIC,
+    # a criterion's own 0/1/2 lines folded in before the comparison's: scale_of refuses them as out of order
+    "Критерий: Точность\n0: неточно\n1: отчасти\n2: точно\n\nШкала сравнения:\n-1: первый лучше\n0: одинаково\n"
+    "1: второй лучше",
+    "Критерий оценивается от 0 до 2.\n-1: первый лучше\n0: одинаково\n1: второй лучше",
+    "-1: первый лучше\n1: второй лучше",  # no tie: each level means on the wire what it meant as shown
+])  # fmt: skip
 def test_a_pairwise_scale_on_minus_one_to_one_or_in_prose_is_judged(rubrics):
-    """The -1/0/1 scale with its criterion before it, and a scale in prose (no level lines: it states no other scale),
-    are taken as they are."""
+    """The -1/0/1 scale (the demo's, or with its criterion, its criterion's levels or a range before it), the -1/1
+    scale with no tie, and a scale in prose (no level lines: it states no other scale) are taken as they are."""
     request = parse_judge_request({"pairs": [{**PAIR, "rubrics": rubrics}]})
     assert request.pairs[0].rubrics == rubrics
 
