@@ -22,7 +22,7 @@ one validation, ``error_words`` says it. judge-serve's 400 (``serve.schema.parse
 rules for the request's unions before these) and the reward clients' refusal of a custom criterion they do not send
 (``judge.reward_clients``) both use them, so a client reads the same field and words from either.
 
-Why one module of ~590 lines: it is the whole wire contract, both directions (its two pydantic-free readers aside,
+Why one module of ~600 lines: it is the whole wire contract, both directions (its two pydantic-free readers aside,
 in ``judge.wire_fields``), as vLLM's ``protocol.py`` is; a client author reads one file to learn every field and
 bound the server checks and how a refusal names what it refuses, and the request and response types share the one
 strict reader.
@@ -299,6 +299,12 @@ _KIND_ERRORS = {"list_type": "a list", "dict_type": "an object", "model_type": "
 #: error location. A client's key inside a rubric mapping comes after its branch name, never right after ``rubrics``.
 _RUBRIC_BRANCHES = {("rubrics", "str"), ("rubrics", "dict[str,str]")}
 
+#: Where an entry of an item's ``criteria`` fails both branches of its union (a name; ``CustomCriterion``): the
+#: list's union as pydantic names it, the entry's place, then each branch's name.
+_CRITERION_UNION = "list[union[str,CustomCriterion]]"
+_CRITERION_BRANCHES = {"str", "CustomCriterion"}
+_CRITERION_KIND_ERRORS = {"string_type", "model_type", "model_attributes_type"}
+
 
 def too_many_fields(count: int, most: int) -> str:
     """What an object of ``count`` fields, over its bound ``most``, is told after its field's name: judge-serve's
@@ -310,7 +316,7 @@ def too_many_fields(count: int, most: int) -> str:
 def error_words(error: Mapping[str, Any]) -> str:
     """What a pydantic error of the request types says, after its field's name (``param_of``): in JSON's words
     ("must be a string, got an integer 5"), never Python's classes; rubrics of neither kind as
-    ``rubrics_kind_error`` says them."""
+    ``rubrics_kind_error`` says them, a criterion of neither kind as ``criterion_kind_error`` does."""
     kind = error["type"]
     if kind == "missing":
         return "required field is missing"
@@ -319,6 +325,11 @@ def error_words(error: Mapping[str, Any]) -> str:
     if kind in ("string_type", "dict_type") and tuple(error["loc"][-2:]) in _RUBRIC_BRANCHES:
         # either branch's own words ("must be a string") hid the other: a rubric mapping is as good as its text
         return rubrics_kind_error(error["input"])
+    loc = tuple(error["loc"])
+    if (kind in _CRITERION_KIND_ERRORS and len(loc) >= 3 and loc[-1] in _CRITERION_BRANCHES
+            and str(loc[-3]).startswith(_CRITERION_UNION) and not isinstance(error["input"], Mapping)):
+        # likewise a criterion: a name (a string) or a custom object; an object's own errors lie inside its branch
+        return criterion_kind_error(error["input"])
     if kind in _KIND_ERRORS:
         return f"must be {_KIND_ERRORS[kind]}, got {got_words(error['input'])}"
     if kind == "too_long" and isinstance(error["input"], Mapping):  # a rubric mapping of more levels than a scale

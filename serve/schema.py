@@ -24,7 +24,7 @@ Every failure is a ``RequestError`` carrying an HTTP status and ``param``, the d
 (not JSON, not UTF-8, nested past the decoder's depth) names ``body``. ``tests/unit/test_serve_request_fuzz.py`` holds
 this as a property over bodies generated from the schema.
 
-Why one module of ~575 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
+Why one module of ~570 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
 that refuse them naming their field before pydantic runs, and the request's validation they guard are one contract;
 apart, a placeholder could leave the decoder with nothing beside it that refuses it.
 """
@@ -52,7 +52,7 @@ from judge.scales import MAX_LEVELS, pairwise_scale_error
 # The request types are the contract's (judge.wire), and so are the path, rank and words of their errors, which the
 # reward clients share; re-exported here, where the server validates with them.
 from judge.wire import (MAX_LIST_ENTRIES, MAX_RANKED_ERRORS, CustomCriterion, JudgeItem, JudgeRequest, PairItem,
-                        PairwiseRequest, criterion_kind_error, error_rank, error_words, param_of, path_key, printable,
+                        PairwiseRequest, error_rank, error_words, param_of, path_key, printable,
                         too_many_fields)
 
 T = TypeVar("T", JudgeRequest, PairwiseRequest)
@@ -126,10 +126,6 @@ class RequestError(Exception):
         self.message, self.param, self.status, self.code = message, param, status, code
 
 
-#: A criterion in an item's list (``items[2].criteria[0]``), and the errors of a value that is neither of its kinds.
-_CRITERION_ENTRY = re.compile(r"(?:^|\.)criteria\[\d+\]$")
-_ENTRY_KIND_ERRORS = frozenset({"string_type", "model_type", "model_attributes_type"})
-
 
 def _first_error(err: ValidationError, data: Any) -> RequestError:
     errors = err.errors(include_url=False)[:MAX_RANKED_ERRORS]
@@ -149,10 +145,6 @@ def _first_error(err: ValidationError, data: Any) -> RequestError:
     if first["type"] == "list_type" and param.endswith(".criteria") and isinstance(first["input"], str):
         # the union's other branch is the string "auto": "must be a list, got a string" hid it ("AUTO", "Auto")
         message = f'{param}: must be a list of criteria or "auto" (lower case), got {got_words(first["input"])}'
-    elif (first["type"] in _ENTRY_KIND_ERRORS and _CRITERION_ENTRY.search(param)
-          and not isinstance(first["input"], Mapping)):
-        # a criterion is a name (a string) or a custom object: either branch's own words hid the other
-        message = f"{param}: {criterion_kind_error(first['input'])}"
     else:
         message = f"{param}: {error_words(first)}"
     return RequestError(clip_message(message), param=param)

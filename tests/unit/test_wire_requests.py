@@ -115,3 +115,20 @@ def test_request_types_live_in_the_contract():
     import serve.schema
 
     assert serve.schema.JudgeRequest is JudgeRequest and serve.schema.PairwiseRequest is PairwiseRequest
+
+
+@pytest.mark.parametrize("entry", [["x"], None, 7, True])
+def test_the_contract_words_a_criterion_of_neither_kind_by_both(entry):
+    """A criterion entry of neither kind fails both branches of its union (a name, a custom object): the contract's
+    ``error_words`` tells each branch's error both kinds, found by the error's location as a rubric's union is, so
+    every client of the contract (judge-serve, the reward clients) words it alike."""
+    from pydantic import ValidationError
+
+    from judge.wire import criterion_kind_error, error_words
+
+    body = {"items": [{"instruction": "a", "answer": "b", "criteria": ["Креативность", entry]}]}
+    with pytest.raises(ValidationError) as err:
+        JudgeRequest.model_validate(body)
+    branches = [e for e in err.value.errors(include_url=False) if e["loc"][4:5] == (1,)]  # the second entry
+    assert {e["loc"][-1] for e in branches} == {"str", "CustomCriterion"}
+    assert {error_words(e) for e in branches} == {criterion_kind_error(entry)}
