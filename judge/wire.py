@@ -345,6 +345,8 @@ def error_words(error: Mapping[str, Any]) -> str:
         return f"must hold at least {ctx['min_length']} {entries}, got an empty list"
     if kind == "string_too_short" and ctx.get("min_length") == 1:
         return "must not be empty"
+    if kind == "literal_error" and "expected" in ctx:  # a literal's values as JSON writes strings
+        return f"must be one of {ctx['expected']}, got {got_words(error['input'])}"
     return error["msg"]
 
 

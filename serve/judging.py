@@ -228,7 +228,8 @@ def refuse_unservable(request: JudgeRequest | PairwiseRequest, *, names: tuple[s
         raise unknown_model(request.model, names)
     asked = request.max_tokens if request.max_tokens is not None else max_tokens
     if asked > max_tokens:
-        raise RequestError(f"max_tokens: {asked} is above this server's limit of {max_tokens}", "max_tokens")
+        raise RequestError(f"max_tokens: must be at most {max_tokens} (this server's --max-tokens), got an integer "
+                           f"{asked}", "max_tokens")  # the words of the contract's bounds
     if isinstance(request, PairwiseRequest):
         if kind != JudgeKind.SEQ2SEQ:
             raise RequestError("pairs: pairwise judging needs a judge that writes its verdict; this server's judge "

@@ -46,7 +46,8 @@ def test_a_request_that_can_never_succeed_is_refused_while_the_engines_start(tin
         assert http.get("/ready").json()["status"] == "starting"
     assert over.status_code == 400, over.text
     assert over.json()["error"]["param"] == "max_tokens"
-    assert over.json()["error"]["message"] == "max_tokens: 100000 is above this server's limit of 128"
+    assert over.json()["error"]["message"] == ("max_tokens: must be at most 128 (this server's --max-tokens), got an "
+                                                  "integer 100000")
     assert 400 <= unknown.status_code < 500, unknown.text
     assert unknown.json()["error"]["param"] == "items[0].criteria[0]", unknown.text
     for refused in (over, unknown):

@@ -762,6 +762,7 @@ BOUND_WORDS = [
     ({"pairs": []}, "pairs: must hold at least 1 entry, got an empty list"),
     ({"items": [{**GOOD_ITEM, "criteria": [{"name": "", "rubrics": "0: a\n1: b"}]}]},
      "items[0].criteria[0].name: must not be empty"),
+    ({"items": [GOOD_ITEM], "oversize": "x"}, "oversize: must be one of 'refuse' or 'fail', got a string 'x'"),
 ]
 
 

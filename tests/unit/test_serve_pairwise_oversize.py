@@ -74,4 +74,4 @@ def test_oversize_takes_the_same_values_on_both_bodies(body):
     with pytest.raises(RequestError) as err:
         parse_judge_request({**body, "oversize": "drop"})
     assert (err.value.status, err.value.param) == (400, "oversize")
-    assert err.value.message == "oversize: Input should be 'refuse' or 'fail'"
+    assert err.value.message == "oversize: must be one of 'refuse' or 'fail', got a string 'drop'"
