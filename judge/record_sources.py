@@ -13,6 +13,7 @@ to say when it is none of them; kept in several modules, the rules for one sourc
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -27,8 +28,9 @@ from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import special_file_kind
 from judge.plumbing.json_reading import JSON_REFUSALS, UTF8_BOM, arrow_may_read, arrow_reads_lines_alike, unreadable_json
 from judge.record_columns import RecordColumns
-from judge.records import (MAX_EXPERTS_PER_ITEM, JudgeRecord, LineIndex, LoadReport, RecordError, RowIndex,
-                           records_and_report, released_columns_problem)
+from judge.records import (BENCHMARK_MARKERS, MAX_EXPERTS_PER_ITEM, OPTIONAL_TEXT_FIELDS, REQUIRED_TEXT_FIELDS,
+                           JudgeRecord, LineIndex, LoadReport, RecordError, RowIndex, records_and_report,
+                           released_columns_problem)
 
 __all__ = ["jsonl_rows", "load_record_columns", "load_records", "load_records_report", "looks_like_dataset_name",
            "near_sample", "source_rows", "write_jsonl"]
@@ -146,17 +148,144 @@ def _jsonl_table(path: Path):
         return None
     if not arrow_may_read(data):  # nesting that may crash Arrow's reader: the row path names the line
         return None
+    found = _first_row_schema(data, start)
+    if found is None:
+        return None
+    schema, maybe_null = found
+    options = pj.ReadOptions(block_size=min(max(len(data) + 1, 1 << 20), (1 << 31) - 1))
+    table = None
+    while table is None:
+        try:
+            # The keys of the first row, typed: Arrow would otherwise build a column, as long as the file, of every
+            # key any row gives (rows times distinct keys). A row with another key stops it: read again with the
+            # known fields no row needs that the file names (``_LATER_FIELDS``), else by the row path, which a column
+            # that some row lacks goes to anyway (``judge.column_reader``).
+            parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+            table = pj.read_json(pa.BufferReader(pa.py_buffer(data)[start:]), read_options=options,
+                                 parse_options=parse)
+            # Checked whole, or a bad table would fail far from here with
+            # no row named: the JSON reader does not check UTF-8 (the row path names the byte and its line), and it
+            # builds a malformed list column when the file's first list starts with null ([null, 1.0]: offsets past
+            # the values). A key given twice in one object it refuses (the row path names the field).
+            table.validate(full=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            later = [name for name in _LATER_FIELDS if name not in schema.names
+                     and b'"%s"' % name.encode() in data]
+            if not later:
+                return None
+            table = None
+            schema = pa.schema([*schema, *(pa.field(name, _known_types()[name]) for name in later)])
+            maybe_null |= dict.fromkeys(later, False)
+    if table.num_rows != lines:
+        return None
+    return _as_inferred(table, maybe_null)
+
+
+#: The most fields (nested ones counted) the first row of a JSONL file may give for Arrow to read the file: each is a
+#: column as long as the file. A file whose rows give more is read by the row path, whose work grows with the file.
+_MAX_ARROW_FIELDS = 256
+
+
+def _first_row_schema(data: bytes, start: int) -> tuple[Any, dict[str, bool]] | None:
+    """The Arrow schema ``_jsonl_table`` reads the file with, and the fields in it that Arrow, inferring, could have
+    found null in every row, each with whether the first row gives it (``_as_inferred``); None for a first row Arrow will not read or one with more than
+    ``_MAX_ARROW_FIELDS`` fields.
+
+    The schema is the first row's keys, typed as Arrow infers them from that row, with the types later rows may widen
+    taken wide where the column reader reads either alike (a score as a float: JSON's 2 and 1.5; a date-like text as
+    text; a field's null as its known type)."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    end = data.find(b"\n", start)
+    first = data[start:] if end < 0 else data[start:end + 1]
     try:
-        options = pj.ReadOptions(block_size=min(max(len(data) + 1, 1 << 20), (1 << 31) - 1))
-        table = pj.read_json(pa.BufferReader(pa.py_buffer(data)[start:]), read_options=options)
-        # Checked whole, or a bad table would fail far from here with
-        # no row named: the JSON reader does not check UTF-8 (the row path names the byte and its line), and it
-        # builds a malformed list column when the file's first list starts with null ([null, 1.0]: offsets past
-        # the values). A key given twice in one object it refuses (the row path names the field).
-        table.validate(full=True)
+        row = json.loads(first)
+    except JSON_REFUSALS:
+        return None
+    if not isinstance(row, dict) or _fields_past(row, _MAX_ARROW_FIELDS) < 0:
+        return None
+    try:
+        inferred = pj.read_json(pa.BufferReader(first)).schema
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
-    return table if table.num_rows == lines else None
+    known = _known_types()
+    fields = [pa.field(f.name, known[f.name] if pa.types.is_null(f.type) and f.name in known
+                       else _widened(f.name, f.type)) for f in inferred]
+    return pa.schema(fields), {f.name: True for f in inferred if pa.types.is_null(f.type) and f.name in known}
+
+
+def _as_inferred(table, maybe_null: Mapping[str, bool]):
+    """``table`` with each of the ``maybe_null`` columns that holds only nulls as Arrow's inference leaves it: a
+    column of nulls where the first row gives the key, no column where no row may have."""
+    import pyarrow as pa
+
+    for name, in_first_row in maybe_null.items():
+        index = table.column_names.index(name)
+        if table.column(index).null_count != table.num_rows:
+            continue
+        if in_first_row:
+            table = table.set_column(index, name, pa.nulls(table.num_rows))
+        else:
+            table = table.remove_column(index)
+    return table
+
+
+def _fields_past(value: Any, budget: int) -> int:
+    """``budget`` less the fields of ``value``'s objects (nested ones and those inside lists counted); negative once
+    past it (the count stops there)."""
+    if isinstance(value, dict):
+        budget -= len(value)
+        items = value.values()
+    elif isinstance(value, list):
+        items = value
+    else:
+        return budget
+    for item in items:
+        if budget < 0:
+            break
+        budget = _fields_past(item, budget)
+    return budget
+
+
+#: Known fields whose column the column reader reads alike when it is absent and when it holds only nulls (unlike
+#: ``id``, the expert scores and the benchmark's markers, whose presence it reads): typed when the first row leaves
+#: them out and a later row gives them.
+_LATER_FIELDS = ("reference_answer", *(name for name in OPTIONAL_TEXT_FIELDS if name not in BENCHMARK_MARKERS),
+                 "criteria_score", "expert_feedback")
+
+
+@functools.cache
+def _known_types() -> dict[str, Any]:
+    """The Arrow type of each known field the column reader reads as one type (texts, the aggregate, the experts'
+    lists), for a first row that gives it as null or leaves it out."""
+    import pyarrow as pa
+
+    types = {name: pa.string() for name in ("reference_answer", *OPTIONAL_TEXT_FIELDS, *REQUIRED_TEXT_FIELDS)}
+    return types | {"criteria_score": pa.float64(), "expert_scores": pa.list_(pa.float64()),
+                    "expert_feedback": pa.list_(pa.string()), "expert_ids": pa.list_(pa.string()),
+                    "is_provocative": pa.bool_()}
+
+
+def _widened(name: str, kind):
+    """``kind``, Arrow's type for field ``name`` inferred from one row, as wide as the rows after it may need where
+    the column reader reads either type alike: a score as a float (JSON's 2 and 1.5), a date-like text as text, the
+    items of a known list that is empty here as their known type."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(kind):
+        return pa.string()
+    if name == "criteria_score" and pa.types.is_integer(kind):
+        return pa.float64()
+    if pa.types.is_list(kind):
+        item = kind.value_type
+        if name in ("expert_scores", "expert_feedback") and (pa.types.is_null(item) or pa.types.is_integer(item)):
+            return _known_types()[name] if name == "expert_scores" or pa.types.is_null(item) else kind
+        if name == "annotations" and pa.types.is_struct(item):
+            return pa.list_(pa.struct([pa.field(f.name, pa.float64() if f.name == "score" and (
+                pa.types.is_integer(f.type) or pa.types.is_null(f.type)) else _widened("", f.type)) for f in item]))
+        return pa.list_(_widened("", item))
+    return kind
 
 
 def jsonl_rows(path: Path) -> Iterator[tuple[str, int, Any]]:

@@ -652,3 +652,51 @@ def test_half_float_scores_in_parquet_load_as_row_by_row(tmp_path, where):
     assert [r.criteria_score for r in want[0]] == [1.5]
     columns, report = judge.load_record_columns(tmp_path / "d.parquet")
     assert columns.records() == want[0] and report == want[1]
+
+
+def _arrow_widths(monkeypatch) -> list[int]:
+    """The column counts of the tables Arrow's JSON reader builds from here on (each successful read appends one)."""
+    import pyarrow.json as pj
+
+    widths: list[int] = []
+    read = pj.read_json
+
+    def counted(*args, **kwargs):
+        table = read(*args, **kwargs)
+        widths.append(table.num_columns)
+        return table
+
+    monkeypatch.setattr(pj, "read_json", counted)
+    return widths
+
+
+def test_rows_each_giving_a_key_of_their_own_are_read_without_a_column_per_key(tmp_path, monkeypatch):
+    """Arrow's JSON reader, left to infer, makes a column of every key any row gives, each as long as the file (rows
+    times distinct keys: seconds and hundreds of MB at a few thousand rows). The loader reads such a file without
+    that table, with the records and report the row path makes (the extra keys kept, as the row path keeps them)."""
+    rows = [GOOD | {"id": f"u{i}", "answer": f"ответ {i}", f"k{i}": i} for i in range(5000)]
+    path = _jsonl(tmp_path / "keys.jsonl", rows)
+    widths = _arrow_widths(monkeypatch)
+    loaded = judge.load_records_report(path)
+    assert max(widths, default=0) < 100  # the known fields and the first row's, not one a row
+    assert loaded[0][7].extra == {"source_batch": 7, "k7": 7}
+    _same(loaded, _row_path(path, rows))
+
+
+def test_ordinary_rows_keep_arrows_reader(tmp_path, monkeypatch):
+    """Rows whose first gives integers where later ones give fractions, leaves out an optional text later rows give,
+    or holds a date-like text, are still read column-wise (Arrow's reader, not the row path), with the records the
+    row path makes."""
+    first = GOOD | {"id": "d1", "criteria_score": 2, "answer": "2024-01-01", "batch": "b1"}
+    first.pop("domain", None)
+    rows = [first, GOOD | {"id": "d2", "expert_scores": [1.5, 0, 2], "criteria_score": 1.25, "domain": "Наука",
+                           "batch": "b2"}]
+    path = _jsonl(tmp_path / "ordinary.jsonl", rows)
+    from judge.record_sources import _jsonl_table
+
+    assert _jsonl_table(path) is not None
+    _forbid_row_path(monkeypatch)
+    loaded = judge.load_records_report(path)
+    monkeypatch.undo()
+    _same(loaded, _row_path(path, rows))
+    assert [r.extra["batch"] for r in loaded[0]] == ["b1", "b2"]
