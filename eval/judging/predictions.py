@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import json
 import logging
 import operator
 import re
@@ -253,13 +254,25 @@ def read_prediction_table(path: str | Path) -> pa.Table:
         return prediction_table(iter_predictions(path))
     if not alike:  # an object across lines, "-NaN": as the line reader reads them
         return prediction_table(iter_predictions(path))
-    options = pj.ParseOptions(explicit_schema=pa.schema(list(_arrow_types().items())),
-                              unexpected_field_behavior="infer")
-    try:
-        table = pj.read_json(pa.BufferReader(body), read_options=pj.ReadOptions(block_size=max(len(body), 1 << 20)),
-                             parse_options=options)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
-        _raise_first_bad_row(path, err)
+    # Every column typed, score_probs' keys too: Arrow would otherwise build a column, as long as the file, of every
+    # key any row gives (rows times distinct keys). A key outside them stops it: a score_probs key the first row
+    # lacks (the keys the whole file gives are looked for once, and read again), or an unknown field, refused by the
+    # line reader naming its row.
+    keys = _first_probability_keys(body)
+    table = None
+    while table is None:
+        if keys is None:
+            return prediction_table(iter_predictions(path))
+        options = pj.ParseOptions(explicit_schema=_table_schema(keys), unexpected_field_behavior="error")
+        try:
+            table = pj.read_json(pa.BufferReader(body), parse_options=options,
+                                 read_options=pj.ReadOptions(block_size=max(len(body), 1 << 20)))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+            found = _probability_keys(body)
+            if found is not None and set(found) <= set(keys):
+                _raise_first_bad_row(path, err)
+            keys = found
+    table = _without_absent_keys(table)
     if table.num_rows != lines:  # two objects on one line, read as two rows: json.loads refuses the line
         _raise_first_bad_row(path, None)
     # Arrow's JSON reader does not check that a string (or a key) is UTF-8: a byte that is not would fail later, in
@@ -320,6 +333,73 @@ def read_prediction_table(path: str | Path) -> pa.Table:
             column = column.cast(pa.struct([(f.name, pa.float64()) for f in column.type]), safe=False)
         columns[name] = column
     return pa.table(columns)
+
+
+#: The most keys (score levels) the ``score_probs`` objects of a predictions file may give for Arrow to read it: each
+#: is a column as long as the file. A file giving more is read by the line reader, whose work grows with the file.
+_MAX_PROBABILITY_KEYS = 256
+
+#: A ``score_probs`` object in the raw lines (its text between the braces), as ``_NULL_PROBABILITY`` finds one.
+_PROBABILITY_OBJECT = re.compile(rb'"score_probs"[ \t]*:[ \t]*\{([^{}]*)\}')
+#: A key inside such an object: a JSON string before a colon.
+_PROBABILITY_KEY = re.compile(rb'"((?:[^"\\]|\\.)*)"[ \t]*:')
+
+
+def _first_probability_keys(body: bytes) -> list[str] | None:
+    """The keys of the first row's ``score_probs`` object (none where it gives none); None where the first line is
+    not a JSON object (the line reader names it) or gives more than ``_MAX_PROBABILITY_KEYS``."""
+    end = body.find(b"\n")
+    try:
+        row = json.loads(body[:end] if end >= 0 else body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(row, dict):
+        return None
+    probs = row.get("score_probs")
+    keys = list(probs) if isinstance(probs, dict) else []
+    return keys if len(keys) <= _MAX_PROBABILITY_KEYS else None
+
+
+def _probability_keys(body: bytes) -> list[str] | None:
+    """Every key of the file's ``score_probs`` objects, in the order they first appear; None past
+    ``_MAX_PROBABILITY_KEYS`` or for a key that is not a JSON string (the line reader reads such files)."""
+    keys: dict[bytes, None] = {}
+    for found in _PROBABILITY_OBJECT.finditer(body):
+        keys.update(dict.fromkeys(_PROBABILITY_KEY.findall(found.group(1))))
+        if len(keys) > _MAX_PROBABILITY_KEYS:
+            return None
+    try:
+        return list(dict.fromkeys(json.loads(b'"' + key + b'"') for key in keys))
+    except ValueError:
+        return None
+
+
+def _table_schema(probability_keys: list[str]):
+    """The schema Arrow reads a predictions file with: ``_arrow_types`` and ``score_probs`` as an object of those
+    keys, each a float (the line reader's rows hold their numbers as floats)."""
+    import pyarrow as pa
+
+    probs = pa.struct([pa.field(key, pa.float64()) for key in probability_keys])
+    return pa.schema([*_arrow_types().items(), ("score_probs", probs)])
+
+
+def _without_absent_keys(table):
+    """``table`` with ``score_probs`` holding only the keys some row gives (a key the raw lines seemed to give but
+    none does is dropped), and as no column where no row gives an object."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    probs = table.column("score_probs").combine_chunks()
+    kept = [k for k in range(probs.type.num_fields) if pc.struct_field(probs, [k]).null_count < len(probs)]
+    if len(kept) == probs.type.num_fields and (kept or probs.null_count < len(probs)):
+        return table
+    index = table.column_names.index("score_probs")
+    if not kept and probs.null_count == len(probs):
+        return table.remove_column(index)
+    fields = [probs.field(k) for k in kept]
+    names = [probs.type.field(k).name for k in kept]
+    column = pa.StructArray.from_arrays(fields, names, mask=probs.is_null())
+    return table.set_column(index, "score_probs", column)
 
 
 #: A ``score_probs`` object holding a null value (``{"2": null}``), which the line reader refuses; matched in the raw

@@ -11,8 +11,8 @@ import random
 import pyarrow as pa
 import pytest
 
-from eval.judging.predictions import (PREDICTION_FIELDS, PredictionRow, iter_predictions, prediction_table,
-                                      read_prediction_table, read_predictions, resume_predictions)
+from eval.judging.predictions import (PREDICTION_FIELDS, PredictionRow, iter_predictions, prediction_rows,
+                                      prediction_table, read_prediction_table, read_predictions, resume_predictions)
 
 
 def _seeded_rows(n: int, seed: int = 0) -> list[dict]:
@@ -376,3 +376,63 @@ def test_an_integer_in_a_number_field_is_quoted_and_rewritten_as_the_file_holds_
     assert (rewritten["score"], rewritten["latency_s"]) == (2, 2**63 + 1)
     assert type(rewritten["score"]) is int
     assert read_predictions(path)[0]["latency_s"] == float(2**63 + 1)
+
+
+def _arrow_widths(monkeypatch) -> list[int]:
+    """The column counts (score_probs' keys counted) of the tables Arrow's JSON reader builds from here on."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    widths: list[int] = []
+    read = pj.read_json
+
+    def counted(*args, **kwargs):
+        table = read(*args, **kwargs)
+        widths.append(sum(1 + (f.type.num_fields if pa.types.is_struct(f.type) else 0) for f in table.schema))
+        return table
+
+    monkeypatch.setattr(pj, "read_json", counted)
+    return widths
+
+
+def _row(i: int, **more) -> dict:
+    return {"id": f"r{i}", "judge": "j", "raw_output": "[RESULT] 1", "score": 1.0, "parse_ok": True, **more}
+
+
+def test_rows_each_giving_an_unknown_key_are_refused_without_a_column_per_key(tmp_path, monkeypatch):
+    """Arrow's JSON reader, left to infer, makes a column of every key any row gives, each as long as the file (rows
+    times distinct keys): the table reader refuses row 1's unknown field, as the line reader does, without that
+    table."""
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("".join(json.dumps(_row(i, **{f"k{i}": 1})) + "\n" for i in range(5000)), encoding="utf-8")
+    widths = _arrow_widths(monkeypatch)
+    with pytest.raises(ValueError, match=r"line 1: unknown prediction field\(s\) \['k0'\]"):
+        read_prediction_table(path)
+    assert max(widths, default=0) < 100
+
+
+def test_score_probs_keys_of_their_own_per_row_are_read_without_a_column_per_key(tmp_path, monkeypatch):
+    """``score_probs`` objects each giving a key of their own: the same table as the line reader's, Arrow not asked
+    for a struct field per key."""
+    rows = [_row(i, score_probs={f"{i}": 1.0}) for i in range(2000)]
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    widths = _arrow_widths(monkeypatch)
+    table = read_prediction_table(path)
+    assert max(widths, default=0) < 300
+    assert prediction_rows(table) == prediction_rows(prediction_table(iter_predictions(path)))
+
+
+def test_score_probs_keys_the_first_row_lacks_keep_arrows_reader(tmp_path, monkeypatch):
+    """A file whose first row gives no ``score_probs`` (or fewer keys than later rows) is read by Arrow's reader, not
+    the line reader, into the struct column inference made: its keys in the order they first appear."""
+    rows = [_row(0), _row(1, score_probs={"1": 0.25, "2": 0.75}), _row(2, score_probs={"0": 1.0}), _row(3)]
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    import eval.judging.predictions as predictions
+
+    expected = prediction_rows(prediction_table(iter_predictions(path)))
+    monkeypatch.setattr(predictions, "iter_predictions", None)  # the line reader is not asked
+    table = read_prediction_table(path)
+    assert table.schema.field("score_probs").type.names == ["1", "2", "0"]
+    assert prediction_rows(table) == expected
