@@ -372,16 +372,20 @@ def _refuse_regression_generator(folder: Path) -> None:
     Raises:
         ValueError: naming the export to give instead.
     """
-    parent = folder.resolve().parent
-    try:
-        manifest = read_manifest(parent)
-    except ValueError:  # the parent's manifest is the parent's to refuse, if it is ever given
-        return
-    generator = manifest.get("generator")
-    if manifest.get("mode") == "regression" and generator and (parent / str(generator)).resolve() == folder.resolve():
-        raise ValueError(f"{folder}: a regression judge's generating model (named by {parent / EXPORT_MANIFEST}), "
-                         f"which writes the rationale alone and no score: pass {parent}, the export, whose score "
-                         "head scores that rationale")
+    given = Path(os.path.abspath(folder))
+    for parent in dict.fromkeys((given.parent, folder.resolve().parent)):  # as given: a linked generator/ resolves away
+        try:
+            manifest = read_manifest(parent)
+        except ValueError:  # the parent's manifest is the parent's to refuse, if it is ever given
+            continue
+        generator = manifest.get("generator")
+        if manifest.get("mode") != "regression" or not generator:
+            continue
+        named = parent / str(generator)
+        if os.path.abspath(named) == str(given) or named.resolve() == folder.resolve():
+            raise ValueError(f"{folder}: a regression judge's generating model (named by {parent / EXPORT_MANIFEST}), "
+                             f"which writes the rationale alone and no score: pass {parent}, the export, whose score "
+                             "head scores that rationale")
 
 
 def verdict_format_and_why(folder: str | Path, served_name: str | None = None) -> tuple[str, str]:

@@ -373,3 +373,19 @@ def test_a_regression_exports_generator_given_as_the_judge_is_refused_naming_the
     seq2seq = _folder(tmp_path / "s2s" / "export", CAUSAL, "model.safetensors")
     write_manifest(seq2seq, "seq2seq", generator=".")
     assert judge_kind(_folder(seq2seq / "generator", CAUSAL, "model.safetensors")) == "seq2seq"
+
+
+def test_a_regression_exports_generator_kept_elsewhere_by_a_symlink_is_refused_too(tmp_path):
+    """export/generator -> another disk's folder (the layout the regression fixture builds): the folder as given sits
+    in the export, whose manifest names it, so it is refused as the generating model even though it resolves
+    elsewhere."""
+    from judge.checkpoints import judge_kind, write_manifest
+
+    root = _folder(tmp_path / "export", CLASSIFIER, "model.safetensors")
+    write_manifest(root, "regression", generator="generator", score_head="score")
+    elsewhere = _folder(tmp_path / "disk2" / "gen", CAUSAL, "model.safetensors")
+    (root / "generator").symlink_to(elsewhere)
+    with pytest.raises(ValueError, match="regression judge's generating model") as err:
+        judge_kind(root / "generator")
+    assert f"pass {root}" in str(err.value)
+    assert judge_kind(elsewhere) == "seq2seq"  # the same folder given by its own path belongs to no export
