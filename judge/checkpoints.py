@@ -46,6 +46,7 @@ from typing import Any
 
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import read_json_object
+from judge.plumbing.provenance import PROVENANCE_FILE, read_provenance
 from judge.prompts import POLLUX_4B_PROMPT, POLLUX_PROMPT, PROMPT_TEMPLATES, PROMPT_VERSION, PromptTemplate
 from judge.verdicts import names_pollux_4b  # the one id rule lives with the formats; offered here too (eval imports it)
 
@@ -682,16 +683,18 @@ def export_training_record(export: str | Path) -> dict[str, Any] | None:
     it, for judge-eval's run.json (``judge_training``): the file, the git revision (and whether it had uncommitted
     changes), the prompt version, the recipe, data, ``zero_shot`` and ``split_file``, the trained rows' count and
     fingerprint (sha256 of the rows: two data files at one path differ by it), and the optimizer steps. A key the
-    record lacks is left out. None for a folder without a manifest or a readable run.json: nothing judge-train
-    recorded to read back."""
-    root = Path(export)
-    path = root / "run.json"
+    record lacks is left out; the file is named by its absolute path, which means the same from any cwd. None for a
+    folder without a manifest or without run.json: nothing judge-train recorded to read back. A run.json that cannot
+    be read gives ``{"run_json": ..., "unreadable": why}``: it is written owner-only and an export's copy keeps that
+    mode, so a colleague who can serve the weights may not read it, and an optional record never stops a run."""
+    root = Path(os.path.abspath(export))
+    path = root / PROVENANCE_FILE
     if not (root / EXPORT_MANIFEST).is_file() or not path.is_file():
         return None
     try:
-        run = read_json_object(path)
-    except ValueError:
-        return None
+        run = read_provenance(root)
+    except (OSError, ValueError) as err:
+        return {"run_json": str(path), "unreadable": str(err)}
     sections = {name: run.get(name) if isinstance(run.get(name), dict) else {} for name in ("config", "data", "result")}
     found = {"git_revision": run.get("git_revision"), "git_dirty": run.get("git_dirty"),
              "prompt_version": run.get("prompt_version"),

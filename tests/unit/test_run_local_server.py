@@ -354,3 +354,37 @@ def test_a_run_of_an_export_records_the_training_it_came_from(tmp_path, monkeypa
     (export / "run.json").unlink()
     assert main(_args(export, data, tmp_path / "bare")) == 0
     assert "judge_training" not in json.loads((tmp_path / "bare" / "run.json").read_text())
+
+
+def test_an_export_whose_run_json_this_user_cannot_read_is_still_judged(tmp_path, monkeypatch):
+    """run.json is written owner-only, and an export's copy keeps that mode: a colleague who can read the weights
+    cannot read it. judge_training is optional, so the run completes and records the record as unreadable, naming
+    the file and the error, instead of failing after the engines started."""
+    export, fake, _ = _served_export(tmp_path)
+    (export / "run.json").write_text(json.dumps({"git_revision": "abc123"}))
+    real_read_text = Path.read_text
+
+    def read_text(self, *args, **kwargs):
+        if self.name == "run.json" and self.parent == export:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    monkeypatch.setattr(run_module, "local_server", fake)
+    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:2], tmp_path / "data.jsonl")
+    assert main(_args(export, data, tmp_path / "run")) == 0
+    monkeypatch.setattr(Path, "read_text", real_read_text)
+    record = json.loads((tmp_path / "run" / "run.json").read_text())["judge_training"]
+    assert record["run_json"] == str(export / "run.json") and "Permission denied" in record["unreadable"]
+    assert "git_revision" not in record
+
+
+def test_the_training_record_path_is_absolute_whatever_the_judge_was_given_as(tmp_path, monkeypatch):
+    """``--judge export`` from the export's parent: the recorded run_json names the file from any cwd or machine."""
+    from judge.checkpoints import export_training_record
+
+    export, _, _ = _served_export(tmp_path)
+    (export / "run.json").write_text(json.dumps({"git_revision": "abc123"}))
+    monkeypatch.chdir(export.parent)
+    record = export_training_record(export.name)
+    assert record == {"run_json": str(export.absolute() / "run.json"), "git_revision": "abc123"}
