@@ -327,10 +327,6 @@ def read_prediction_table(path: str | Path) -> pa.Table:
             column = pc.fill_null(column, "")
         elif name == "parse_ok":
             column = pc.fill_null(column, False)
-        elif name == "score_probs" and pa.types.is_struct(column.type):
-            # Arrow infers integer probabilities as integer fields: floats, as the line reader's rows hold them
-            # (unsafe: an integer past 2**53 is rounded as float() rounds it, where a safe cast raises)
-            column = column.cast(pa.struct([(f.name, pa.float64()) for f in column.type]), safe=False)
         columns[name] = column
     return pa.table(columns)
 

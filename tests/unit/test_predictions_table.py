@@ -346,9 +346,9 @@ def test_a_null_probability_in_score_probs_is_refused_by_both_readers(tmp_path, 
 
 @pytest.mark.parametrize("big", [1, 2**53 + 1])
 def test_integer_probabilities_read_as_floats_on_both_paths_of_the_table_reader(tmp_path, big):
-    """Arrow's JSON reader infers ``{"1": 1, "2": 0}`` as integer struct fields, the line reader's table (an indented
-    row goes there) holds the float each probability is: both paths give the table one schema, float64 fields, and
-    one value (an integer past 2**53 rounded as ``float`` rounds it)."""
+    """``{"1": 1, "2": 0}``: Arrow's JSON reader reads it under the explicit schema's float64 fields, the line
+    reader's table (an indented row goes there) holds the float each probability is: both paths give the table one
+    schema, float64 fields, and one value (an integer past 2**53 rounded as ``float`` rounds it)."""
     row = {"id": "r0", "judge": "j", "raw_output": "x", "score": 1.0, "parse_ok": True,
            "score_probs": {"1": big, "2": 0}}
     plain, indented = tmp_path / "plain.jsonl", tmp_path / "indented.jsonl"
