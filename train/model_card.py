@@ -21,7 +21,7 @@ The hub's model-card fields (https://huggingface.co/docs/hub/model-cards): ``bas
 ``library_name``, ``pipeline_tag``, ``tags``, ``license``. The base model's license is not recorded anywhere in a
 run, so ``license`` is an option (default ``other``: check the base model's terms before publishing).
 
-Why one module of ~530 lines: each section of the card reads the same three records (manifest, run.json,
+Why one module of ~540 lines: each section of the card reads the same three records (manifest, run.json,
 config.json) and the evaluation part checks a run against the same export; split, a record's reading would be
 spelled in several places.
 """
@@ -88,10 +88,12 @@ _ZERO_SHOT_DONE = {"refuse": "none of their rows trained (`zero_shot: refuse`)",
                    "allow": "**trained on** (`zero_shot: allow`): the Zero-Shot test is not zero-shot for this judge"}
 
 
-def _held_out(config: dict[str, Any]) -> str | None:
+def _held_out(config: dict[str, Any], data: dict[str, Any]) -> str | None:
     """The card's line naming the held-out (Zero-Shot) task types of the split the run used (its ``split_file``, else
     the packaged one: arXiv 2505.24616v3, Appendix D.2) and what ``zero_shot`` did with their rows; None for a
-    config without ``zero_shot``. A split file that cannot be read now is said to be so, never stood in for."""
+    config without ``zero_shot``. The types run.json's ``data`` recorded at training (``train.provenance``'s
+    ``held_out_split``), with the split's sha256: the file may have changed since. A run.json without them gets the
+    split as it reads now, said to be so; one that cannot be read now is said to be so, never stood in for."""
     from judge import load_split_spec
 
     if not config.get("zero_shot"):
@@ -100,12 +102,17 @@ def _held_out(config: dict[str, Any]) -> str | None:
     where = (f"split file `{split_file}`" if split_file else
              "the packaged split `judge/data/zero_shot.yaml` (arXiv 2505.24616v3, Appendix D.2)")
     done = _ZERO_SHOT_DONE.get(config["zero_shot"], f"`zero_shot: {config['zero_shot']}`")
+    types, n_criteria = data.get("held_out_task_types"), data.get("held_out_criteria")
+    if isinstance(types, list) and isinstance(n_criteria, int):
+        return (f"- held-out (Zero-Shot) task types, from {where} as recorded at training (sha256 "
+                f"`{data.get('split_sha256') or NOT_RECORDED}`): {', '.join(map(str, types)) or 'none'}, and "
+                f"{n_criteria} held-out criteria; {done}")
     try:
         spec = load_split_spec(split_file or None)
     except (OSError, ValueError) as err:
         return f"- held-out (Zero-Shot) task types: {NOT_RECORDED} ({where} cannot be read now: {err}); {done}"
-    return (f"- held-out (Zero-Shot) task types, from {where}: {', '.join(sorted(spec.task_types)) or 'none'}, and "
-            f"{len(spec.criteria)} held-out criteria; {done}")
+    return (f"- held-out (Zero-Shot) task types, from {where} as the split reads now; not recorded at training: "
+            f"{', '.join(sorted(spec.task_types)) or 'none'}, and {len(spec.criteria)} held-out criteria; {done}")
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -358,7 +365,7 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
             # the rows, not the path: a data file rewritten at the same path trains another judge
             + (f"; training rows' fingerprint `{data['train_fingerprint']}` (sha256, run.json `data`)"
                if data.get("train_fingerprint") else f"; training rows' fingerprint: {NOT_RECORDED}")]
-    held_out = _held_out(config)
+    held_out = _held_out(config, data)
     if held_out:
         out.append(held_out)
     if config.get("rewards"):

@@ -120,3 +120,21 @@ def put_export_in_place(staging: str | Path, export_dir: str | Path, output_dir:
     replace_folder(staging, export_dir)
     exported = Path(export_dir) / "run.json"
     write_atomically(Path(output_dir) / "run.json", exported.read_bytes(), mode=stat.S_IMODE(os.stat(exported).st_mode))
+
+
+def held_out_split(config: Any) -> dict[str, Any]:
+    """run.json ``data``'s record of the Zero-Shot split a training held out (``train.config.zero_shot_split``): its
+    task types (sorted), how many criteria it holds out, and the split file's sha256. A model card written later
+    names these, not what the file (edited since, or a newer package's) says then. {} for a config without
+    ``zero_shot`` (no split applies)."""
+    import hashlib
+
+    from judge.splits import default_split_path
+    from train.config import zero_shot_split
+
+    if not getattr(config, "zero_shot", None):
+        return {}
+    spec = zero_shot_split(config)
+    path = Path(getattr(config, "split_file", "") or default_split_path())
+    return {"held_out_task_types": sorted(spec.task_types), "held_out_criteria": len(spec.criteria),
+            "split_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}

@@ -257,7 +257,7 @@ class PreparedRun:
     prompt_version: str | None = None
 
     def record_data(self, report: dict[str, Any], train_rows: Sequence[dict[str, Any]] | None = None) -> None:
-        """Write run.json (resolved config, launch, provenance) with the data report, on global rank 0.
+        """Write run.json (config, launch, provenance), the data report and the split held out, on global rank 0.
 
         With ``train_rows``, the report gets their ``n_train`` and ``train_fingerprint`` (``rows_fingerprint``), and
         a resumed run's are compared first with what the launch it continues recorded (``check_resumed_data``), on
@@ -286,7 +286,7 @@ class PreparedRun:
             launch["earlier_run_deleted"] = False
         provenance.write_run_json(self.config.output_dir, config=config_to_dict(self.config), launch=launch,
                                   prompt_version=self.prompt_version)
-        provenance.update_run_json(self.config.output_dir, data=report)
+        provenance.update_run_json(self.config.output_dir, data={**report, **provenance.held_out_split(self.config)})
 
     def training_arguments(self, arguments_cls, *, has_eval: bool, **extra):
         """The trainer arguments (``TrainingArguments`` or a trl subclass), with torch.distributed set up.

@@ -299,3 +299,23 @@ def test_a_card_rewrite_cut_by_a_full_disk_leaves_the_earlier_card(tmp_path):
     assert done.stdout.startswith("refused"), done.stdout + done.stderr
     assert (export / "README.md").read_text(encoding="utf-8") == "# the earlier card\n"
     assert sorted(p.name for p in export.iterdir()) == ["README.md", "config.json", "pollux_judge.json", "run.json"]
+
+
+def test_the_card_names_the_split_recorded_at_training_not_the_file_as_it_reads_now(tmp_path):
+    """A card rewritten after the split file changed (or a newer package's split) names the task types run.json
+    recorded at training, with the split's sha256; a run.json without them falls back to the file, saying so."""
+    from judge import splits
+
+    split = tmp_path / "split.yaml"
+    split.write_text("task_types: [Literary text]\ncriteria: []\n", encoding="utf-8")
+    splits._load_split_spec.cache_clear()  # a fresh process reads the file as it is now
+    export = _with_run(_fake_export(tmp_path), config={"split_file": str(split)},
+                       data={"held_out_task_types": ["Recommendations"], "held_out_criteria": 0,
+                             "split_sha256": "ab" * 32})
+    held_out = next(line for line in render_card(export).splitlines() if line.startswith("- held-out"))
+    assert "Recommendations" in held_out and "Literary text" not in held_out, held_out
+    assert "ab" * 32 in held_out and "recorded at training" in held_out and "0 held-out criteria" in held_out
+    unrecorded = _with_run(export, data={"held_out_task_types": None, "held_out_criteria": None,
+                                         "split_sha256": None})
+    held_out = next(line for line in render_card(unrecorded).splitlines() if line.startswith("- held-out"))
+    assert "Literary text" in held_out and "as the split reads now; not recorded at training" in held_out

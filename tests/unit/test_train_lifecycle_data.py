@@ -151,3 +151,18 @@ def test_the_data_report_still_adds_up_once_a_validation_row_is_too_long_in_its_
         assert data["n_rows"] == n_rows - 1 == len(train) + data["cut_by_max_rows"] + data["eval"]["n_rows"]
     else:
         assert data["n_rows"] == n_rows == len(train) + data["cut_by_max_rows"]
+
+
+def test_run_json_records_the_split_the_training_held_out(tmp_path, monkeypatch):
+    """The held-out task types, the count of held-out criteria and the split file's sha256, as read when the rows
+    were chosen: a card written later names these, not what the split file (or a newer package's) says then."""
+    import hashlib
+
+    from judge.splits import default_split_path, load_split_spec
+
+    monkeypatch.delenv("RANK", raising=False)
+    data = _launch(tmp_path, _rows(4))
+    spec = load_split_spec()
+    assert data["held_out_task_types"] == sorted(spec.task_types)
+    assert data["held_out_criteria"] == len(spec.criteria)
+    assert data["split_sha256"] == hashlib.sha256(default_split_path().read_bytes()).hexdigest()
