@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from judge.plumbing.console_logging import visible
 from judge.plumbing.json_reading import (UTF8_BOM, arrow_may_read, arrow_reads_lines_alike, finite_number,
-                                        got_words, lone_surrogate_at, shown_value)
+                                        got_words, json_or_none, lone_surrogate_at, shown_value)
 from judge.plumbing.journal import (JournalError, is_whole_last_line, iter_journal_lines, log_torn_tail,
                                    rewrite_journal)
 from judge.records import SCORE_BOUND, LineIndex, row_place, value_words
@@ -345,10 +345,7 @@ def _first_probability_keys(body: bytes) -> list[str] | None:
     """The keys of the first row's ``score_probs`` object (none where it gives none); None where the first line is
     not a JSON object (the line reader names it) or gives more than ``_MAX_PROBABILITY_KEYS``."""
     end = body.find(b"\n")
-    try:
-        row = json.loads(body[:end] if end >= 0 else body)
-    except (ValueError, RecursionError):
-        return None
+    row = json_or_none(body[:end] if end >= 0 else body)
     if not isinstance(row, dict):
         return None
     probs = row.get("score_probs")
