@@ -240,6 +240,8 @@ def expert_tables(records, critical_in_means: str = "include", mean_over: str = 
         "by_split": {name: int(len(idx)) for name, idx in index.items()},
         "n_no_experts": int((n_experts == 0).sum()),
         "n_single_expert": int((n_experts == 1).sum()),
+        # items with an expert score per split, whether or not the means take them (critical_in_means)
+        "n_scored_by_split": {name: int(np.isfinite(item_mean[idx]).sum()) for name, idx in index.items()},
         "n_abstentions": int(columns.n_abstained.sum()),
         # A check on loading: the release's criteria_score should be the mean computed here (paper, Section 2.3).
         "n_criteria_score_differs": int(differs.sum()),
@@ -424,17 +426,24 @@ def render_html(result: dict[str, Any]) -> str:
 
 
 def summary_line(result: dict[str, Any]) -> str:
-    """One line for the console: the pooled figures per split."""
+    """One line for the console: the pooled figures per split. A split whose scored items are all of Critical
+    criteria left out of the means (``critical_in_means`` ``exclude``) says so and keeps its Verdict Confidence:
+    those items have expert scores."""
     parts, empty = [], []
+    scored = result["counts"].get("n_scored_by_split", {})
+    setting = (result.get("critical_in_means") or {}).get("setting", "include")
     for split, rows in result["tables"]["mean_by_model"].items():
-        if POOLED not in rows:  # no item of this split has an expert score: its tables are empty
-            empty.append(split)
-            continue
-        n, mean = rows[POOLED]["Experts"]
         vc = result["tables"]["vc_by_model"].get(split, {}).get(POOLED, {}).get("Experts")
         vc_text = f"{vc[1]:.3f} over {vc[0]}" if vc else "\u2014"
-        parts.append(f"{_SPLIT_TITLES[split]}: mean {mean:.3f} over {n} items, experts VC {vc_text}")
-    setting = (result.get("critical_in_means") or {}).get("setting", "include")
+        if POOLED in rows:
+            n, mean = rows[POOLED]["Experts"]
+            parts.append(f"{_SPLIT_TITLES[split]}: mean {mean:.3f} over {n} items, experts VC {vc_text}")
+        elif scored.get(split):  # every scored item is of a Critical criterion, left out of the means
+            parts.append(f"{_SPLIT_TITLES[split]}: no item in the means ({scored[split]} items with an expert "
+                         f"score, all of Critical criteria, left out: --critical-in-means {setting}), experts VC "
+                         f"{vc_text}")
+        else:  # no item of this split has an expert score: its tables are empty
+            empty.append(split)
     if not parts:
         return "no item with an expert score"
     return "; ".join(parts + [f"{_SPLIT_TITLES[split]}: no item with an expert score" for split in empty]

@@ -99,9 +99,11 @@ def test_experts_verdict_confidence_tables_14_to_16(tables):
 
 def test_counts_say_what_was_left_out(tables):
     """8 items, 4 abstentions (items 2, 3 one each, item 6 two), 1 item without an expert, 2 single-expert items,
-    Zero-Shot {3, 4, 7} and Standard {1, 2, 5, 6, 8}; the released criteria_score is the experts' mean throughout."""
+    Zero-Shot {3, 4, 7} and Standard {1, 2, 5, 6, 8}, of which every item but 6 has an expert score; the released
+    criteria_score is the experts' mean throughout."""
     assert tables["counts"] == {"n_records": 8, "by_split": {"zero_shot": 3, "standard": 5, "unknown": 0, "all": 8},
                                 "n_no_experts": 1, "n_single_expert": 2, "n_abstentions": 4,
+                                "n_scored_by_split": {"zero_shot": 3, "standard": 4, "unknown": 0, "all": 7},
                                 "n_criteria_score_differs": 0}
 
 
@@ -285,3 +287,22 @@ def test_an_evaluated_model_named_like_the_pooled_row_keeps_its_own_row(tmp_path
     # Table 1's cross table: the model's own column beside the pooled one
     header = next(line for line in md.split("(Table 1)")[1].splitlines() if line.startswith("| "))
     assert "| Avg. (#" in header and header.rstrip().endswith("| Avg. |")
+
+
+def test_the_console_line_is_true_when_only_critical_items_are_scored(tmp_path, capsys):
+    """Two Standard items, both of the Critical criteria: the format criterion [0, 0] (VC 1) and censor [0, 1]
+    (VC 1/2). With --critical-in-means exclude no item is left in the means, but both have expert scores and a
+    Verdict Confidence (3/4 over 2): the line says the means are empty because the Critical items are left out, gives
+    the VC and the settings, never "no item with an expert score"."""
+    rows = [released_row(EDITING, "narushenie_formata", [(0, "Комментарий эксперта."), (0, "Комментарий эксперта.")],
+                         instruction="Задание A.", answer="Ответ A."),
+            released_row(EDITING, "censor", [(0, "Комментарий эксперта."), (1, "Комментарий эксперта.")],
+                         instruction="Задание B.", answer="Ответ B.")]
+    folder = write_released_dataset(tmp_path / "POLLUX", rows)
+    assert main(["experts", "--data", str(folder), "--out", str(tmp_path / "out"), "--critical-in-means",
+                 "exclude"]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert "no item with an expert score" not in line
+    assert ("Standard test: no item in the means (2 items with an expert score, all of Critical criteria, left out: "
+            "--critical-in-means exclude), experts VC 0.750 over 2") in line
+    assert "Critical criteria in the means: exclude" in line and "means over items" in line
