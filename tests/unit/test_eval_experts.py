@@ -4,6 +4,7 @@ rebuilt miniature of the release; every expected figure is worked out by hand be
 from __future__ import annotations
 
 import csv
+import json
 
 import pytest
 
@@ -306,3 +307,26 @@ def test_the_console_line_is_true_when_only_critical_items_are_scored(tmp_path, 
     assert ("Standard test: no item in the means (2 items with an expert score, all of Critical criteria, left out: "
             "--critical-in-means exclude), experts VC 0.750 over 2") in line
     assert "Critical criteria in the means: exclude" in line and "means over items" in line
+
+
+def test_the_pages_show_the_split_of_unknown_task_types(tmp_path):
+    """Items of a task type the taxonomy does not know are their own split, outside the Full test: experts.md and
+    experts.html give it its own column beside the tests, as the CSV and the console do. One known Editing item
+    (Standard, [1, 1]) and two of "Своя задача" ([2, 1] and [2, 2]: mean (1.5 + 2)/2 = 1.75, VC (1/2 + 1)/2 = 0.75)."""
+    criterion = judge.load_taxonomy().criteria["repeats"]
+    base = {"answer": "Ответ.", "criteria_name": criterion.name["ru"], "rubrics": criterion.rubric("ru"),
+            "model_id": "gpt4"}
+    rows = [{"id": "a", "instruction": "Задание A.", "task_type": "Editing", "expert_scores": [1, 1]},
+            {"id": "b", "instruction": "Задание B.", "task_type": "Своя задача", "expert_scores": [2, 1]},
+            {"id": "c", "instruction": "Задание C.", "task_type": "Своя задача", "expert_scores": [2, 2]}]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({**base, **row}, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    assert main(["experts", "--data", str(data), "--out", str(tmp_path / "out")]) == 0
+    md = (tmp_path / "out" / "experts.md").read_text(encoding="utf-8")
+    table_10 = md.split("### Mean expert score by evaluated model")[1].split("###")[0]
+    assert "|  | Standard test | split unknown | Full test (Zero-Shot + Standard) |" in table_10
+    assert "| gpt4 | 1.000 (1) | 1.750 (2) | 1.000 (1) |" in table_10
+    vc_by_model = md.split("By evaluated model (Table 14 is the Full test):")[1].split("By task type")[0]
+    assert "| gpt4 | 1.000 (1) | 0.750 (2) | 1.000 (1) |" in vc_by_model
+    html = (tmp_path / "out" / "experts.html").read_text(encoding="utf-8")
+    assert "<tr><td>gpt4</td><td>1.000 (1)</td><td>1.750 (2)</td><td>1.000 (1)</td></tr>" in html
