@@ -338,7 +338,8 @@ def _experts(args: argparse.Namespace) -> int:
     records, report = judge.load_record_columns(data_source(args.data), split=args.split)  # columns: no object per record
     if not len(records):
         raise ValueError(f"--data {args.data}: no records; the experts' tables need labelled rows")
-    result = expert_tables(records, critical_in_means=args.critical_in_means, mean_over=args.mean_over)
+    result = expert_tables(records, critical_in_means=args.critical_in_means, mean_over=args.mean_over,
+                           load_report=report)
     counts = result["counts"]
     if counts["n_no_experts"] == counts["n_records"]:  # every table would be empty: said as the input error it is
         raise ValueError(f"--data {args.data}: no item with an expert score ({counted(counts['n_records'], 'record')}"

@@ -176,7 +176,8 @@ def _cells(values: np.ndarray, rows: tuple[list[str], np.ndarray], columns: tupl
     return out
 
 
-def expert_tables(records, critical_in_means: str = "include", mean_over: str = "items") -> dict[str, Any]:
+def expert_tables(records, critical_in_means: str = "include", mean_over: str = "items",
+                  load_report=None) -> dict[str, Any]:
     """The experts' tables of labelled records, judge-independent.
 
     Args:
@@ -185,6 +186,8 @@ def expert_tables(records, critical_in_means: str = "include", mean_over: str = 
             pool over criteria (module docstring: the paper does not say).
         mean_over: ``items`` (each item once) or ``annotations`` (each item weighed by its non-abstaining experts)
             in the mean-score tables (module docstring: the paper does not say).
+        load_report: the ``judge.LoadReport`` of the load that gave ``records``, whose exact duplicate rows left out
+            and scores off their rubric's scale kept the outputs then name (``"load_notes"``).
 
     Returns:
         ``{"counts": {...}, "english_names": {criterion: English name}, "tables": {table: {split: {row: {column:
@@ -193,7 +196,9 @@ def expert_tables(records, critical_in_means: str = "include", mean_over: str = 
         ``"Experts"``. Every table has the pooled ``POOLED`` row (written ``AVG``). A group without a value is
         absent (the paper's "—"). Also
         ``"critical_in_means": {"setting", "n_items"}``: the setting and how many items it concerns (Critical
-        criteria with an expert score, every split), and ``"mean_over"``: the setting.
+        criteria with an expert score, every split), and ``"mean_over"``: the setting. With ``load_report``,
+        ``"load_notes"``: ``n_duplicate_rows``, ``duplicate_rows``, ``n_off_scale``, ``off_scale_rows`` (the rows
+        named as the load names them, the first 20).
     """
     if critical_in_means not in CRITICAL_IN_MEANS:
         raise ValueError(f"critical_in_means: {critical_in_means!r}; one of {', '.join(CRITICAL_IN_MEANS)}")
@@ -246,7 +251,10 @@ def expert_tables(records, critical_in_means: str = "include", mean_over: str = 
         # A check on loading: the release's criteria_score should be the mean computed here (paper, Section 2.3).
         "n_criteria_score_differs": int(differs.sum()),
     }
-    return {"counts": counts,
+    notes = {} if load_report is None else {
+        "load_notes": {"n_duplicate_rows": load_report.n_duplicates, "duplicate_rows": list(load_report.duplicate_rows),
+                       "n_off_scale": load_report.n_off_scale, "off_scale_rows": list(load_report.off_scale_rows)}}
+    return {"counts": counts, **notes,
             "critical_in_means": {"setting": critical_in_means,
                                   "n_items": int((critical & np.isfinite(item_mean)).sum())},
             "mean_over": mean_over,
@@ -353,8 +361,25 @@ def mean_over_sentence(result: dict[str, Any]) -> str:
             "Confidence cells are per item either way.")
 
 
+def _load_notes(result: dict[str, Any]) -> list[str]:
+    """What the load left out or kept off scale, as sentences naming the rows (the outputs say it, not only the
+    console): exact duplicate rows are not items, and an off-scale score is averaged in as given."""
+    notes = result.get("load_notes") or {}
+    found = []
+    n = notes.get("n_duplicate_rows", 0)
+    if n:
+        found.append(f"{n} exact duplicate row{'' if n == 1 else 's'} of the data left out, not counted as items "
+                     f"({'; '.join(notes['duplicate_rows'])}{'; ...' if n > len(notes['duplicate_rows']) else ''}).")
+    n = notes.get("n_off_scale", 0)
+    if n:
+        found.append(f"{n} item{'' if n == 1 else 's'} with an expert score or criteria_score outside "
+                     f"{'its' if n == 1 else 'their'} rubric's scale, kept as given and counted in the tables "
+                     f"({', '.join(notes['off_scale_rows'])}{', ...' if n > len(notes['off_scale_rows']) else ''}).")
+    return found
+
+
 def _blocks(result: dict[str, Any]) -> list[tuple]:
-    """The report section as ("h2" | "h3" | "p", text) and ("table", header, rows, name columns) blocks, for both
+    """The report section as ("h2" | "h3" | "p" | "note", text) and ("table", header, rows, name columns) blocks, for both
     renderers; a table's names from the data are already ``shown_names``' labels, its renderer escapes them."""
     c = result["counts"]
     english = result["english_names"]
@@ -372,6 +397,7 @@ def _blocks(result: dict[str, Any]) -> list[tuple]:
               f"{c['n_criteria_score_differs']} items whose released criteria_score is not the mean of their "
               "experts. An item's score is the mean of its experts' point estimates (paper, Section 2.3), Avg. "
               "pools all items of the column (not the rows). Cells: value (items)."),
+        *(("note", note) for note in _load_notes(result)),
         ("p", mean_over_sentence(result)),
         ("p", critical_in_means_sentence(result)),
         ("h3", "Mean expert score by evaluated model (Table 10's Experts column is the Zero-Shot one)"),
@@ -397,15 +423,15 @@ def _blocks(result: dict[str, Any]) -> list[tuple]:
 
 def render_markdown(result: dict[str, Any]) -> str:
     """The report section in Markdown: the experts' tables in the paper's layout, each cell "value (items)"."""
-    marks = {"h2": "## ", "h3": "### ", "p": ""}
+    marks = {"h2": "## ", "h3": "### ", "p": ""}  # a "note" names the data's rows: inert Markdown (md_text)
 
     def table(header: list[str], rows: list[list[str]], names: int) -> str:
         # names from the data as inert Markdown (md_text), as report.md writes them: no link, emphasis or tag
         return markdown_table([md_text(h) for h in header],
                               [[md_text(c) if k < names else c for k, c in enumerate(row)] for row in rows])
 
-    return "\n\n".join(table(*block[1:]) if block[0] == "table" else marks[block[0]] + block[1]
-                        for block in _blocks(result)) + "\n"
+    return "\n\n".join(table(*block[1:]) if block[0] == "table" else md_text(block[1]) if block[0] == "note"
+                        else marks[block[0]] + block[1] for block in _blocks(result)) + "\n"
 
 
 def render_html(result: dict[str, Any]) -> str:
@@ -417,7 +443,8 @@ def render_html(result: dict[str, Any]) -> str:
         body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
-    parts = [table(*block[1:]) if block[0] == "table" else f"<{block[0]}>{escape(block[1])}</{block[0]}>"
+    parts = [table(*block[1:]) if block[0] == "table" else f"<p>{escape(block[1])}</p>" if block[0] == "note"
+             else f"<{block[0]}>{escape(block[1])}</{block[0]}>"
              for block in _blocks(result)]
     style = ("body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}td:first-child,th:first-child,"
