@@ -116,15 +116,16 @@ def _labels(columns) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     is made once per group of records ``split_of`` cannot tell apart (``judge.split_groups``: a few hundred), not per
     item (160k on the release)."""
     import judge
+    from judge.splits import record_task_type
 
     taxonomy = judge.load_taxonomy()
     spec = judge.load_split_spec()
     key, first = judge.split_groups(columns)
     representatives = columns.records_at(first)
 
-    def task_name(task_type: str, subtype: str) -> str:
-        known = [taxonomy.canonical_task_type(name) for name in (task_type, subtype) if name]
-        return next((name for name in known if name), task_type or "(none)")
+    def task_name(record) -> str:
+        # as split_of resolves it (the subtype only below a group's name), so a row's name and split agree
+        return record_task_type(record, taxonomy) or record.task_type or "(none)"
 
     def english_name(criterion: str) -> str:
         try:
@@ -133,7 +134,7 @@ def _labels(columns) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
             return ""
 
     split = [judge.split_of(record, spec, allow_unknown=True) for record in representatives]
-    task = [task_name(r.task_type, r.task_subtype) for r in representatives]
+    task = [task_name(r) for r in representatives]
     criterion = [r.criteria_name for r in representatives]
     english = [english_name(r.criteria_name) for r in representatives]
     return tuple(np.array(values, dtype=object)[key] for values in (split, task, criterion, english))

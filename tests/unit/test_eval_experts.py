@@ -354,3 +354,26 @@ def test_the_pages_say_what_the_load_left_out_or_kept_off_scale(tmp_path):
     for page, sentence in (("experts.md", said), ("experts.html", said.replace("'", "&#x27;"))):
         text = (tmp_path / "off" / page).read_text(encoding="utf-8")
         assert sentence in text and "duplicate" not in text, page
+
+
+def test_a_task_type_is_named_as_the_split_resolves_it(tmp_path):
+    """The split reads a row's task subtype only when its task type names a group (as some exports write it): a row
+    of an unknown task type whose subtype spells Editing's Russian name is in the unknown split, and its Table 1 row
+    is named by its own task type there, not "Editing" (a Standard task type). A group with the task type below it
+    (AI as a Character / Formal setting's Russian names) is named by that task type, as the split resolves it."""
+    taxonomy = judge.load_taxonomy()
+    criterion = taxonomy.criteria["repeats"]
+    (editing,) = [t for t in taxonomy.tasks if t.path == ("Editing",)]
+    formal = next(t for t in taxonomy.tasks if t.path[0] == "Formal setting")
+    base = {"answer": "Ответ.", "criteria_name": criterion.name["ru"], "rubrics": criterion.rubric("ru"),
+            "model_id": "gpt4", "expert_scores": [2, 1]}
+    rows = [{"id": "a", "instruction": "Задание A.", "task_type": "Моя задача", "task_subtype": editing.names_ru[1]},
+            {"id": "b", "instruction": "Задание B.", "task_type": formal.names_ru[0], "task_subtype": formal.names_ru[1]}]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({**base, **row}, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    out = expert_tables(judge.load_records(data))
+    assert out["counts"]["by_split"]["unknown"] == 1
+    assert [row for row in out["tables"]["mean_by_task_type"]["unknown"] if row is not POOLED] == ["Моя задача"]
+    known = [split for split in ("zero_shot", "standard") if out["tables"]["mean_by_task_type"].get(split)]
+    assert [row for split in known for row in out["tables"]["mean_by_task_type"][split] if row is not POOLED] == [
+        "Formal setting"]
