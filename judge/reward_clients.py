@@ -631,13 +631,18 @@ def _unsent_reward(sample: RewardSample, rule: RewardRule, reason: str, row: int
                                   error_reason=reason) for c in crits], rule)
 
 
+#: The characters of a criterion's field path a refusal of an unsent sample shows: the path of a client's unknown
+#: field is its name, of any length.
+_FIELD_SHOWN_CHARS = 200
+
+
 def _resolved_criteria(criteria: tuple[Any, ...], task: tuple[str | None, ...] | None, where: str) -> list:
     """A sample's listed criteria resolved as judge-serve resolves them (``judge.criteria.resolve_criterion``).
 
     Raises:
         ValueError: naming ``where[j]`` (with its field, as judge-serve's ``param`` names it): a criterion
-            judge-serve would refuse, in judge-serve's words. A field name is said whole, of any length, where
-            judge-serve clips what it echoes (``serve.schema.clip_message``): this error goes to the caller alone.
+            judge-serve would refuse, in judge-serve's words. A field's path past ``_FIELD_SHOWN_CHARS`` characters
+            (a client's unknown field may be named by a megabyte of text) is cut, its length said.
     """
     from pydantic import ValidationError
 
@@ -663,7 +668,10 @@ def _resolved_criteria(criteria: tuple[Any, ...], task: tuple[str | None, ...] |
                 return param_of(tuple(e["loc"]), spec, e["type"] == "missing", e["input"])
 
             first = min(err.errors(include_url=False)[:MAX_RANKED_ERRORS], key=lambda e: error_rank(e, path(e)))
-            raise ValueError(f"{where}[{j}].{path(first)}: {error_words(first)}") from None
+            field = path(first)
+            if len(field) > _FIELD_SHOWN_CHARS:
+                field = f"{field[:_FIELD_SHOWN_CHARS]}... [{len(field)} characters]"
+            raise ValueError(f"{where}[{j}].{field}: {error_words(first)}") from None
     resolved = []
     for j, spec in enumerate(parsed):
         try:

@@ -72,14 +72,11 @@ def test_an_unsent_sample_is_refused_as_judge_serve_refuses_its_item(spec, task)
     {"name": 5, "rubrics": RUBRIC},
     {"name": "", "rubrics": RUBRIC},
     {"name": "x", "rubrics": {str(i): "t" for i in range(MAX_LEVELS + 1)}},  # more levels than a scale has
-    {"name": "x", "rubrics": RUBRIC, "k" * 1500: 1},     # an unknown field whose name judge-serve clips
 ])  # fmt: skip
 def test_an_unsent_custom_criterion_the_wire_refuses_is_refused_as_judge_serve_refuses_it(spec):
     """A ``{name, rubrics}`` object judge-serve's request type refuses (the wire's ``CustomCriterion``) is refused for
     an unsent sample with judge-serve's field (its ``param``) and words: both choose among pydantic's errors and word
-    the one chosen by the contract's one ranking (``judge.wire.error_rank``, ``judge.wire.error_words``). judge-serve
-    clips what it echoes of a client's field name of any length (``serve.schema.clip_message``); the reward client,
-    which echoes nothing, says it whole."""
+    the one chosen by the contract's one ranking (``judge.wire.error_rank``, ``judge.wire.error_words``)."""
     refused = _serve_refusal(spec, {})
     with pytest.raises(ValueError) as unsent:
         _unsent(spec, {})
@@ -88,6 +85,22 @@ def test_an_unsent_custom_criterion_the_wire_refuses_is_refused_as_judge_serve_r
     served = field.replace("samples[3]", "items[0]", 1)
     assert refused.param == clip_message(served)
     assert refused.message == clip_message(f"{clip_message(served)}: {words}")
+
+
+@pytest.mark.parametrize("length", [1500, 1_000_000])
+def test_an_unsent_criterions_unknown_field_is_named_cut_to_a_bounded_length(length):
+    """A client's unknown field of any length (a megabyte-long key) is named by the field judge-serve names, cut past
+    a bounded length with its length said, as judge-serve clips what it echoes (``serve.schema.clip_message``): an
+    error message (a log line, a traceback) is not the place for a megabyte of key."""
+    spec = {"name": "x", "rubrics": RUBRIC, "k" * length: 1}
+    refused = _serve_refusal(spec, {})
+    with pytest.raises(ValueError) as unsent:
+        _unsent(spec, {})
+    message = str(unsent.value)
+    assert len(message) < 400
+    assert message.startswith("samples[3].criteria[0]." + "k" * 150)
+    assert message.endswith(f"... [{length} characters]: unknown field")
+    assert refused.param.startswith("items[0].criteria[0]." + "k" * 150)
 
 
 def test_an_unsent_sample_names_its_criteria_as_judge_serve_resolves_them():
