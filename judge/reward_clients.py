@@ -100,8 +100,8 @@ from typing import Any, Callable
 
 from judge.plumbing.console_logging import visible
 from judge.plumbing.failing_streak import FailingStreak
-from judge.plumbing.json_reading import (JSON_REFUSALS, counted, json_or_none, unreadable_answer, unreadable_json,
-                                        value_words)
+from judge.plumbing.json_reading import (JSON_REFUSALS, counted, json_or_none, lone_surrogate_at, unreadable_answer,
+                                         unreadable_json, value_words)
 from judge.plumbing.retry import (DEFAULT_WAIT_BUDGET_S, EndpointUnusable, GenerationAborted, RetryPolicy,
                                   failure_said, is_transient, list_models, retry_stop_said, retryable_status,
                                   server_message, status_of)
@@ -245,6 +245,51 @@ def encoded_body(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
+def _refuse_unencodable(value: Any, where: str) -> None:
+    """Refuse the first text in ``value`` (a key or a value, depth first) holding a lone surrogate, which a string
+    built in Python (or read from a JSON ``\\ud800`` escape) may hold and UTF-8 cannot: ``encoded_body``'s own
+    ``UnicodeEncodeError`` names neither the sample nor the field.
+
+    Raises:
+        ValueError: naming ``where`` and the field's path below it, and the surrogate's place in the text.
+    """
+    from judge.wire import path_key
+
+    if isinstance(value, str):
+        if (at := lone_surrogate_at(value)) is not None:
+            raise ValueError(f"{where}: not valid Unicode text: a lone surrogate (U+{ord(value[at]):04X}) at "
+                             f"character {at}, which UTF-8 cannot carry: not sent")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            _refuse_unencodable(key, f"{where} (a field's name)")
+            _refuse_unencodable(item, f"{where}.{path_key(str(key))}")
+    elif isinstance(value, (list, tuple)):
+        for j, item in enumerate(value):
+            _refuse_unencodable(item, f"{where}[{j}]")
+
+
+def _encoded(value: Mapping[str, Any], parts: Iterable[tuple[str, Any]]) -> bytes:
+    """``encoded_body(value)``, or the refusal of the text it cannot encode: ``parts`` are the pieces of ``value``
+    searched for it, each with the name an error gives it (a sample by the caller's index, ``samples[3]``).
+
+    Raises:
+        ValueError: a text holding a lone surrogate (``_refuse_unencodable``).
+    """
+    try:
+        return encoded_body(value)
+    except UnicodeEncodeError:
+        for where, part in parts:
+            _refuse_unencodable(part, where)
+        raise
+
+
+def _encoded_items(body: Mapping[str, Any], rows: Sequence[int]) -> bytes:
+    """A ``judge_request_body`` encoded, its items named ``samples[row]`` (``rows``: the caller's index of each) in a
+    refusal, the rest of the body (the model's name) ``body``."""
+    rest = {k: v for k, v in body.items() if k != "items"}
+    return _encoded(body, [*((f"samples[{row}]", item) for row, item in zip(rows, body["items"])), ("body", rest)])
+
+
 def request_chunks(samples: Sequence[RewardSample], max_items: int, max_judgments: int,
                    max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES, model: str | None = None,
                    ) -> list[list[RewardSample]]:
@@ -253,14 +298,20 @@ def request_chunks(samples: Sequence[RewardSample], max_items: int, max_judgment
     bound; ``model``: the name the body will carry). A sample without an answer is not sent and counts for none of
     them. A sample with more criteria than ``max_judgments`` goes alone; judge-serve refuses it (a 400, raised as
     ``RewardRequestRefused`` naming the sample). A sample whose own body is over ``max_body_bytes`` goes alone too,
-    and the client does not send it (``JudgeRewardClient``: its criteria fail)."""
+    and the client does not send it (``JudgeRewardClient``: its criteria fail).
+
+    Raises:
+        ValueError: a sample's text holding a lone surrogate, which UTF-8 cannot carry, naming ``samples[i]`` (its
+            index in ``samples``) and its field.
+    """
     # A body is its envelope with the items' encodings between the brackets of "items":[], a comma between two.
     envelope = len(encoded_body(judge_request_body([], model)))
     chunks: list[list[RewardSample]] = [[]]
     items = judgments = size = 0
-    for sample in samples:
+    for i, sample in enumerate(samples):
         n = _judgments_of(sample) if sample.answer else 0
-        item_bytes = len(encoded_body(sample.to_item())) if sample.answer else 0
+        item = sample.to_item()
+        item_bytes = len(_encoded(item, [(f"samples[{i}]", item)])) if sample.answer else 0
         over_bytes = max_body_bytes is not None and envelope + size + bool(items) + item_bytes > max_body_bytes
         if sample.answer and chunks[-1] and (items + 1 > max_items or judgments + n > max_judgments or over_bytes):
             chunks.append([])
@@ -519,7 +570,9 @@ class JudgeRewardClient:
             RewardRequestRefused: judge-serve refused the request (a 4xx retrying cannot mend), at once.
             httpx.HTTPError: the request failed after the retries.
             ValueError: more than one sample and a body over ``max_body_bytes``; a task or criterion of a sample too
-                large to send that judge-serve would refuse (an unknown name, an empty rubric, a rubric with no scale).
+                large to send that judge-serve would refuse (an unknown name, an empty rubric, a rubric with no scale);
+                a sample's text holding a lone surrogate, which UTF-8 cannot carry (naming ``samples[i]`` and its
+                field), before anything is sent.
         """
         import httpx
 
@@ -527,7 +580,7 @@ class JudgeRewardClient:
         if not body["items"]:
             return [None] * len(samples)
         rows = _sent_rows(samples, first)
-        data = encoded_body(body)
+        data = _encoded_items(body, rows)
         if self.max_body_bytes is not None and len(data) > self.max_body_bytes:
             return self._unsendable(samples, rows, len(data))
 
@@ -554,7 +607,7 @@ class JudgeRewardClient:
         if not body["items"]:
             return False, [None] * len(samples)
         rows = _sent_rows(samples, first)
-        data = encoded_body(body)
+        data = _encoded_items(body, rows)
         if self.max_body_bytes is not None and len(data) > self.max_body_bytes:
             return False, self._unsendable(samples, rows, len(data))
         async with httpx.AsyncClient(timeout=request_timeout(self.timeout_s)) as client:
