@@ -78,7 +78,7 @@ variable ``api_key_env`` names). A refusal (``RewardRequestRefused``) carries ju
 ``items[k]`` named as the caller's sample, ``samples[i]``: the i-th sample given (trl: the i-th prompt and completion
 of the generation batch), whichever request it went in.
 
-Why one module of ~1,285 lines: the trl and verl adapters are thin over one client (the request, its splitting under
+Why one module of ~1,350 lines: the trl and verl adapters are thin over one client (the request, its splitting under
 judge-serve's bounds, the retry policy, the refusal's mapping back to the caller's samples); apart, each adapter
 would import the other's private request code, and a reader of one framework's reward would read two files.
 """
