@@ -1,7 +1,7 @@
 """judge-serve's engine supervision: starting, watching, healing and stopping the vLLM engines behind the HTTP
 surface (``serve.app``).
 
-Why one module of ~850 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
+Why one module of ~880 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
 ``ServerState``; split, each part would reach into the others' fields.
 
 State: ``ServerState`` is what the routes and the supervisor share; ``status`` runs starting -> ready -> draining, or
@@ -101,6 +101,9 @@ class ServerState:
     #: measured to here, not to its restart's start, which comes after stopping it (up to engine_stop_grace_s).
     died_at: dict[str, float] = field(default_factory=dict)
     last_exit: dict[str, int] = field(default_factory=dict)  # role -> the last exit code of its engine
+    #: role -> why its last restart failed without exiting (its load outlived engine_start_timeout_s): that failure,
+    #: not the exit before it, is what the restart and give-up messages name; cleared at the engine's next exit.
+    start_timed_out: dict[str, str] = field(default_factory=dict)
     hung: dict[str, str] = field(default_factory=dict)  # role -> why its started engine, alive, counts as dead
     retry_after: dict[str, int] = field(default_factory=dict)  # role -> seconds to tell clients while it restarts
     #: role -> the model name and the context window (max_model_len) its engine lists on /v1/models, read once the
@@ -566,6 +569,7 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
                 answered = None
                 if code is not None:
                     state.last_exit[role] = code
+                    state.start_timed_out.pop(role, None)
                     reason = f"the {role} engine exited with code {code}"
                     log.error("%s (log: %s)", reason, engine.log_path)
                 elif engine.owned and state.status == "ready" and await _refuses(engine.url):
@@ -695,6 +699,13 @@ async def _refuses(url: str, timeout_s: float = 0.25) -> bool:
 _TRANSIENT_START = _OWN_TROUBLE | {errno.EAGAIN, errno.ENOSPC, errno.EINTR}
 
 
+def _last_failure(state: ServerState, role: str) -> str:
+    """How ``role``'s engine last failed, for a give-up message: its last restart's timeout, or its last exit code."""
+    if timed_out := state.start_timed_out.get(role):
+        return f"last failure: it {timed_out}"
+    return f"last exit code {state.last_exit.get(role)}"
+
+
 def restart_delay(config: ServeConfig, restarts_in_window: int) -> float | None:
     """Seconds to wait before the next restart of an engine that has already been restarted
     ``restarts_in_window`` times within ``engine_restart_window_s``; None when that is past the limit.
@@ -721,6 +732,7 @@ async def _heal(state: ServerState, role: str) -> None:
             # Its server died: seen at its port before its supervisor exited, whose status (the server's: -9 for a
             # kill -9) stop() has only now. From here on it is an engine that exited, as /health tells.
             state.last_exit[role] = code
+            state.start_timed_out.pop(role, None)
             hung = None
         up_at = state.came_up.pop(role, None)
         if up_at is not None and died_at - up_at >= config.engine_restart_window_s:
@@ -732,14 +744,14 @@ async def _heal(state: ServerState, role: str) -> None:
             failed = state.failed_restarts.get(role, 0)
             if failed and failed >= config.engine_max_restarts:  # with none in a row, the window names the death
                 _give_up(state, f"the {role} engine was restarted {failed} times in a row and never stayed up "
-                                f"{config.engine_restart_window_s:g} s (last exit code {state.last_exit.get(role)}); "
+                                f"{config.engine_restart_window_s:g} s ({_last_failure(state, role)}); "
                                 f"engine_max_restarts={config.engine_max_restarts} reached, judge-serve stops",
                          f" (log: {state.engines[role].log_path})")
                 return
             backoff = restart_delay(config, max(len(recent), failed))
             if backoff is None:
                 _give_up(state, f"the {role} engine died {len(recent) + 1} times within "
-                                f"{config.engine_restart_window_s:g} s (last exit code {state.last_exit.get(role)}); "
+                                f"{config.engine_restart_window_s:g} s ({_last_failure(state, role)}); "
                                 f"engine_max_restarts={config.engine_max_restarts} reached, judge-serve stops",
                          f" (log: {state.engines[role].log_path})")
                 return
@@ -748,7 +760,8 @@ async def _heal(state: ServerState, role: str) -> None:
                 attempt += (f", after {failed} in a row that never stayed up {config.engine_restart_window_s:g} s "
                             f"({config.engine_max_restarts} allowed)")
             state.retry_after[role] = max(1, math.ceil(backoff)) + 5
-            died = hung or f"the {role} engine exited with code {state.last_exit.get(role)}"
+            died = hung or (f"the {role} engine {timed_out}" if (timed_out := state.start_timed_out.get(role))
+                            else f"the {role} engine exited with code {state.last_exit.get(role)}")
             state.dead_reason[role] = f"{died}; judge-serve is restarting it ({attempt}); retry later"
             log.warning("%s engine: %s in %.1f s", role, attempt, backoff)
             await asyncio.sleep(backoff)
@@ -784,7 +797,13 @@ async def _heal(state: ServerState, role: str) -> None:
             try:
                 await asyncio.to_thread(engine.wait_ready, config.engine_start_timeout_s, lambda: state.status != "ready")
             except EngineStartError as err:
-                state.last_exit[role] = engine.exit_code() if engine.exit_code() is not None else state.last_exit.get(role, -1)
+                if engine.exit_code() is not None:
+                    state.last_exit[role] = engine.exit_code()
+                    state.start_timed_out.pop(role, None)
+                else:  # alive and still loading: the exit before it is not this failure
+                    state.last_exit.pop(role, None)
+                    state.start_timed_out[role] = (f"did not answer /health within engine_start_timeout_s "
+                                                   f"({config.engine_start_timeout_s:g} s) after its restart")
                 log.error("the restarted %s engine did not come up: %s", role, err)
                 await asyncio.to_thread(engine.stop)
                 continue

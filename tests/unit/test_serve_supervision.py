@@ -226,6 +226,41 @@ def test_restarts_that_never_come_up_stop_judge_serve_however_long_each_took(mon
     assert starts == [1000.0, 1900.0, 2800.0]  # each 900 s after the last: never two within the 600 s window
 
 
+def test_a_restart_that_timed_out_loading_is_named_as_the_last_failure_not_the_exit_before_it(monkeypatch):
+    """An engine that exited with code 1, then restarts whose loads outlive engine_start_timeout_s: /health's
+    last_exit, the 503's reason while it restarts and the give-up message named the exit code 1 of the death before
+    them as the last failure. They name the timeout; last_exit holds no code, since the last failure had none."""
+    import serve.supervision
+
+    clock = _fake_clock(monkeypatch)
+    monkeypatch.setattr(serve.supervision.Engine, "start", lambda *a, **k: HangingEngine(clock))
+    monkeypatch.setattr(serve.supervision, "_update_run_record", lambda state: None)  # no run.json here
+    reasons = []
+
+    async def heal() -> ServerState:
+        state = _dead_generator(engine_max_restarts=2, engine_restart_window_s=600.0, engine_start_timeout_s=900.0)
+        state.last_exit["generator"] = 1
+        state.on_fatal = lambda: None
+        real_sleep = asyncio.sleep
+
+        async def sleep(delay):  # the reason the 503 gives during each backoff, read before the restart it precedes
+            reasons.append(state.dead_reason["generator"])
+            await real_sleep(0)
+
+        monkeypatch.setattr(serve.supervision.asyncio, "sleep", sleep)
+        await serve.supervision._heal(state, "generator")
+        return state
+
+    state = asyncio.run(heal())
+    timed_out = "did not answer /health within engine_start_timeout_s (900 s) after its restart"
+    assert reasons[0].startswith("the generator engine exited with code 1; ")
+    assert reasons[1].startswith(f"the generator engine {timed_out}; judge-serve is restarting it")
+    assert state.status == "failed" and state.failure == (
+        f"the generator engine was restarted 2 times in a row and never stayed up 600 s (last failure: it {timed_out});"
+        " engine_max_restarts=2 reached, judge-serve stops")
+    assert state.last_exit.get("generator") is None
+
+
 def test_a_restart_that_stayed_up_the_window_clears_the_count_of_those_that_did_not(monkeypatch):
     """Two restarts that hung, then one that answers: judge-serve serves it. It stays up engine_restart_window_s
     (600 s), then dies: its death starts a new count (restart 1, none "in a row" before it), not the fourth."""
