@@ -41,6 +41,7 @@ from typing import Any
 
 import judge
 from judge.checkpoints import TrainedLengths
+from judge.plumbing.json_reading import counted
 from judge.rewards import prompt_opens_reasoning
 from judge.verdicts import bare_answer, gives_reasons, has_think_tag
 from train.config import ConfigError, Seq2SeqConfig, agreement_rule_problem, zero_shot_split
@@ -385,8 +386,10 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         what the traces stage's own rule drops (``train.synthetic.traces.trace_outcome``, the same function):
         ``disagrees`` (the score does not agree with the item's ``expert_scores``: the mode exactly by default, or
         the stage's ``agreement`` and ``tolerance``), ``no_expert_scores`` (no label to agree with) and
-        ``no_unique_mode`` (experts tied between modes, which the stage leaves out by default) and
-        ``reference_mismatch`` (the row's recorded ``experts_reference`` is not its ``expert_scores``': relabelled
+        ``no_unique_mode`` (experts tied between modes, which the stage leaves out by default),
+        ``tolerance_admits_every_level`` / ``references_cover_every_level`` (every level of the rubric agrees by the
+        row's rule, so no agreement was checked: the stage skips such items, and a row written before it did is
+        left out here, warned of once) and ``reference_mismatch`` (the row's recorded ``experts_reference`` is not its ``expert_scores``': relabelled
         since its trace was kept), and ``duplicate_trace`` (the same reasoning and score for the same prompt as a row
         kept before it, whatever its id, item or file). Rejection sampling
         keeps only traces that agree with the label, whatever file they come from. A prompt trained under more than
@@ -503,6 +506,13 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
                        "says no_unique_mode: skip, which applies to rows that record no reference of their own; "
                        "counted as kept_under_tied_modes in run.json's data report", source,
                        report.kept_under_tied_modes)
+    unchecked = {reason: report.dropped[reason] for reason in _UNCHECKED_REASONS if report.dropped.get(reason)}
+    if unchecked:
+        logger.warning("%s: %s left out: by their agreement rule every level of the item's rubric agrees with the "
+                       "experts (%s), so no trace of it was checked against the label; the traces stage skips such "
+                       "items (rows it wrote before it did keep every trace); counted in run.json's data report",
+                       source, counted(sum(unchecked.values()), "trace row"),
+                       ", ".join(f"{reason}: {n}" for reason, n in unchecked.items()))
     if report.looser_row_tolerance:
         logger.warning("%s: %d trace row(s) record a tolerance looser than the config's tolerance %s and are judged by "
                        "their own (a row's recorded agreement and tolerance win over the config's, which apply to rows "
@@ -514,6 +524,11 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
     return rows, report
 
 
+#: The traces stage's reasons for an item whose agreement rule admits every level of its rubric
+#: (``train.synthetic.traces.training_records``), which ``integer_rows`` drops its rows by.
+_UNCHECKED_REASONS = ("tolerance_admits_every_level", "references_cover_every_level")
+
+
 def _disagreement(record, reasoning: str, score: float, scale, rule: dict[str, Any],
                   min_russian_share: float) -> str | None:
     """Why the traces stage would not keep this trace (its reason), or None when it agrees with the label.
@@ -521,13 +536,18 @@ def _disagreement(record, reasoning: str, score: float, scale, rule: dict[str, A
     The trace is put to ``trace_outcome`` as the journal row of a teacher answer that wrote this reasoning and then
     this integer, and was not cut: one rule for what agrees, here and in the stage."""
     from train.build_data import scores_off_the_rubric
-    from train.synthetic.traces import trace_outcome
+    from train.synthetic.traces import tolerance_admits_every_level, trace_outcome
 
     if record.expert_scores and (off := scores_off_the_rubric(scale, record.expert_scores)) is not None:
         return off  # experts off the rubric (a 3 on 0..2): no label a trace can agree with
     references, why = _trace_references(record, rule["agreement"], rule["no_unique_mode"])
     if references is None:
         return why
+    if tolerance_admits_every_level(scale, references, float(rule["tolerance"])):
+        # The stage skips such an item before asking (every verdict that parses would agree: no trace was checked);
+        # a row written before it did, or a record of your own, is skipped here by the stage's reasons.
+        covered = tolerance_admits_every_level(scale, references, 0.0)
+        return "references_cover_every_level" if covered else "tolerance_admits_every_level"
     answer = {"ok": True, "content": judge.format_score(score), "reasoning": reasoning, "finish_reason": "stop"}
     outcome, reason, _ = trace_outcome(answer, scale, references, float(rule["tolerance"]),
                                        min_russian_share=min_russian_share)

@@ -274,11 +274,36 @@ def test_traces_that_disagree_with_the_label_are_dropped_as_disagrees():
     assert (report.n_records, report.n_rows) == (7, 1)
 
 
+def test_rows_whose_rule_admits_every_level_are_left_out_by_the_stages_reasons_and_said_once(caplog):
+    """A row whose recorded tolerance admits every level of its rubric (tolerance 1 around a mode of 1 on 0..2), or
+    whose tied modes are every level (experts 0 and 1 on a 0/1 rubric, kept under no_unique_mode: any), kept every
+    trace: no agreement with the label was checked. The traces stage skips such items before asking; rows it wrote
+    before it did trained all the same. They are left out under the stage's reasons, and one warning gives their
+    number. A tolerance of 1 around a mode of 2 leaves 0 outside it: that row is checked, and trains."""
+    import logging
+
+    stage_row = {"agreement": "mode", "tolerance": 1.0}
+    records = [trace_record(id="a#0", reasoning_score=0, expert_scores=[1, 1, 2], experts_reference=[1.0], **stage_row),
+               trace_record(id="b#0", reasoning_score=0, expert_scores=[0, 1], experts_reference=[0.0, 1.0],
+                            rubrics="0: есть ошибки\n\n1: ошибок нет", agreement="mode", tolerance=0.0),
+               trace_record(id="c#0", reasoning_score=1, experts_reference=[2.0], **stage_row)]
+    with caplog.at_level(logging.WARNING, logger="train.seq2seq"):
+        rows, report = integer_rows(records, source="traces.jsonl")
+    assert [row["id"] for row in rows] == ["c#0"]
+    assert dict(report.dropped) == {"tolerance_admits_every_level": 1, "references_cover_every_level": 1}
+    warned = [r.getMessage() for r in caplog.records if "every level" in r.getMessage()]
+    assert warned == ["traces.jsonl: 2 trace rows left out: by their agreement rule every level of the item's rubric "
+                      "agrees with the experts (tolerance_admits_every_level: 1, references_cover_every_level: 1), so "
+                      "no trace of it was checked against the label; the traces stage skips such items (rows it wrote "
+                      "before it did keep every trace); counted in run.json's data report"]
+
+
 def test_agreement_follows_the_traces_stage_settings_it_was_run_with(tmp_path):
     """traces.jsonl trains by the settings its stage recorded: the tolerance and agreement in the summary.json beside
     it, and the references each row was judged against (experts_reference). With tolerance 1 a 1 against experts
     2, 2, 1 agrees and a 0 does not (|0 - 2| = 2); a row the stage judged against the tied modes 0 and 2
-    (no_unique_mode: any) trains at 0."""
+    (no_unique_mode: any) trains at 0 by the mode exactly, and under tolerance 1 (every level of 0..2 within 1 of a
+    mode: nothing checked) is left out as the stage skips such an item."""
     import json
 
     from train.seq2seq import traces_agreement
@@ -294,7 +319,8 @@ def test_agreement_follows_the_traces_stage_settings_it_was_run_with(tmp_path):
     records = [trace_record(id="a#0", reasoning_score=1), trace_record(id="b#0", reasoning_score=0),
                trace_record(id="c#0", reasoning_score=0, expert_scores=[0, 2], experts_reference=[0.0, 2.0])]
     rows, report = integer_rows(records, source=source)
-    assert [row["id"] for row in rows] == ["a#0", "c#0"] and dict(report.dropped) == {"disagrees": 1}
+    assert [row["id"] for row in rows] == ["a#0"]
+    assert dict(report.dropped) == {"disagrees": 1, "tolerance_admits_every_level": 1}
     rows, report = integer_rows(records)  # the same rows with the stage's defaults: the mode exactly
     assert [row["id"] for row in rows] == ["c#0"] and dict(report.dropped) == {"disagrees": 2}
 
