@@ -119,6 +119,9 @@ class BuildReport:
         looser_row_tolerance: integer-format trace rows judged by a ``tolerance`` they record that is looser than
             the one the config sets (a row's own rule wins: ``train.seq2seq.integer_rows``); kept or dropped by it
             all the same, and counted so that a config's stricter tolerance is seen not to reach them.
+        rule_differs_from_config: integer-format trace rows judged by an ``agreement`` or ``tolerance`` they record
+            that differs from the one the config sets (stricter or looser; ``looser_row_tolerance`` counts those of a
+            looser tolerance among them), counted as ``looser_row_tolerance`` is.
         kept_under_tied_modes: integer-format trace rows that agree with one of the experts' tied modes (by the
             row's recorded rule, the traces stage's ``no_unique_mode: any``, or the settings for rows that record
             none), which a config's ``no_unique_mode: skip`` does not reach. Counted as the rows are built, before
@@ -138,6 +141,7 @@ class BuildReport:
     repeated_content: int = 0
     first_dropped: dict[str, str] = field(default_factory=dict)
     looser_row_tolerance: int = 0
+    rule_differs_from_config: int = 0
     kept_under_tied_modes: int = 0
     prompts_with_several_labels: int = 0
     duplicate_input_rows: int = 0
@@ -193,6 +197,7 @@ class BuildReport:
             **({"repeated_content": self.repeated_content} if self.repeated_content else {}),
             **({"first_dropped": dict(sorted(self.first_dropped.items()))} if self.first_dropped else {}),
             **({"looser_row_tolerance": self.looser_row_tolerance} if self.looser_row_tolerance else {}),
+            **({"rule_differs_from_config": self.rule_differs_from_config} if self.rule_differs_from_config else {}),
             **({"kept_under_tied_modes": self.kept_under_tied_modes} if self.kept_under_tied_modes else {}),
             **({"prompts_with_several_labels": self.prompts_with_several_labels}
                if self.prompts_with_several_labels else {}),
@@ -210,6 +215,8 @@ class BuildReport:
                             if eval_report.duplicate_input_rows else {}),
                          **({"looser_row_tolerance": eval_report.looser_row_tolerance}
                             if eval_report.looser_row_tolerance else {}),
+                         **({"rule_differs_from_config": eval_report.rule_differs_from_config}
+                            if eval_report.rule_differs_from_config else {}),
                          **({"kept_under_tied_modes": eval_report.kept_under_tied_modes}
                             if eval_report.kept_under_tied_modes else {}),
                          **({"prompts_with_several_labels": eval_report.prompts_with_several_labels}

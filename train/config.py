@@ -622,14 +622,15 @@ class Seq2SeqConfig(TrainConfig):
     agreement: str | None = option(
         None,
         "verdict_format integer: what a trace's reasoning_score must agree with, for rows that record no rule of "
-        "their own (your own records): 'mode' (the experts' most frequent score), 'median' or 'mean'. null: the "
-        "traces stage's summary.json beside the data, else 'mode'.",
+        "their own (your own records): 'mode' (the experts' most frequent score), 'median' or 'mean' (rows "
+        "recording another keep it, warned of and counted as rule_differs_from_config in run.json's data report). "
+        "null: the traces stage's summary.json beside the data, else 'mode'.",
     )
     tolerance: float | None = option(
         None,
         "verdict_format integer: a trace agrees when |reasoning_score - reference| <= this many points, for rows "
-        "that record no rule of their own (rows recording a looser one keep it, warned of and counted as "
-        "looser_row_tolerance in run.json's data report). null: the traces stage's summary.json beside the data, "
+        "that record no rule of their own (rows recording another keep it, warned of and counted as "
+        "rule_differs_from_config, looser_row_tolerance where looser, in run.json's data report). null: the traces stage's summary.json beside the data, "
         "else 0.",
     )
     no_unique_mode: str | None = option(

@@ -25,7 +25,7 @@ integer. Its rows come from the reasoning traces of ``judge-train data traces`` 
 manifest says ``verdict_format: integer`` and records the lengths it was trained within (``trained_lengths``), so
 that judge-serve gives it room to reason.
 
-Why one module of ~730 lines: it is the whole recipe of both verdict formats, which share one trainer and one
+Why one module of ~780 lines: it is the whole recipe of both verdict formats, which share one trainer and one
 tokenization (``sft_examples``, with the chat templates whose text each format repairs); what the integer format
 adds (its rows from reasoning traces and the rules that keep a trace, ~250 lines) is read with the step that trains
 on it.
@@ -316,6 +316,14 @@ def _looser_tolerance(record, config_tolerance: float | None) -> bool:
             and _row_rule(record, {"tolerance": config_tolerance})["tolerance"] > config_tolerance)
 
 
+def _rule_against_config(record, config_rule: dict[str, Any]) -> dict[str, Any]:
+    """The ``agreement`` and ``tolerance`` ``record`` records for itself that differ from those the config sets
+    (``config_rule``: the keys it sets), by key; empty for a row that records none or the config's."""
+    own = _row_rule(record, {})
+    return {key: own[key] for key, value in config_rule.items()
+            if key in own and own[key] != (float(value) if key == "tolerance" else value)}
+
+
 def _trace_references(record, agreement: str, no_unique_mode: str) -> tuple[tuple[float, ...] | None, str | None]:
     """(the values a trace's score must agree with, None) or (None, why the item has none), as the traces stage
     decides it (``train.synthetic.traces.training_records``): always from the row's own ``expert_scores`` under
@@ -343,7 +351,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
                  source: str = "<records>", traces_settings: dict[str, Any] | None = None,
                  min_russian_share: float = 0.5, split_spec: judge.SplitSpec | None = None,
                  config_tolerance: float | None = None,
-                 config_no_unique_mode: str | None = None) -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
+                 config_no_unique_mode: str | None = None, config_agreement: str | None = None) -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
     """Integer-format training rows from reasoning traces: one row per record with ``reasoning`` and ``reasoning_score``.
 
     The records are ``judge-train data traces`` output (or any POLLUX-format records with those two columns): the
@@ -364,7 +372,11 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             as build-data requires of a tagged rationale (its ``min_russian_share``).
         split_spec: the Zero-Shot split ``zero_shot`` applies (default: the packaged one).
         config_tolerance: the ``tolerance`` the config sets, where it sets one: rows judged by a looser tolerance of
-            their own are judged by it all the same, and counted (``looser_row_tolerance``) and warned of once.
+            their own are judged by it all the same, and counted (``looser_row_tolerance``).
+        config_agreement: the ``agreement`` the config sets, where it sets one. A row recording an ``agreement`` or
+            ``tolerance`` other than the config's is judged by its own (the rule its trace was kept by: the
+            config's is for rows that record none), counted (``rule_differs_from_config``) and warned of once,
+            naming the config's rule and the rows'.
         config_no_unique_mode: the ``no_unique_mode`` the config sets, where it sets one: rows that agree with one of
             the experts' tied modes (by the row's recorded rule, the traces stage's ``no_unique_mode: any``, or the
             settings for rows that record none) train under ``skip`` all the same, and are counted
@@ -413,6 +425,9 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         report.zero_shot_ids.extend(record.id for record in held_out[:20])
     from train.build_data import instruction_id, item_of
 
+    config_rule = {key: value for key, value in (("agreement", config_agreement), ("tolerance", config_tolerance))
+                   if value is not None}
+    rules_seen: set[tuple[str, Any]] = set()  # the (key, value) of the recorded rules that differ from the config's
     rows: list[dict[str, Any]] = []
     trained: set[tuple[str, str, float]] = set()  # (item, reasoning, score) of the rows kept so far
     labels_of_prompt: dict[str, dict[str, set[float]]] = {}  # prompt -> item -> the scores its kept rows train
@@ -466,6 +481,9 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         else:
             # judged by its own rule whether it agrees or not: counted either way
             report.looser_row_tolerance += _looser_tolerance(record, config_tolerance)
+            if differs := _rule_against_config(record, config_rule):
+                report.rule_differs_from_config += 1
+                rules_seen.update((key, value) for key, value in differs.items())
             why = _disagreement(record, reasoning, value, scale, _row_rule(record, rule), min_russian_share)
             if why is not None:
                 report.drop(why, record.id)
@@ -513,15 +531,25 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
                        "items (rows it wrote before it did keep every trace); counted in run.json's data report",
                        source, counted(sum(unchecked.values()), "trace row"),
                        ", ".join(f"{reason}: {n}" for reason, n in unchecked.items()))
-    if report.looser_row_tolerance:
-        logger.warning("%s: %d trace row(s) record a tolerance looser than the config's tolerance %s and are judged by "
-                       "their own (a row's recorded agreement and tolerance win over the config's, which apply to rows "
-                       "that record none); counted as looser_row_tolerance in run.json's data report", source,
-                       report.looser_row_tolerance, config_tolerance)
+    if report.rule_differs_from_config:
+        looser = (f"; {report.looser_row_tolerance} of them by a looser tolerance, counted as looser_row_tolerance"
+                  if report.looser_row_tolerance else "")
+        logger.warning("%s: %d trace row(s) record an agreement rule other than the config's (%s): %s, and are "
+                       "judged by their own (a row's recorded agreement and tolerance win over the config's, which "
+                       "apply to rows that record none: a row keeps the rule its trace was kept by); counted as "
+                       "rule_differs_from_config in run.json's data report%s", source,
+                       report.rule_differs_from_config, _rule_words(config_rule.items()), _rule_words(rules_seen),
+                       looser)
     first = "; ".join(f"{reason} {row_id}" for reason, row_id in sorted(report.first_dropped.items()))
     logger.info("integer-format rows from the traces: %s%s", report.summary(),
                 f" (the first row dropped for each reason: {first})" if first else "")
     return rows, report
+
+
+def _rule_words(rule) -> str:
+    """(key, value) pairs of an agreement rule as a warning names them: "agreement mode, tolerance 1.0"."""
+    return ", ".join(f"{key} {value:g}" if isinstance(value, float) else f"{key} {value}"
+                     for key, value in sorted(rule, key=lambda pair: (pair[0], str(pair[1]))))
 
 
 #: The traces stage's reasons for an item whose agreement rule admits every level of its rubric
@@ -585,7 +613,7 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
                                     source=source, min_russian_share=config.min_russian_share,
                                     traces_settings=traces_settings_for_config(config, source),
                                     split_spec=spec, config_tolerance=config.tolerance,
-                                    config_no_unique_mode=config.no_unique_mode)  # fmt: skip
+                                    config_no_unique_mode=config.no_unique_mode, config_agreement=config.agreement)  # fmt: skip
         report.duplicate_input_rows = load_report.n_duplicates
         # counted as trained: a template that drops the reasoning from a rendered turn (R1 distills, QwQ) would
         # count the row without it, and the row be dropped only after the split and the max_rows cut

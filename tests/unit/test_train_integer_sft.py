@@ -455,18 +455,55 @@ def test_rows_whose_own_tolerance_is_looser_than_the_configs_are_counted_and_sai
         with caplog.at_level(logging.WARNING, logger="train.seq2seq"):
             train, _, report = integer_rows_for_config(dataclasses.replace(base, tolerance=tolerance),
                                                        qwen3_tokenizer)
-        warned = [r.getMessage() for r in caplog.records if "looser" in r.getMessage()]
+        warned = [r.getMessage() for r in caplog.records if "agreement rule other" in r.getMessage()]
         return sorted(row["id"] for row in train), report.to_dict(), warned
 
     ids, report, warned = built(0.0)
     assert ids == ["a#0", "b#0", "c#0", "d#0"] and report["looser_row_tolerance"] == 2
-    assert warned == [f"{data}: 2 trace row(s) record a tolerance looser than the config's tolerance 0.0 and are "
-                      "judged by their own (a row's recorded agreement and tolerance win over the config's, which "
-                      "apply to rows that record none); counted as looser_row_tolerance in run.json's data report"]
+    assert report["rule_differs_from_config"] == 2
+    assert warned == [f"{data}: 2 trace row(s) record an agreement rule other than the config's (tolerance 0): "
+                      "tolerance 1, and are judged by their own (a row's recorded agreement and tolerance win over "
+                      "the config's, which apply to rows that record none: a row keeps the rule its trace was kept "
+                      "by); counted as rule_differs_from_config in run.json's data report; 2 of them by a looser "
+                      "tolerance, counted as looser_row_tolerance"]
     ids, report, warned = built(None)
     assert ids == ["a#0", "b#0", "c#0", "d#0"] and "looser_row_tolerance" not in report and warned == []
-    ids, report, warned = built(1.0)
-    assert ids == ["a#0", "b#0", "c#0", "d#0"] and "looser_row_tolerance" not in report and warned == []
+    assert "rule_differs_from_config" not in report
+    ids, report, warned = built(1.0)  # the row recording tolerance 0 is judged by it: stricter, said all the same
+    assert ids == ["a#0", "b#0", "c#0", "d#0"] and "looser_row_tolerance" not in report
+    assert report["rule_differs_from_config"] == 1 and len(warned) == 1 and "(tolerance 1): tolerance 0," in warned[0]
+
+
+def test_rows_whose_own_agreement_differs_from_the_configs_are_counted_and_said_once(tmp_path, qwen3_tokenizer,
+                                                                                     caplog):
+    """A row the traces stage wrote under agreement median trains by it when the config says mode: nothing said so.
+    One warning names the config's rule and the rows' (each value once, however many rows), and run.json's data
+    report counts the rows; rows recording the config's rule and records of your own are not counted."""
+    import dataclasses
+    import logging
+
+    from train.config import load_config
+    from train.seq2seq import integer_rows_for_config
+
+    records = [trace_record(id=f"{item}#0", item_id=item, answer=f"Ответ {item}.", agreement="median", tolerance=0.0,
+                            experts_reference=[2.0]) for item in "abc"]
+    records += [trace_record(id="d#0", item_id="d", answer="Ответ d.", agreement="mode", tolerance=0.0,
+                             experts_reference=[2.0]),
+                trace_record(id="e#0", item_id="e", answer="Ответ e.")]
+    data = tmp_path / "traces.jsonl"
+    judge.write_jsonl(records, data)
+    config = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), verdict_format="integer",
+                                 data=str(data), eval_data=None, eval_fraction=0.0, max_rows=None,
+                                 agreement="mode", tolerance=0.0)
+    with caplog.at_level(logging.WARNING, logger="train.seq2seq"):
+        train, _, report = integer_rows_for_config(config, qwen3_tokenizer)
+    warned = [r.getMessage() for r in caplog.records if "agreement rule other" in r.getMessage()]
+    assert len(train) == 5 and report.to_dict()["rule_differs_from_config"] == 3
+    assert "looser_row_tolerance" not in report.to_dict()
+    assert warned == [f"{data}: 3 trace row(s) record an agreement rule other than the config's (agreement mode, "
+                      "tolerance 0): agreement median, and are judged by their own (a row's recorded agreement and "
+                      "tolerance win over the config's, which apply to rows that record none: a row keeps the rule "
+                      "its trace was kept by); counted as rule_differs_from_config in run.json's data report"]
 
 
 def test_eval_traces_whose_own_tolerance_is_looser_are_counted_in_the_eval_report(tmp_path, qwen3_tokenizer):
