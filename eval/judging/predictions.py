@@ -267,10 +267,11 @@ def read_prediction_table(path: str | Path) -> pa.Table:
         try:
             table = pj.read_json(pa.BufferReader(body), parse_options=options,
                                  read_options=pj.ReadOptions(block_size=max(len(body), 1 << 20)))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             found = _probability_keys(body)
             if found is not None and set(found) <= set(keys):
-                _raise_first_bad_row(path, err)
+                # no key left to add: the line reader names a bad row, and reads a file it accepts
+                return prediction_table(iter_predictions(path))
             keys = found
     table = _without_absent_keys(table)
     if table.num_rows != lines:  # two objects on one line, read as two rows: json.loads refuses the line
@@ -335,8 +336,9 @@ def read_prediction_table(path: str | Path) -> pa.Table:
 #: is a column as long as the file. A file giving more is read by the line reader, whose work grows with the file.
 _MAX_PROBABILITY_KEYS = 256
 
-#: A ``score_probs`` object in the raw lines (its text between the braces), as ``_NULL_PROBABILITY`` finds one.
-_PROBABILITY_OBJECT = re.compile(rb'"score_probs"[ \t]*:[ \t]*\{([^{}]*)\}')
+#: A ``score_probs`` object in the raw lines (its text between the braces), stepping over each key as a whole string
+#: as ``_NULL_PROBABILITY`` does (a key may hold a brace).
+_PROBABILITY_OBJECT = re.compile(rb'"score_probs"[ \t]*:[ \t]*\{((?:[^"{}]|"(?:[^"\\]|\\.)*")*)\}')
 #: A key inside such an object: a JSON string before a colon.
 _PROBABILITY_KEY = re.compile(rb'"((?:[^"\\]|\\.)*)"[ \t]*:')
 
