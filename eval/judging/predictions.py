@@ -210,7 +210,8 @@ def read_prediction_table(path: str | Path) -> pa.Table:
     Raises:
         ValueError: naming ``file: line N`` (blank lines counted) and the field, for the first
             row that is not a prediction row (``PredictionRow.from_json``'s checks) or holds a string that is not
-            UTF-8, or ``file:line`` for a line that is not a JSON object (``judge.plumbing.journal``'s wording).
+            UTF-8, or ``file:line`` for a line that is not a JSON object (``judge.plumbing.journal``'s wording);
+            naming the row whose ``score_probs`` adds a key past the file's 256 (``iter_predictions`` too).
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -332,8 +333,8 @@ def read_prediction_table(path: str | Path) -> pa.Table:
     return pa.table(columns)
 
 
-#: The most keys (score levels) the ``score_probs`` objects of a predictions file may give for Arrow to read it: each
-#: is a column as long as the file. A file giving more is read by the line reader, whose work grows with the file.
+#: The most keys (score levels) the ``score_probs`` objects of a predictions file may give: each is a column as long
+#: as the file. A file giving more is refused by every reader, naming the row that adds the first key past them.
 _MAX_PROBABILITY_KEYS = 256
 
 #: A ``score_probs`` object in the raw lines (its text between the braces), stepping over each key as a whole string
@@ -564,12 +565,28 @@ def _iter_rows(path: str | Path, torn: list[bytes] | None = None, *, quiet: bool
     if path.is_dir():
         path = path / "predictions.jsonl"
     number = 0
+    keys: set[str] = set()
     try:
         for number, data in iter_journal_lines(path, torn, quiet=quiet):
-            yield PredictionRow.from_json(data, where=f"{path}: {row_place(LineIndex(number - 1))}")
+            where = f"{path}: {row_place(LineIndex(number - 1))}"
+            row = PredictionRow.from_json(data, where=where)
+            if row.score_probs:
+                _count_probability_keys(keys, row.score_probs, where)
+            yield row
     except JournalError:
         _refuse_not_utf8(path, after=number)
         raise
+
+
+def _count_probability_keys(keys: set[str], probs: Mapping[str, Any], where: str) -> None:
+    """Add ``probs``' keys to ``keys``, the file's so far; raise naming ``where`` when they pass
+    ``_MAX_PROBABILITY_KEYS``: a table holds ``score_probs`` as a column per key, each as long as the file, and a
+    rubric's score levels are a few."""
+    for key in probs:
+        if key not in keys and len(keys) == _MAX_PROBABILITY_KEYS:
+            raise ValueError(f"{where}.score_probs: key {shown_value(key)} is past the {_MAX_PROBABILITY_KEYS} "
+                             "distinct keys (score levels) the file's score_probs objects may give")
+        keys.add(key)
 
 
 def _refuse_not_utf8(path: Path, after: int) -> None:

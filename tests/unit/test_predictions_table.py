@@ -411,16 +411,23 @@ def test_rows_each_giving_an_unknown_key_are_refused_without_a_column_per_key(tm
     assert max(widths, default=0) < 100
 
 
-def test_score_probs_keys_of_their_own_per_row_are_read_without_a_column_per_key(tmp_path, monkeypatch):
-    """``score_probs`` objects each giving a key of their own: the same table as the line reader's, Arrow not asked
-    for a struct field per key."""
-    rows = [_row(i, score_probs={f"{i}": 1.0}) for i in range(2000)]
+def test_score_probs_keys_of_their_own_per_row_are_refused_past_256_without_a_column_per_key(tmp_path, monkeypatch):
+    """``score_probs`` objects each giving a key of their own: no table with a struct field per key (rows times
+    keys) is built by either reader; the file is refused naming the row that adds the 257th key. 256 keys read."""
     path = tmp_path / "predictions.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    widths = _arrow_widths(monkeypatch)
+    path.write_text("".join(json.dumps(_row(i, score_probs={f"{i}": 1.0})) + "\n" for i in range(256)),
+                    encoding="utf-8")
     table = read_prediction_table(path)
+    assert table.schema.field("score_probs").type.num_fields == 256
+    path.write_text("".join(json.dumps(_row(i, score_probs={f"{i}": 1.0})) + "\n" for i in range(2000)),
+                    encoding="utf-8")
+    widths = _arrow_widths(monkeypatch)
+    said = r"line 257\.score_probs: key '256' is past the 256 distinct keys"
+    with pytest.raises(ValueError, match=said):
+        read_prediction_table(path)
+    with pytest.raises(ValueError, match=said):
+        prediction_table(iter_predictions(path))
     assert max(widths, default=0) < 300
-    assert prediction_rows(table) == prediction_rows(prediction_table(iter_predictions(path)))
 
 
 def test_score_probs_keys_the_first_row_lacks_keep_arrows_reader(tmp_path, monkeypatch):
