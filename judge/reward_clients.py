@@ -251,21 +251,27 @@ def _refuse_unencodable(value: Any, where: str) -> None:
     ``UnicodeEncodeError`` names neither the sample nor the field.
 
     Raises:
-        ValueError: naming ``where`` and the field's path below it, and the surrogate's place in the text.
+        ValueError: naming ``where`` and the field's path below it (cut past ``_FIELD_SHOWN_CHARS`` characters, its
+            length said), and the surrogate's place in the text.
     """
+    _refuse_unencodable_at(value, where, "")
+
+
+def _refuse_unencodable_at(value: Any, where: str, name_of: str) -> None:
+    """``_refuse_unencodable`` below ``where``; ``name_of`` is " (a field's name)" where ``value`` is a key."""
     from judge.wire import path_key
 
     if isinstance(value, str):
         if (at := lone_surrogate_at(value)) is not None:
-            raise ValueError(f"{where}: not valid Unicode text: a lone surrogate (U+{ord(value[at]):04X}) at "
-                             f"character {at}, which UTF-8 cannot carry: not sent")
+            raise ValueError(f"{_shown_field(where)}{name_of}: not valid Unicode text: a lone surrogate "
+                             f"(U+{ord(value[at]):04X}) at character {at}, which UTF-8 cannot carry: not sent")
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            _refuse_unencodable(key, f"{where} (a field's name)")
-            _refuse_unencodable(item, f"{where}.{path_key(str(key))}")
+            _refuse_unencodable_at(key, where, " (a field's name)")
+            _refuse_unencodable_at(item, f"{where}.{path_key(str(key))}", "")
     elif isinstance(value, (list, tuple)):
         for j, item in enumerate(value):
-            _refuse_unencodable(item, f"{where}[{j}]")
+            _refuse_unencodable_at(item, f"{where}[{j}]", "")
 
 
 def _encoded(value: Mapping[str, Any], parts: Iterable[tuple[str, Any]]) -> bytes:
@@ -684,9 +690,15 @@ def _unsent_reward(sample: RewardSample, rule: RewardRule, reason: str, row: int
                                   error_reason=reason) for c in crits], rule)
 
 
-#: The characters of a criterion's field path a refusal of an unsent sample shows: the path of a client's unknown
-#: field is its name, of any length.
+#: The characters of a field's path a refusal of an unsent sample shows: the path of a client's unknown field is its
+#: name, of any length.
 _FIELD_SHOWN_CHARS = 200
+
+
+def _shown_field(path: str) -> str:
+    """A field's path as a refusal of an unsent sample shows it: past ``_FIELD_SHOWN_CHARS`` characters (a client's
+    field may be named by a megabyte of text), its start and its length."""
+    return path if len(path) <= _FIELD_SHOWN_CHARS else f"{path[:_FIELD_SHOWN_CHARS]}... [{len(path)} characters]"
 
 
 def _resolved_criteria(criteria: tuple[Any, ...], task: tuple[str | None, ...] | None, where: str) -> list:
@@ -721,10 +733,7 @@ def _resolved_criteria(criteria: tuple[Any, ...], task: tuple[str | None, ...] |
                 return param_of(tuple(e["loc"]), spec, e["type"] == "missing", e["input"])
 
             first = min(err.errors(include_url=False)[:MAX_RANKED_ERRORS], key=lambda e: error_rank(e, path(e)))
-            field = path(first)
-            if len(field) > _FIELD_SHOWN_CHARS:
-                field = f"{field[:_FIELD_SHOWN_CHARS]}... [{len(field)} characters]"
-            raise ValueError(f"{where}[{j}].{field}: {error_words(first)}") from None
+            raise ValueError(f"{where}[{j}].{_shown_field(path(first))}: {error_words(first)}") from None
     resolved = []
     for j, spec in enumerate(parsed):
         try:

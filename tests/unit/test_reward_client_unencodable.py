@@ -44,3 +44,18 @@ def test_a_lone_surrogate_in_a_fields_name_is_refused_naming_where():
     with pytest.raises(ValueError, match=r"^samples\[2\]\.criteria\[0\]\.rubrics \(a field's name\): not valid "
                                          r"Unicode text: a lone surrogate \(U\+DC80\) at character 1"):
         _client().rewards([sample], first=2)
+
+
+@pytest.mark.parametrize("extra, ends", [
+    ({"k" * 1_000_000: "v\ud800"}, ": not valid Unicode text"),
+    ({"k" * 1_000_000: {"a\ud800": 1}}, " (a field's name): not valid Unicode text"),
+])  # fmt: skip
+def test_a_field_path_of_a_megabyte_is_cut_in_the_refusal(extra, ends):
+    """A client's field named by a megabyte of text: the refusal shows its path cut, its length said, as the
+    refusal of a criterion judge-serve would refuse does, not the megabyte."""
+    sample = RewardSample("вопрос", "ответ", ({"name": "x", "rubrics": RUBRIC, **extra},))
+    with pytest.raises(ValueError) as caught:
+        request_chunks([sample], max_items=64, max_judgments=512)
+    message = str(caught.value)
+    assert len(message) < 400
+    assert re.search(r"^samples\[0\]\.criteria\[0\]\.k+\.\.\. \[1000023 characters\]" + re.escape(ends), message)
