@@ -534,11 +534,12 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
     if report.rule_differs_from_config:
         looser = (f"; {report.looser_row_tolerance} of them by a looser tolerance, counted as looser_row_tolerance"
                   if report.looser_row_tolerance else "")
-        logger.warning("%s: %d trace row(s) record an agreement rule other than the config's (%s): %s, and are "
-                       "judged by their own (a row's recorded agreement and tolerance win over the config's, which "
+        logger.warning("%s: %s with an agreement rule other than the config's (%s): %s, each judged by the rule "
+                       "it records (a row's recorded agreement and tolerance win over the config's, which "
                        "apply to rows that record none: a row keeps the rule its trace was kept by); counted as "
                        "rule_differs_from_config in run.json's data report%s", source,
-                       report.rule_differs_from_config, _rule_words(config_rule.items()), _rule_words(rules_seen),
+                       counted(report.rule_differs_from_config, "trace row"), _rule_words(config_rule.items()),
+                       _rule_words(rules_seen),
                        looser)
     first = "; ".join(f"{reason} {row_id}" for reason, row_id in sorted(report.first_dropped.items()))
     logger.info("integer-format rows from the traces: %s%s", report.summary(),

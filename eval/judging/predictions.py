@@ -494,7 +494,8 @@ def _line_of_row(path: Path, row: int) -> LineIndex:
 
 @functools.cache
 def _arrow_types() -> dict[str, Any]:
-    """The Arrow type of each field's column (``score_probs``, an object keyed by score level, is inferred)."""
+    """The Arrow type of each field's column (``score_probs`` is typed by ``_table_schema`` from the keys the file
+    gives)."""
     import pyarrow as pa
 
     kinds = {_TEXT: pa.string(), _NUMBER: pa.float64(), _FLAG: pa.bool_()}

@@ -461,8 +461,8 @@ def test_rows_whose_own_tolerance_is_looser_than_the_configs_are_counted_and_sai
     ids, report, warned = built(0.0)
     assert ids == ["a#0", "b#0", "c#0", "d#0"] and report["looser_row_tolerance"] == 2
     assert report["rule_differs_from_config"] == 2
-    assert warned == [f"{data}: 2 trace row(s) record an agreement rule other than the config's (tolerance 0): "
-                      "tolerance 1, and are judged by their own (a row's recorded agreement and tolerance win over "
+    assert warned == [f"{data}: 2 trace rows with an agreement rule other than the config's (tolerance 0): "
+                      "tolerance 1, each judged by the rule it records (a row's recorded agreement and tolerance win over "
                       "the config's, which apply to rows that record none: a row keeps the rule its trace was kept "
                       "by); counted as rule_differs_from_config in run.json's data report; 2 of them by a looser "
                       "tolerance, counted as looser_row_tolerance"]
@@ -472,6 +472,7 @@ def test_rows_whose_own_tolerance_is_looser_than_the_configs_are_counted_and_sai
     ids, report, warned = built(1.0)  # the row recording tolerance 0 is judged by it: stricter, said all the same
     assert ids == ["a#0", "b#0", "c#0", "d#0"] and "looser_row_tolerance" not in report
     assert report["rule_differs_from_config"] == 1 and len(warned) == 1 and "(tolerance 1): tolerance 0," in warned[0]
+    assert warned[0].startswith(f"{data}: 1 trace row with an agreement rule")  # the noun in its number
 
 
 def test_rows_whose_own_agreement_differs_from_the_configs_are_counted_and_said_once(tmp_path, qwen3_tokenizer,
@@ -500,8 +501,8 @@ def test_rows_whose_own_agreement_differs_from_the_configs_are_counted_and_said_
     warned = [r.getMessage() for r in caplog.records if "agreement rule other" in r.getMessage()]
     assert len(train) == 5 and report.to_dict()["rule_differs_from_config"] == 3
     assert "looser_row_tolerance" not in report.to_dict()
-    assert warned == [f"{data}: 3 trace row(s) record an agreement rule other than the config's (agreement mode, "
-                      "tolerance 0): agreement median, and are judged by their own (a row's recorded agreement and "
+    assert warned == [f"{data}: 3 trace rows with an agreement rule other than the config's (agreement mode, "
+                      "tolerance 0): agreement median, each judged by the rule it records (a row's recorded agreement and "
                       "tolerance win over the config's, which apply to rows that record none: a row keeps the rule "
                       "its trace was kept by); counted as rule_differs_from_config in run.json's data report"]
 
