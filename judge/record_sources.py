@@ -154,6 +154,7 @@ def _jsonl_table(path: Path):
     schema, maybe_null = found
     options = pj.ReadOptions(block_size=min(max(len(data) + 1, 1 << 20), (1 << 31) - 1))
     table = None
+    retyped: set[str] = set()
     while table is None:
         try:
             # The keys of the first row, typed: Arrow would otherwise build a column, as long as the file, of every
@@ -168,18 +169,30 @@ def _jsonl_table(path: Path):
             # builds a malformed list column when the file's first list starts with null ([null, 1.0]: offsets past
             # the values). A key given twice in one object it refuses (the row path names the field).
             table.validate(full=True)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+            table = None
+            changed = _STRING_TO_NUMBER.search(str(err))
+            name = changed.group(1) if changed else None
+            if name in maybe_null and name not in retyped and schema.field(name).type == pa.string():
+                # a text the first row gives as null or leaves out, and a later row as a number: typed as Arrow's
+                # inference types it, an integer column the column reader reads as digits (once: a text after it
+                # stops the read again)
+                retyped.add(name)
+                schema = schema.set(schema.get_field_index(name), pa.field(name, pa.int64()))
+                continue
             later = [name for name in _LATER_FIELDS if name not in schema.names
-                     and b'"%s"' % name.encode() in data]
+                     and b'"%s"' % name.encode() in data] if "unexpected field" in str(err) else []
             if not later:
                 return None
-            table = None
             schema = pa.schema([*schema, *(pa.field(name, _known_types()[name]) for name in later)])
             maybe_null |= dict.fromkeys(later, False)
     if table.num_rows != lines:
         return None
     return _as_inferred(table, maybe_null)
 
+
+#: Arrow's refusal of a number in a top-level column typed as text, naming the column.
+_STRING_TO_NUMBER = re.compile(r"Column\(/([^/()]+)\) changed from string to number")
 
 #: The most fields (nested ones counted) the first row of a JSONL file may give for Arrow to read the file: each is a
 #: column as long as the file. A file whose rows give more is read by the row path, whose work grows with the file.
@@ -270,7 +283,8 @@ def _known_types() -> dict[str, Any]:
 def _widened(name: str, kind):
     """``kind``, Arrow's type for field ``name`` inferred from one row, as wide as the rows after it may need where
     the column reader reads either type alike: a score as a float (JSON's 2 and 1.5), a date-like text as text, the
-    items of a known list that is empty here as their known type."""
+    items of a known list that is empty here as their known type (annotations as the released ones: a comment and a
+    score)."""
     import pyarrow as pa
 
     if pa.types.is_timestamp(kind):
@@ -281,6 +295,8 @@ def _widened(name: str, kind):
         item = kind.value_type
         if name in ("expert_scores", "expert_feedback") and (pa.types.is_null(item) or pa.types.is_integer(item)):
             return _known_types()[name] if name == "expert_scores" or pa.types.is_null(item) else kind
+        if name == "annotations" and pa.types.is_null(item):  # [] in this row: the released annotation's fields
+            return pa.list_(pa.struct([pa.field("comment", pa.string()), pa.field("score", pa.float64())]))
         if name == "annotations" and pa.types.is_struct(item):
             return pa.list_(pa.struct([pa.field(f.name, pa.float64() if f.name == "score" and (
                 pa.types.is_integer(f.type) or pa.types.is_null(f.type)) else _widened("", f.type)) for f in item]))

@@ -700,3 +700,61 @@ def test_ordinary_rows_keep_arrows_reader(tmp_path, monkeypatch):
     monkeypatch.undo()
     _same(loaded, _row_path(path, rows))
     assert [r.extra["batch"] for r in loaded[0]] == ["b1", "b2"]
+
+
+@pytest.mark.parametrize("first, later", [
+    ({"model_id": None}, {"model_id": 7}),
+    ({"task_subsubtype": None}, {"task_subsubtype": 5}),
+    ({"domain": None}, {"domain": 4}),
+    ({}, {"domain": 4}),  # left out of the first row
+])  # fmt: skip
+def test_an_optional_text_null_first_and_an_integer_later_keeps_arrows_reader(tmp_path, monkeypatch, first, later):
+    """An optional text the first row gives as null or leaves out (typed as text) and a later row gives as an
+    integer (read as its digits) is still read column-wise, with the records the row path makes."""
+    head = GOOD | {"id": "d1"} | first
+    if not first:
+        head.pop("domain", None)
+    _read_column_wise_as_the_row_path_reads(tmp_path / "later_integer.jsonl", [head, GOOD | {"id": "d2"} | later],
+                                            monkeypatch)
+
+
+def _read_column_wise_as_the_row_path_reads(path, rows, monkeypatch):
+    path = _jsonl(path, rows)
+    _forbid_row_path(monkeypatch)
+    loaded = judge.load_records_report(path)
+    monkeypatch.undo()
+    _same(loaded, _row_path(path, rows))
+
+
+def test_released_rows_whose_first_gives_no_annotations_keep_arrows_reader(tmp_path, monkeypatch):
+    """A first released-shape row with ``annotations: []`` (Arrow infers a list of nulls) and later rows with
+    annotations: still read column-wise, with the records the row path makes."""
+    import copy
+
+    from tests.support.release_artifacts import released_rows
+
+    rows = copy.deepcopy(released_rows())
+    rows[0]["annotations"] = []
+    rows[0]["criteria_score"] = -1.0
+    same = (rows[0]["instruction"], rows[0]["answer"], rows[0]["criteria_name"])  # the row of its derived id, which
+    rows = rows[:1] + [r for r in rows[1:] if (r["instruction"], r["answer"], r["criteria_name"]) != same]  # differs
+    _read_column_wise_as_the_row_path_reads(tmp_path / "released.jsonl", rows, monkeypatch)
+
+
+def test_a_type_error_is_not_read_again_with_the_later_fields(tmp_path, monkeypatch):
+    """A row whose value Arrow cannot hold in its column (not an unexpected key) goes to the row path after one read
+    of the file: adding the known fields the file names would not change that read's outcome."""
+    import pyarrow.json as pj
+
+    first = GOOD | {"id": "d1", "criteria_score": 2}
+    first.pop("domain", None)
+    later = GOOD | {"id": "d2", "criteria_score": [1], "answer": "domain"}  # the file names "domain", as a text
+    later.pop("domain", None)
+    path = _jsonl(tmp_path / "type_error.jsonl", [first, later])
+    calls = []
+    read = pj.read_json
+    monkeypatch.setattr(pj, "read_json", lambda *a, **k: (calls.append(1), read(*a, **k))[1])
+    from judge.record_sources import _jsonl_table
+
+    assert _jsonl_table(path) is None
+    assert len(calls) == 2  # the first row's inference, and the file once
