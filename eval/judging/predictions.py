@@ -6,7 +6,7 @@ rows as dicts). Rows are appended as answers arrive (a
 ``judge.plumbing.journal`` journal: strict reading, a torn last line dropped); a rerun resumes from the file
 (``resume_predictions``).
 
-Why one module of ~690 lines: the Arrow table reader and the line reader check one row schema (``PredictionRow``),
+Why one module of ~700 lines: the Arrow table reader and the line reader check one row schema (``PredictionRow``),
 and the table reader hands a file it doubts to the line reader, which names the bad row; apart, each would restate
 the other's rules.
 """
