@@ -293,8 +293,10 @@ def _widened(name: str, kind):
         return pa.float64()
     if pa.types.is_list(kind):
         item = kind.value_type
-        if name in ("expert_scores", "expert_feedback") and (pa.types.is_null(item) or pa.types.is_integer(item)):
-            return _known_types()[name] if name == "expert_scores" or pa.types.is_null(item) else kind
+        if name in ("expert_scores", "expert_feedback", "expert_ids") and pa.types.is_null(item):
+            return _known_types()[name]  # [] in this row: the known list's items
+        if name == "expert_scores" and pa.types.is_integer(item):
+            return _known_types()[name]
         if name == "annotations" and pa.types.is_null(item):  # [] in this row: the released annotation's fields
             return pa.list_(pa.struct([pa.field("comment", pa.string()), pa.field("score", pa.float64())]))
         if name == "annotations" and pa.types.is_struct(item):

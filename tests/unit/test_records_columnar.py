@@ -758,3 +758,12 @@ def test_a_type_error_is_not_read_again_with_the_later_fields(tmp_path, monkeypa
 
     assert _jsonl_table(path) is None
     assert len(calls) == 2  # the first row's inference, and the file once
+
+
+def test_a_first_row_with_no_experts_and_empty_expert_ids_keeps_arrows_reader(tmp_path, monkeypatch):
+    """A first row naming no experts (``expert_scores`` and ``expert_ids`` both ``[]``: Arrow infers lists of nulls)
+    and a later row naming its experts: every known list read as its known type, column-wise, with the records the
+    row path makes."""
+    head = NO_EXPERTS | {"id": "d1", "expert_ids": []}
+    later = GOOD | {"id": "d2", "expert_ids": [f"e{k}" for k in range(len(GOOD["expert_scores"]))]}
+    _read_column_wise_as_the_row_path_reads(tmp_path / "empty_ids.jsonl", [head, later], monkeypatch)
