@@ -65,6 +65,7 @@ from typing import Any
 import numpy as np
 
 from eval.scoring.metrics import expert_mean, verdict_confidence_experts
+from judge.plumbing.json_reading import counted
 from judge.record_columns import as_columns
 from eval.reports import html_text
 from eval.reports.names import one_line, shown_name, shown_names
@@ -466,10 +467,10 @@ def summary_line(result: dict[str, Any]) -> str:
         vc_text = f"{vc[1]:.3f} over {vc[0]}" if vc else "\u2014"
         if POOLED in rows:
             n, mean = rows[POOLED]["Experts"]
-            parts.append(f"{_SPLIT_TITLES[split]}: mean {mean:.3f} over {n} items, experts VC {vc_text}")
+            parts.append(f"{_SPLIT_TITLES[split]}: mean {mean:.3f} over {counted(n, 'item')}, experts VC {vc_text}")
         elif scored.get(split):  # every scored item is of a Critical criterion, left out of the means
-            parts.append(f"{_SPLIT_TITLES[split]}: no item in the means ({scored[split]} items with an expert "
-                         f"score, all of Critical criteria, left out: --critical-in-means {setting}), experts VC "
+            parts.append(f"{_SPLIT_TITLES[split]}: no item in the means ({counted(scored[split], 'item')} with an "
+                         f"expert score, all of Critical criteria, left out: --critical-in-means {setting}), experts VC "
                          f"{vc_text}")
         else:  # no item of this split has an expert score: its tables are empty
             empty.append(split)

@@ -146,7 +146,7 @@ def test_a_split_without_an_expert_score_says_so_on_the_console(tmp_path, capsys
     folder = write_released_dataset(tmp_path / "POLLUX", rows)
     assert main(["experts", "--data", str(folder), "--out", str(tmp_path / "out")]) == 0
     said = capsys.readouterr().out
-    assert "Zero-Shot test: mean 2.000 over 1 items" in said and "Standard test: no item with an expert score" in said
+    assert "Zero-Shot test: mean 2.000 over 1 item," in said and "Standard test: no item with an expert score" in said
 
 
 def test_data_without_any_expert_score_is_refused(tmp_path, capsys):
@@ -377,3 +377,14 @@ def test_a_task_type_is_named_as_the_split_resolves_it(tmp_path):
     known = [split for split in ("zero_shot", "standard") if out["tables"]["mean_by_task_type"].get(split)]
     assert [row for split in known for row in out["tables"]["mean_by_task_type"][split] if row is not POOLED] == [
         "Formal setting"]
+
+
+def test_the_console_line_counts_one_scored_item_in_the_singular(tmp_path, capsys):
+    """One Standard item of a Critical criterion, left out of the means: the line says "1 item", not "1 items"."""
+    rows = [released_row(EDITING, "censor", [(0, "Комментарий эксперта."), (1, "Комментарий эксперта.")],
+                         instruction="Задание B.", answer="Ответ B.")]
+    folder = write_released_dataset(tmp_path / "POLLUX", rows)
+    assert main(["experts", "--data", str(folder), "--out", str(tmp_path / "out"), "--critical-in-means",
+                 "exclude"]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert "no item in the means (1 item with an expert score, all of Critical criteria" in line
