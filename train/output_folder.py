@@ -238,9 +238,10 @@ def check_zero_stage(config: TrainConfig, checkpoint: Path) -> None:
     if folder is None or config.deepspeed is None or _universal_checkpoints(settings) or stage is None:
         return
     saved = sorted(p.name for p in folder.iterdir() if p.name.endswith("_model_states.pt"))
-    if not saved or any(_ZERO3_MODEL_STATES.match(name) for name in saved) == (stage == 3):
+    zero3 = any(_ZERO3_MODEL_STATES.match(name) for name in saved)
+    if not saved or zero3 == (stage == 3):
         return
-    written = "3" if any(_ZERO3_MODEL_STATES.match(name) for name in saved) else "0, 1 or 2"
+    written = "3" if zero3 else "0, 1 or 2"
     raise ConfigError(
         f"--resume: {checkpoint} is a DeepSpeed checkpoint of ZeRO stage {written} ({folder.name} holds {saved[0]}) "
         f"and deepspeed config {config.deepspeed} sets stage {stage}: DeepSpeed would look for the other stage's "
