@@ -310,12 +310,6 @@ def _row_rule(record, rule: dict[str, Any]) -> dict[str, Any]:
     return own
 
 
-def _looser_tolerance(record, config_tolerance: float | None) -> bool:
-    """Whether ``record`` is judged by a tolerance of its own looser than the ``config_tolerance`` the config sets."""
-    return (config_tolerance is not None
-            and _row_rule(record, {"tolerance": config_tolerance})["tolerance"] > config_tolerance)
-
-
 def _rule_against_config(record, config_rule: dict[str, Any]) -> dict[str, Any]:
     """The ``agreement`` and ``tolerance`` ``record`` records for itself that differ from those the config sets
     (``config_rule``: the keys it sets), by key; empty for a row that records none or the config's."""
@@ -480,8 +474,9 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             report.drop("not_russian", record.id)
         else:
             # judged by its own rule whether it agrees or not: counted either way
-            report.looser_row_tolerance += _looser_tolerance(record, config_tolerance)
-            if differs := _rule_against_config(record, config_rule):
+            differs = _rule_against_config(record, config_rule)
+            report.looser_row_tolerance += "tolerance" in differs and differs["tolerance"] > config_tolerance
+            if differs:
                 report.rule_differs_from_config += 1
                 rules_seen.update((key, value) for key, value in differs.items())
             why = _disagreement(record, reasoning, value, scale, _row_rule(record, rule), min_russian_share)
