@@ -260,7 +260,7 @@ def read_prediction_table(path: str | Path) -> pa.Table:
     # lacks (the keys the whole file gives are looked for once, and read again), or an unknown field, refused by the
     # line reader naming its row.
     keys = _first_probability_keys(body)
-    table = None
+    table, scanned = None, False
     while table is None:
         if keys is None:
             return prediction_table(iter_predictions(path))
@@ -269,8 +269,9 @@ def read_prediction_table(path: str | Path) -> pa.Table:
             table = pj.read_json(pa.BufferReader(body), parse_options=options,
                                  read_options=pj.ReadOptions(block_size=max(len(body), 1 << 20)))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            found = _probability_keys(body)
-            if found is not None and set(found) <= set(keys):
+            found = None if scanned else _probability_keys(body)  # the whole file's keys: one scan gives them all
+            scanned = True
+            if found is None or set(found) <= set(keys):
                 # no key left to add: the line reader names a bad row, and reads a file it accepts
                 return prediction_table(iter_predictions(path))
             keys = found
