@@ -316,8 +316,8 @@ def request_chunks(samples: Sequence[RewardSample], max_items: int, max_judgment
     items = judgments = size = 0
     for i, sample in enumerate(samples):
         n = _judgments_of(sample) if sample.answer else 0
-        item = sample.to_item()
-        item_bytes = len(_encoded(item, [(f"samples[{i}]", item)])) if sample.answer else 0
+        item = sample.to_item() if sample.answer else None  # a sample with no answer is sent as none
+        item_bytes = len(_encoded(item, [(f"samples[{i}]", item)])) if item is not None else 0
         over_bytes = max_body_bytes is not None and envelope + size + bool(items) + item_bytes > max_body_bytes
         if sample.answer and chunks[-1] and (items + 1 > max_items or judgments + n > max_judgments or over_bytes):
             chunks.append([])
