@@ -2,35 +2,41 @@
 
 A reader (a later stage, a resumed run, a person) then finds the old file or the new one, never a file cut by a kill
 or a full disk: the rename is atomic within one folder, and the fsync puts the bytes on disk before the name points at
-them. Every file a later step trusts as whole (stage outputs, ``summary.json``, ``run.json``, ``metrics.json``, an
+them. The folder is fsynced after the rename (``sync_folder``), so that the new name is on disk before the caller goes
+on: a run's ``run_key.json`` renamed into place and then fsynced journal rows could otherwise come back from a crash
+of the machine as rows without their key. Every file a later step trusts as whole (stage outputs, ``summary.json``, ``run.json``, ``metrics.json``, an
 embedding cache) is written through ``write_atomically``. A folder (a training run's export) is written beside the
 one it replaces and put in its place whole (``replace_folder``).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["write_atomically", "replace_folder", "staging_dir", "aside_dir"]
+__all__ = ["write_atomically", "replace_folder", "staging_dir", "aside_dir", "sync_folder"]
 
 #: Random names tried before giving up (each is 12 hex digits: a clash means another writer holds that name now).
 _ATTEMPTS = 100
 
 
 def write_atomically(path: str | Path, content: bytes | Callable[[BinaryIO], None], *, mode: int | None = None) -> Path:
-    """Replace ``path`` with ``content``: a temporary file beside it, fsynced, renamed over it.
+    """Replace ``path`` with ``content``: a temporary file beside it, fsynced, renamed over it, its folder fsynced.
 
     Args:
-        path: the file to replace (its folder must exist).
+        path: the file to replace (its folder must exist). A symlink stays one: the file it points at is replaced
+            (the temporary is written beside that file, so that the rename stays within one file system), as
+            ``open(path, "w")`` writes through it.
         content: the bytes, or a function that writes them into the binary handle it is given (a stream of rows
             too large to hold; whatever it raises is raised here, with ``path`` untouched).
         mode: the file's permission bits, set before the first byte is written (0o600 for a file holding secrets);
-            None gives what ``open(path, "w")`` gives (0o666 less the umask).
+            None gives what ``open(path, "w")`` gives: an existing file's own bits, else 0o666 less the umask.
 
     Returns:
         ``path``.
@@ -38,12 +44,14 @@ def write_atomically(path: str | Path, content: bytes | Callable[[BinaryIO], Non
     Raises:
         OSError: as the writes, fsync or rename raise; ``path`` is then as it was, and no temporary file is left.
     """
-    path = Path(path)
-    fd, tmp = _create_beside(path, 0o666 if mode is None else mode)
+    given = Path(path)
+    path = _file_itself(given)
+    exact = _existing_mode(path) if mode is None else mode
+    fd, tmp = _create_beside(path, 0o666 if exact is None else exact)
     try:
         with os.fdopen(fd, "wb") as handle:
-            if mode is not None:
-                os.fchmod(handle.fileno(), mode)  # exactly ``mode``: the umask may have taken bits from it
+            if exact is not None:
+                os.fchmod(handle.fileno(), exact)  # exactly these bits: the umask may have taken some from them
             if callable(content):
                 content(handle)
             else:
@@ -54,7 +62,49 @@ def write_atomically(path: str | Path, content: bytes | Callable[[BinaryIO], Non
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return path
+    sync_folder(path.parent)
+    return given
+
+
+def _file_itself(path: Path) -> Path:
+    """The file ``path`` names: where it is a symlink, the path it points at (a rename over the link itself would
+    replace the link with a file, and leave its target as it was)."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def _existing_mode(path: Path) -> int | None:
+    """The permission bits of the regular file at ``path``, which its replacement keeps; None where there is none."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
+
+
+#: What a file system that cannot fsync a folder answers (some network and FUSE file systems): nothing to make
+#: durable there, so no error.
+_NO_FOLDER_SYNC = {errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF, errno.EACCES, errno.EPERM,
+                   errno.EISDIR}
+
+
+def sync_folder(folder: str | Path) -> None:
+    """fsync ``folder``, so that a name just made, renamed or removed in it is on disk: an fsync of a file makes its
+    bytes durable, not the entry that names it (fsync(2)). A file system that cannot fsync a folder is passed over.
+
+    Raises:
+        OSError: the fsync failed for any other reason (an I/O error: the name may not be on disk).
+    """
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:  # not there, or not to be opened (no read permission): nothing this call can make durable
+        return
+    try:
+        os.fsync(fd)
+    except OSError as err:
+        if err.errno not in _NO_FOLDER_SYNC:
+            raise
+    finally:
+        os.close(fd)
 
 
 def _create_beside(path: Path, mode: int) -> tuple[int, Path]:
@@ -121,17 +171,21 @@ def replace_folder(staging: str | Path, export_dir: str | Path) -> Path:
     in one step the folder is never absent; elsewhere the earlier one is renamed aside first, absent for the instant
     between two renames, and never half-written; an earlier one a kill left aside there is removed by the next
     replacement. A symlinked ``export_dir`` is replaced where it points (``staging_dir`` stages beside that folder).
+    The parent folder is fsynced once the new folder holds the name (``sync_folder``).
     """
     staging, export_dir = Path(staging), _folder_itself(export_dir)
     if not export_dir.exists():
         staging.rename(export_dir)
+        sync_folder(export_dir.parent)
         shutil.rmtree(aside_dir(export_dir), ignore_errors=True)
     elif _exchange(staging, export_dir):
+        sync_folder(export_dir.parent)
         shutil.rmtree(staging)  # now the earlier export
     else:
         aside = aside_dir(export_dir)
         shutil.rmtree(aside, ignore_errors=True)
         export_dir.rename(aside)
         staging.rename(export_dir)
+        sync_folder(export_dir.parent)
         shutil.rmtree(aside, ignore_errors=True)
     return export_dir

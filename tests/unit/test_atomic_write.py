@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -77,8 +78,11 @@ def test_what_the_writing_function_raises_leaves_the_old_file_and_no_temporary(t
     assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["out.bin"]
 
 
-def test_the_temporary_is_fsynced_before_it_is_renamed_over_the_target(tmp_path, monkeypatch):
-    """fsync, then rename: the name never points at bytes still only in the page cache."""
+def test_the_temporary_is_fsynced_before_it_is_renamed_and_the_folder_after(tmp_path, monkeypatch):
+    """fsync, rename, fsync of the folder: the name never points at bytes still only in the page cache, and the new
+    name is on disk before the caller goes on (fsync(2): a file's fsync does not make the entry naming it durable;
+    a run_key.json renamed into place and the fsynced journal rows after it could come back from a crash of the
+    machine as rows without their key)."""
     import judge.plumbing.atomic_write as atomic_write
 
     events = []
@@ -90,7 +94,82 @@ def test_the_temporary_is_fsynced_before_it_is_renamed_over_the_target(tmp_path,
     path = tmp_path / "out.bin"
     write_atomically(path, b"x")
     inode = path.stat().st_ino
-    assert events == [("fsync", inode), ("replace", inode)]
+    assert events == [("fsync", inode), ("replace", inode), ("fsync", tmp_path.stat().st_ino)]
+
+
+def test_a_file_system_that_cannot_fsync_a_folder_is_passed_over_and_an_io_error_is_raised(tmp_path, monkeypatch):
+    """EINVAL (a file system with no fsync of folders) is no failure of the write; EIO is: the name may not be on
+    disk, and the caller must not go on as if it were."""
+    import errno
+
+    real_fsync = os.fsync
+
+    def refuse_folders(code):
+        def fsync(fd):
+            if stat.S_ISDIR(os.fstat(fd).st_mode):
+                raise OSError(code, os.strerror(code))
+            return real_fsync(fd)
+        return fsync
+
+    monkeypatch.setattr(os, "fsync", refuse_folders(errno.EINVAL))
+    write_atomically(tmp_path / "out.bin", b"x")
+    assert (tmp_path / "out.bin").read_bytes() == b"x"
+    monkeypatch.setattr(os, "fsync", refuse_folders(errno.EIO))
+    with pytest.raises(OSError, match=os.strerror(errno.EIO)):
+        write_atomically(tmp_path / "out.bin", b"y")
+
+
+def test_replace_folder_fsyncs_the_parent_once_the_new_folder_holds_the_name(tmp_path, monkeypatch):
+    """A training export put in place is on disk under its name before the caller records it done, whether the
+    folders were swapped, renamed aside, or the export is new."""
+    import judge.plumbing.atomic_write as atomic_write
+    from judge.plumbing.atomic_write import replace_folder, staging_dir
+
+    export = tmp_path / "export"
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.fstat(fd).st_ino), real_fsync(fd))[1])
+    for swap in (None, True, False):  # new; swapped in one step; renamed aside
+        if swap is not None:
+            monkeypatch.setattr(atomic_write, "_exchange", atomic_write._exchange if swap else lambda a, b: False)
+        staging = staging_dir(export)
+        staging.mkdir()
+        (staging / "weights").write_text(str(swap))
+        synced.clear()
+        replace_folder(staging, export)
+        assert (export / "weights").read_text() == str(swap)
+        assert tmp_path.stat().st_ino in synced, swap
+
+
+def test_a_replaced_file_keeps_its_own_permission_bits(tmp_path):
+    """No mode given: the bits open(path, "w") leaves, an existing file's own (a journal its user made owner-only
+    stays so after a rewrite), the umask's for a new file; a mode given: exactly it."""
+    old = os.umask(0o022)
+    try:
+        path = tmp_path / "journal.jsonl"
+        path.write_bytes(b"old")
+        path.chmod(0o600)
+        write_atomically(path, b"new")
+        kept = path.stat().st_mode & 0o777
+        path.chmod(0o640)
+        write_atomically(path, b"newer", mode=0o600)
+        given = path.stat().st_mode & 0o777
+    finally:
+        os.umask(old)
+    assert (kept, given, path.read_bytes()) == (0o600, 0o600, b"newer")
+
+
+def test_a_symlinked_file_is_replaced_where_it_points_and_stays_a_link(tmp_path):
+    """A file kept on another disk behind a link: the link stays, its target holds the new bytes, and no temporary
+    is left beside either."""
+    (tmp_path / "elsewhere").mkdir()
+    target = tmp_path / "elsewhere" / "predictions.jsonl"
+    target.write_bytes(b"old")
+    link = tmp_path / "predictions.jsonl"
+    link.symlink_to(target)
+    assert write_atomically(link, b"new") == link
+    assert link.is_symlink() and target.read_bytes() == b"new"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["elsewhere", "predictions.jsonl", "predictions.jsonl"]
 
 
 def test_two_writers_of_one_file_never_share_a_temporary(tmp_path):
