@@ -157,7 +157,8 @@ def test_an_append_after_a_whole_row_without_its_newline_keeps_that_row(tmp_path
 
 
 def test_writer_appends_rows_whole_from_many_threads(tmp_path, monkeypatch):
-    """Each append is one write of whole lines and one fsync; concurrent appends never interleave."""
+    """Each append is one write of whole lines and one fsync (and the first, which creates the file, one of its
+    folder); concurrent appends never interleave."""
     import judge.plumbing.journal as journal
 
     synced = []
@@ -171,7 +172,7 @@ def test_writer_appends_rows_whole_from_many_threads(tmp_path, monkeypatch):
     for thread in threads:
         thread.join()
     rows = read_jsonl(path)
-    assert len(rows) == 16 and len(synced) == 8
+    assert len(rows) == 16 and len(synced) == 8 + 1
     for k in range(0, 16, 2):  # the rows of one call are adjacent
         assert rows[k]["t"] == rows[k + 1]["t"] and (rows[k]["i"], rows[k + 1]["i"]) == (0, 1)
 
@@ -247,3 +248,20 @@ def test_a_byte_order_mark_past_the_first_line_is_refused_naming_the_line_by_eve
         assert str(caught.value) == said, read
     path.write_bytes(first)  # on the first line it is the file's own, which every reader skips
     assert [r["id"] for r in read_predictions(path)] == ["a"] == read_prediction_table(path).column("id").to_pylist()
+
+
+def test_the_first_append_fsyncs_the_folder_that_now_names_the_journal(tmp_path, monkeypatch):
+    """A journal the first append creates is named on disk before the rows it holds are counted as written (fsync(2):
+    the file's fsync does not make the entry naming it durable); later appends add no folder fsync."""
+    import os
+
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.fstat(fd).st_ino), real_fsync(fd))[1])
+    writer = JournalWriter(tmp_path / "j.jsonl")
+    writer.append({"a": 1})
+    first = list(synced)
+    synced.clear()
+    writer.append({"a": 2})
+    journal = (tmp_path / "j.jsonl").stat().st_ino
+    assert first == [journal, tmp_path.stat().st_ino] and synced == [journal]
