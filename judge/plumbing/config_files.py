@@ -292,7 +292,8 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
         fields_of: a dataclass; when given, keys that are not its fields are refused.
 
     Returns:
-        The mapping, to merge over the dataclass defaults.
+        The mapping, to merge over the dataclass defaults. With ``fields_of``, a text field (``str``, ``str | None``)
+        set to an unquoted YAML number holds the text written (``0755``, ``1.10``), not the number YAML 1.1 reads.
 
     Raises:
         ConfigError: the file is missing (or a pipe, a device: ``special_file_kind``), empty, not YAML or not a
@@ -309,8 +310,9 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
                           "file first)")
     if not path.is_file():
         raise ConfigError(f"config file {path} not found{_from_the_repository_root(path)}")
+    written: dict[str, str] = {}
     try:
-        raw = _bounded_yaml(path.read_text(encoding="utf-8"), path)
+        raw = _bounded_yaml(path.read_text(encoding="utf-8"), path, written)
     except yaml.YAMLError as err:  # the parser's own words carry the line and column
         said = " ".join(str(err).replace('in "<unicode string>", ', "").split())
         raise ConfigError(f"{path}: not valid YAML: {said}") from None
@@ -334,6 +336,8 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
         if unknown:
             raise ConfigError(f"{path}: unknown keys {unknown} for {fields_of.__name__}; "
                               f"{suggest_keys(unknown, known)}")
+        texts = {name for name, tp in field_types(fields_of).items() if _base_type(tp)[0] is str}
+        raw.update({key: text for key, text in written.items() if key in texts and key in raw})
     return raw
 
 
@@ -365,9 +369,17 @@ def _from_the_repository_root(path: Path) -> str:
             "where the docs' relative paths start")
 
 
-def _bounded_yaml(text: str, path: Path) -> Any:
+#: The tags PyYAML (YAML 1.1) gives an unquoted scalar it reads as a number.
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+
+
+def _bounded_yaml(text: str, path: Path, written: dict[str, str] | None = None) -> Any:
     """``yaml.safe_load`` of ``text`` that counts the composed nodes, aliases expanded, before building any value,
     and refuses a key given twice in one mapping.
+
+    ``written``, when given, is filled with the text as written of each top-level value that YAML reads as a number
+    (``0755``: octal 493; ``1.10``: 1.1; ``10:30``: sexagesimal 630; ``2024_01_05``: 20240105), keyed by its key:
+    a text field takes that text, not the number's digits (``read_config_file``).
 
     Raises:
         ConfigError: past ``MAX_CONFIG_NODES`` or ``MAX_CONFIG_DEPTH``, an alias inside the value it names, or a key
@@ -383,6 +395,10 @@ def _bounded_yaml(text: str, path: Path) -> Any:
             return None
         _check_node_count(node, path)
         _refuse_repeated_keys(node, path)
+        if written is not None and isinstance(node, yaml.MappingNode):
+            written.update((key.value, value.value) for key, value in node.value
+                           if isinstance(key, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode)
+                           and value.style is None and value.tag in _NUMBER_TAGS)
         return loader.construct_document(node)
     finally:
         loader.dispose()

@@ -493,6 +493,17 @@ def test_an_unquoted_yaml_truth_word_in_a_text_field_is_refused_with_the_remedy(
     assert resolve_config(Demo, path).output_dir == word
 
 
+@pytest.mark.parametrize("written", ["0755", "1.10", "10:30", "2024_01_05", "1e3", "0x1F", ".5"])
+def test_an_unquoted_yaml_number_in_a_text_field_is_the_text_written(tmp_path, written):
+    """PyYAML (YAML 1.1) reads 0755 as octal 493, 1.10 as 1.1, 10:30 as sexagesimal 630 and 2024_01_05 as
+    20240105: a text field took the number's digits, not what the file says, without a word. A text field is text,
+    so it takes the scalar as written; a number field still reads it as YAML does."""
+    path = tmp_path / "demo.yaml"
+    path.write_text(f"output_dir: {written}\ndeepspeed: {written}\nmax_steps: 0755\n", encoding="utf-8")
+    config = resolve_config(Demo, path)
+    assert (config.output_dir, config.deepspeed, config.max_steps) == (written, written, 493)
+
+
 def test_a_config_path_that_is_a_device_or_a_pipe_is_named_for_what_it_is(tmp_path):
     """judge-eval --config, judge-serve --config and the training recipes read YAML through read_config_file:
     /dev/null or a process substitution's pipe was "not found", a path that exists. A missing file still is."""
