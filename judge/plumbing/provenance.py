@@ -6,7 +6,8 @@ such as ``"unknown"``:
 
     job              the console script and subcommand, e.g. "judge-eval run"
     config           the resolved config as plain data (secrets redacted here, by ``redact``)
-    git_revision     commit of the pollux-judge checkout the code ran from (null: not a git checkout)
+    git_revision     commit of the pollux-judge checkout the code ran from (null: not a git checkout, or an
+                     installed copy that no checkout tracks)
     git_dirty        whether that checkout had uncommitted changes to tracked files (null: unknown)
     packages         {distribution: version or null} for the packages that shape a result (``PACKAGES``)
     python           the interpreter's version, e.g. "3.12.3"
@@ -335,9 +336,14 @@ def write_private_text(path: str | Path, text: str) -> Path:
 
 
 def git_state(where: str | Path | None = None) -> tuple[str | None, bool | None]:
-    """(commit, dirty) of the git checkout holding ``where`` (default: this package); (None, None) outside one."""
+    """(commit, dirty) of the git checkout holding ``where`` (default: this package); (None, None) outside one, and
+    where the checkout around ``where`` tracks none of its files: a package installed into a venv inside another
+    repository (its ``.venv`` ignored) would otherwise record that repository's HEAD as the code's revision."""
     where = Path(where) if where is not None else Path(__file__).resolve().parent
     try:
+        # Fails when no tracked file lies in ``where`` (git: "did not match any file(s) known to git").
+        subprocess.run(["git", "ls-files", "--error-unmatch", "--", "."], cwd=where, capture_output=True, check=True,
+                       timeout=10)  # fmt: skip
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, check=True,
                                 timeout=10).stdout.strip()  # fmt: skip
         status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=where,

@@ -43,6 +43,30 @@ def test_this_checkout_is_recorded():
     assert re.fullmatch(r"[0-9a-f]{40}", commit or "") and isinstance(dirty, bool)
 
 
+def test_a_package_installed_inside_another_checkout_records_no_revision(tmp_path):
+    """pollux-judge installed into a venv inside a user's own repository (its .venv ignored): git answers from the
+    installed copy with that repository's HEAD, which is no revision of the code that ran. Only a checkout that
+    tracks the package's files counts; one that does is still read, its dirtiness with it."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / ".gitignore").write_text(".venv/\n")
+    (tmp_path / "judge" / "plumbing").mkdir(parents=True)
+    (tmp_path / "judge" / "plumbing" / "provenance.py").write_text("# tracked\n")
+    git("add", ".")
+    git("commit", "-qm", "init")
+    installed = tmp_path / ".venv" / "lib" / "site-packages" / "judge" / "plumbing"
+    installed.mkdir(parents=True)
+    (installed / "provenance.py").write_text("# installed\n")
+    assert provenance.git_state(installed) == (None, None)
+    (tmp_path / "judge" / "plumbing" / "provenance.py").write_text("# changed\n")
+    assert provenance.git_state(tmp_path / "judge" / "plumbing") == (git("rev-parse", "HEAD"), True)
+
+
 def test_a_second_launch_keeps_the_first_in_earlier_launches(tmp_path):
     """Resuming into the same folder: the earlier launch moves to earlier_launches; sections are replaced."""
     write_provenance(tmp_path, "judge-train run", {"seed": 1}, launch={"resume_from": None}, data={"n": 1})
