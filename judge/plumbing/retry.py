@@ -7,9 +7,9 @@ true`` or ``false`` overrides the status, as the ``openai`` SDK obeys it (``_sho
 waits before retry ``k`` (0-based): ``min(max_backoff_s, backoff_s * 2**k)`` times a jitter drawn from
 ``[0.5, 1.5)``, and never less than what the server asked: its ``retry-after-ms`` header (milliseconds, which OpenAI
 and Azure send; read first, as the SDK's ``_parse_retry_after_header`` does), else its ``Retry-After`` (seconds or
-an HTTP-date, RFC 9110 section 10.2.3), which judge-serve sends with its 503 and 429 answers; that wait is itself
-spread by a jitter drawn from ``[1, 1.5)`` of it, so the clients one answer turned away do not all come back at the
-same instant.
+an HTTP-date in any of its three forms, each read as GMT, RFC 9110 sections 10.2.3 and 5.6.7), which judge-serve
+sends with its 503 and 429 answers; that wait is itself spread by a jitter drawn from ``[1, 1.5)`` of it, so the
+clients one answer turned away do not all come back at the same instant.
 
 The ``openai`` SDK's own retries are turned off wherever this policy is used (``max_retries=0``), so every attempt
 is counted here. A ``Retry-After`` is taken up to ``MAX_RETRY_AFTER_S`` per wait, so ``max_retries`` waits alone
@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import email.utils
 import logging
 import math
@@ -154,6 +155,8 @@ def retry_after_s(err: BaseException, now: float | None = None) -> float | None:
         except (TypeError, ValueError):
             log.debug("ignoring an unreadable Retry-After header %r", value)
             return None
+        if when.tzinfo is None:  # the asctime form names no zone: every HTTP-date is GMT (RFC 9110 section 5.6.7)
+            when = when.replace(tzinfo=datetime.timezone.utc)
         seconds = when.timestamp() - (time.time() if now is None else now)
     if math.isnan(seconds):  # "nan" reads as a float, and would pass both bounds below unchanged
         return None

@@ -66,6 +66,24 @@ def test_retry_after_reads_seconds_and_http_dates(header, expected):
     assert retry_after_s(_error(503, header), now=NOW) == expected
 
 
+@pytest.mark.parametrize("form", ["%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT", "%a %b %d %H:%M:%S %Y"])
+@pytest.mark.parametrize("zone", ["UTC0", "EST5", "JST-9"])
+def test_every_http_date_form_is_read_as_gmt_whatever_the_machines_zone(monkeypatch, form, zone):
+    """RFC 9110 section 5.6.7: a recipient reads all three HTTP-date forms, every one of them GMT; the asctime form
+    carries no zone and was read in the machine's local time (west of UTC a 30 s wait became the 600 s cap, east of
+    it no wait at all)."""
+    import time
+
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        said = retry_after_s(_error(503, time.strftime(form, time.gmtime(NOW + 30))), now=NOW)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert said == 30.0
+
+
 @pytest.mark.parametrize(("status", "retried"), [(408, True), (409, True), (429, True), (500, True), (503, True),
                                                  (400, False), (401, False), (404, False), (422, False)])
 def test_which_statuses_are_retried(status, retried):
