@@ -151,7 +151,7 @@ def scrub_secrets(text: str) -> str:
     secret this process registered, replaced by ``REDACTED``."""
     text = _URL_PASSWORD.sub(lambda m: f"{m['head']}{REDACTED}{m['at']}", text)
     text = _URL_QUERY.sub(_redact_query, text)
-    for secret in _KNOWN_SECRETS:
+    for secret in sorted(_KNOWN_SECRETS, key=len, reverse=True):  # a secret holding another is replaced first
         text = text.replace(secret, REDACTED)
     return text
 

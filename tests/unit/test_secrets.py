@@ -73,6 +73,22 @@ def test_a_registered_key_is_scrubbed_wherever_it_appears(tmp_path, monkeypatch)
     assert files_holding(tmp_path / "run", [FROM_ENV]) == {}
 
 
+def test_a_registered_key_holding_another_is_scrubbed_whole_whatever_order_they_were_kept_in(monkeypatch):
+    """Two registered keys, one inside the other (a judge-serve key and a longer key that begins with it): replaced
+    shorter first, the longer one's remainder stayed in the text. The set's order was the hash seed's; here it is
+    forced to the worst one."""
+    from judge.plumbing import provenance
+
+    class ShortestFirst(set):
+        def __iter__(self):
+            return iter(sorted(set.__iter__(self), key=len))
+
+    monkeypatch.setattr(provenance, "_KNOWN_SECRETS", ShortestFirst())
+    provenance.register_secret("sk-local-1234")
+    provenance.register_secret("sk-local-1234-and-more")
+    assert provenance.scrub_secrets("a sk-local-1234-and-more b sk-local-1234 c") == "a *** b *** c"
+
+
 def test_run_json_and_its_folder_are_owner_only(tmp_path):
     """run.json is 0600 from its first byte (also when rewritten) and a folder the toolkit creates is 0700."""
     out = tmp_path / "new" / "run"
