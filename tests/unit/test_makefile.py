@@ -1,5 +1,5 @@
 """The Makefile's set-up steps, run for real by make in a copy of the repository's Makefile, with the programs they
-call (id, dpkg, apt-get, the Python that makes the venv and the venv's own python) replaced by scripts that record
+call (id, dpkg-query, apt-get, the Python that makes the venv and the venv's own python) replaced by scripts that record
 what they were asked."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _repo(tmp_path: Path) -> tuple[Path, Path, Path]:
     for name in ("pyproject.toml", "constraints.txt"):
         (work / name).touch()
     _stub(bin_dir, "id", "echo 1000")
-    _stub(bin_dir, "dpkg", "exit 1")
+    _stub(bin_dir, "dpkg-query", "exit 1")  # no package known
     _python(bin_dir / "python3.11", "3.11", log)
     return work, bin_dir, log
 
@@ -66,7 +66,7 @@ def test_system_packages_installs_as_root_after_a_run_that_could_not(tmp_path):
     bin_dir.mkdir()
     shutil.copy(REPO / "Makefile", work / "Makefile")
     calls = tmp_path / "apt-calls"
-    _stub(bin_dir, "dpkg", f'[ -f "{calls}" ] && exit 0; exit 1')  # installed once apt-get has run
+    _stub(bin_dir, "dpkg-query", f'[ -f "{calls}" ] && echo "install ok installed"')  # installed once apt-get ran
     _stub(bin_dir, "apt-get", f'echo "$*" >> "{calls}"')
     _stub(bin_dir, "id", "echo 1000")
     first = _make(work, bin_dir, "system-packages")
@@ -88,7 +88,8 @@ def test_an_apt_failure_as_root_is_a_warning_and_the_other_groups_still_install(
     calls, installed = tmp_path / "apt-calls", tmp_path / "installed"
     installed.touch()
     _stub(bin_dir, "id", "echo 0")
-    _stub(bin_dir, "dpkg", f'shift; for p in "$@"; do grep -qx "$p" "{installed}" || exit 1; done')
+    _stub(bin_dir, "dpkg-query", f'shift 2; for p in "$@"; do grep -qx "$p" "{installed}" || exit 1; '
+                                 'echo "install ok installed"; done')
     _stub(bin_dir, "apt-get", f"""echo "$*" >> "{calls}"
 case "$*" in *chromium*) echo "E: Package 'chromium' has no installation candidate" >&2; exit 100;; esac
 [ "$1" = install ] || exit 0
@@ -237,3 +238,26 @@ def test_a_failed_removal_of_the_cuda_torchvision_stops_the_set_up_unstamped(tmp
     assert "[Makefile:" in run.stderr and ".venv/.installed] Error 1" in run.stderr, run.stderr
     assert "-m pip uninstall -q -y torchvision torchaudio torchcodec (failed)" in log.read_text(encoding="utf-8")
     assert not (work / ".venv" / ".installed").exists()
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_a_package_removed_but_not_purged_is_installed_again(tmp_path):
+    """`apt-get remove` keeps a package's configuration files, and dpkg its record ("deinstall ok config-files"), for
+    which `dpkg -s` exits 0. Such a package is not installed: as root the set-up installs it again, and writes the
+    stamp only then, instead of skipping the group without a word and stamping it done."""
+    work, bin_dir, log = _repo(tmp_path)
+    calls, installed = tmp_path / "apt-calls", tmp_path / "installed"
+    installed.write_text("slurm-wlm\nmunge\nchromium\nchromium-driver\n", encoding="utf-8")
+    _stub(bin_dir, "id", "echo 0")
+    # bubblewrap removed, not purged: dpkg knows it (as the real `dpkg -s` does, exit 0), and says its state
+    _stub(bin_dir, "dpkg", 'exit 0')
+    _stub(bin_dir, "dpkg-query", f"""shift 2; for p in "$@"; do
+  if grep -qx "$p" "{installed}"; then echo "install ok installed"; else echo "deinstall ok config-files"; fi
+done""")
+    _stub(bin_dir, "apt-get", f"""echo "$*" >> "{calls}"
+[ "$1" = install ] || exit 0
+for p in "$@"; do case "$p" in -*|install) ;; *) echo "$p" >> "{installed}";; esac; done""")
+    run = _make(work, bin_dir, "system-packages")
+    assert run.returncode == 0, run.stderr
+    assert calls.read_text(encoding="utf-8") == "update -qq\ninstall -y -qq --no-install-recommends bubblewrap\n"
+    assert (work / ".apt-installed").exists() and "warning" not in run.stdout
