@@ -5,6 +5,7 @@ what they were asked."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -261,3 +262,16 @@ for p in "$@"; do case "$p" in -*|install) ;; *) echo "$p" >> "{installed}";; es
     assert run.returncode == 0, run.stderr
     assert calls.read_text(encoding="utf-8") == "update -qq\ninstall -y -qq --no-install-recommends bubblewrap\n"
     assert (work / ".apt-installed").exists() and "warning" not in run.stdout
+
+
+def test_everything_the_makefile_and_the_set_up_docs_create_is_ignored_by_git():
+    """The Makefile's venvs, stamps, demo folder and site, and every `VENV=` folder docs/install.md proposes (a GPU
+    venv beside the CPU one): none may show in `git status`, where `git add -A` would commit a whole venv."""
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    made = re.findall(r"^(?:VENV|DOCS_VENV|DEMO_DIR|APT_STAMP|APT_UNAVAILABLE)\s*\??=\s*(\S+)", makefile, re.M)
+    proposed = re.findall(r"\bVENV=([\w.-]+)", (REPO / "docs" / "install.md").read_text(encoding="utf-8"))
+    assert len(made) == 5 and proposed, (made, proposed)
+    paths = [f"{name}/bin/python" if "venv" in name else name for name in made + proposed] + ["site/index.html"]
+    kept = [path for path in paths
+            if subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO, timeout=30).returncode != 0]
+    assert kept == []
