@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fnmatch
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -19,3 +21,21 @@ def test_the_setuptools_floor_reads_the_license_expression():
     backend = [Requirement(r) for r in project["build-system"]["requires"] if Requirement(r).name == "setuptools"]
     assert len(backend) == 1
     assert list(backend[0].specifier.filter(["68.0.0", "68.1.2", "76.1.0", "77.0.0", "80.9.0"])) == ["77.0.0", "80.9.0"]
+
+
+def test_every_data_file_in_the_packages_is_package_data():
+    """A wheel carries a package's non-Python files only where [tool.setuptools.package-data] names them: a new file
+    under judge/data/ (or a page's template) of a kind no pattern names would be missing from every install that is
+    not an editable one. A pattern's `*` stays within one folder, as setuptools' globs do."""
+    patterns = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "judge", "train", "serve",
+                             "eval"], cwd=REPO, capture_output=True, text=True, check=True, timeout=30).stdout.split()
+    data = [path for path in listed if not path.endswith(".py")]
+    assert "judge/data/sample.jsonl" in data and "eval/reports/html/page.js" in data
+
+    def shipped(path: str) -> bool:
+        package, _, inside = path.partition("/")
+        return any(inside.count("/") == pattern.count("/") and fnmatch.fnmatchcase(inside, pattern)
+                   for pattern in patterns.get(package, []))
+
+    assert [path for path in data if not shipped(path)] == []
