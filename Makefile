@@ -45,7 +45,7 @@ export OMP_WAIT_POLICY ?= PASSIVE
 # .pyc (atomically; a concurrent one may compile it too) and every later one loads it.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup setup-gpu system-packages demo test test-fast docs clean
+.PHONY: setup setup-gpu system-packages demo test test-fast docs clean FORCE
 
 setup: $(STAMP) $(APT_STAMP)
 
@@ -69,7 +69,7 @@ define python_venv
 	if [ -e $(1)/bin/python ] || [ -L $(1)/bin/python ]; then \
 		if [ ! -f $(1)/pyvenv.cfg ]; then \
 			echo "error: $(1)/bin/python is not Python 3.11+ with pip and $(1) is not a venv; make clean, then make again (or use another VENV= or DOCS_VENV=)" >&2; exit 1; fi; \
-		echo "$(1): its python is older than 3.11 or has no pip; making it again"; rm -rf $(1); fi; \
+		echo "$(1): its python is missing, older than 3.11 or has no pip; making it again"; rm -rf $(1); fi; \
 	found=$$($(PYTHON) $(PYTHON_VERSION) 2>/dev/null) || { \
 		echo "error: pollux-judge needs Python 3.11+ and $(PYTHON) is $${found:+Python }$${found:-not found}; make $(or $(MAKECMDGOALS),setup) PYTHON=python3.11 (or another 3.11+ interpreter)" >&2; exit 1; }; \
 	$(PYTHON) -m venv $(1) && $(1)/bin/python $(VENV_OK) >/dev/null 2>&1 || { \
@@ -87,12 +87,15 @@ if [ -n "$$flavour" ] && [ "$$flavour" != $(1) ]; then \
 echo $(1) > $(FLAVOUR_FILE)
 endef
 
-# Re-runs only when the dependency files change.
+# Re-runs when the dependency files change, and when the stamped venv's python no longer passes the check above (its
+# interpreter removed or replaced since, as a system Python upgrade does): the stamp alone would keep every later
+# target on a venv that cannot run, while this rule's first step makes it again.
+VENV_BROKEN := $(if $(wildcard $(STAMP)),$(if $(shell $(PY) $(VENV_OK) >/dev/null 2>&1 && echo ok),,FORCE))
 # Nothing is byte-compiled at install (--no-compile): compiling the whole venv ahead made the set-up over half as
 # long again, while a full test run imports a third of its modules (measured: docs/performance.md, row "set-up
 # without byte-compiling ahead"). A module is compiled when first imported instead, and its .pyc written for the
 # processes after (the unexport above).
-$(STAMP): pyproject.toml constraints.txt Makefile
+$(STAMP): pyproject.toml constraints.txt Makefile $(VENV_BROKEN)
 	$(call venv,cpu)
 	$(PIP) install -q --upgrade pip setuptools wheel
 	# The CPU torch first, pinned: see constraints.txt. PyPI has no +cpu build: where no local wheel or configured
@@ -112,6 +115,7 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 	# those not installed, so a failure here is a real one: it stops the set-up before the stamp.
 	$(PIP) uninstall -q -y torchvision torchaudio torchcodec
 	touch $(STAMP)
+FORCE:
 
 # A GPU machine (CUDA): the `gpu` extra's vllm brings its own CUDA torch, so constraints.txt (which pins the CPU
 # torch) does not apply, and DeepSpeed may build against the CUDA torch its build isolation fetches. flash-attn, for

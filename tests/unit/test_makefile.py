@@ -139,7 +139,7 @@ def test_a_venv_of_an_old_python_or_without_pip_is_made_again(tmp_path, version,
     _python(work / ".venv" / "bin" / "python", version, log, pip=pip)
     run = _make(work, bin_dir, f"PYTHON={bin_dir / 'python3.11'}", ".venv/.installed")
     assert run.returncode == 0, run.stderr
-    assert ".venv: its python is older than 3.11 or has no pip; making it again" in run.stdout
+    assert ".venv: its python is missing, older than 3.11 or has no pip; making it again" in run.stdout
     pips = log.read_text(encoding="utf-8").splitlines()
     assert pips and all(line.startswith("3.11 -m pip") for line in pips)  # the new venv's python, a good one
     assert (work / ".venv" / ".flavour").read_text(encoding="utf-8").strip() == "cpu"
@@ -154,7 +154,7 @@ def test_a_docs_venv_of_an_old_python_is_made_again(tmp_path):
     (work / ".venv-docs" / "pyvenv.cfg").touch()
     _python(work / ".venv-docs" / "bin" / "python", "3.10", log)
     run = _make(work, bin_dir, f"PYTHON={bin_dir / 'python3.11'}", "docs")
-    assert ".venv-docs: its python is older than 3.11 or has no pip; making it again" in run.stdout
+    assert ".venv-docs: its python is missing, older than 3.11 or has no pip; making it again" in run.stdout
     calls = log.read_text(encoding="utf-8").splitlines()
     assert calls and all(line.startswith("3.11 -m") for line in calls)  # pip and mkdocs by the new venv's python
 
@@ -275,3 +275,27 @@ def test_everything_the_makefile_and_the_set_up_docs_create_is_ignored_by_git():
     kept = [path for path in paths
             if subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO, timeout=30).returncode != 0]
     assert kept == []
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.parametrize("broken", ["interpreter gone", "no pip"])
+def test_a_set_up_venv_whose_python_no_longer_works_is_made_again_by_the_next_target(tmp_path, broken):
+    """A set-up .venv whose interpreter was removed since (its python a dangling link after an upgrade of the system's
+    Python) or no longer finds pip: the next `make test-fast` makes it again and installs, instead of trusting the
+    stamp and failing with `.venv/bin/python: No such file or directory`."""
+    work, bin_dir, log = _repo(tmp_path)
+    python = f"PYTHON={bin_dir / 'python3.11'}"
+    assert _make(work, bin_dir, python, "setup").returncode == 0
+    venv_python = work / ".venv" / "bin" / "python"
+    venv_python.unlink()
+    if broken == "no pip":
+        _python(venv_python, "3.11", log, pip=False)
+    else:
+        venv_python.symlink_to(tmp_path / "gone" / "python3.11")
+    before = log.read_text(encoding="utf-8")
+    run = _make(work, bin_dir, python, "test-fast")
+    assert run.returncode == 0, run.stderr
+    assert ".venv: its python is missing, older than 3.11 or has no pip; making it again" in run.stdout
+    again = log.read_text(encoding="utf-8")[len(before):].splitlines()
+    assert any("-m pip install" in line and "-e .[cpu,dev]" in line for line in again), again
+    assert again[-1].startswith("3.11 -m pytest") and (work / ".venv" / ".installed").exists()
