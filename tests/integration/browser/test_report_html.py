@@ -296,6 +296,27 @@ def test_pages_read_with_javascript_off(browser_without_scripts, scored):
         assert "JavaScript" in notes[0].text and where in notes[0].text, page
 
 
+def test_the_bookkeeping_switch_shows_its_columns_with_javascript_off(browser_without_scripts, scored):
+    """The switch in the nav is drawn whatever the browser runs: with scripts off, ticking it shows the bookkeeping
+    columns (the items without a prediction, the failures by kind, the in-scale figures) from the stylesheet alone,
+    on both pages; unticked they stay hidden."""
+    from selenium.webdriver.common.by import By
+
+    driver = browser_without_scripts
+    for page, table_id in (("exact/report.html", "summary-table"), ("cmp/compare.html", "side-all")):
+        driver.get((scored["root"] / page).as_uri())
+        assert driver.execute_script("return document.body.dataset.ready") is None  # page.js did not run
+        heading = driver.find_element(By.CSS_SELECTOR, f'#{table_id} th[data-key="n_missing"]')
+        switch = driver.find_element(By.ID, "show-bookkeeping")
+        assert not heading.is_displayed() and not switch.is_selected(), page
+        switch.click()
+        assert switch.is_selected() and heading.is_displayed(), page
+        cells = driver.find_elements(By.CSS_SELECTOR, f"#{table_id} tbody td.book")
+        assert cells and all(cell.is_displayed() for cell in cells), page
+        switch.click()
+        assert not heading.is_displayed(), page
+
+
 # Markup in every text a page shows: a script element (and the end tag of the one holding the page's data), an
 # element with a handler, a javascript: URL, a comment's start, a style element, U+2028 / U+2029. Each would set
 # window.__pwned (or hide the page) if it became markup.
