@@ -41,7 +41,6 @@ The POLLUX sources define no pairwise metric; these are the usual position-bias 
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 from typing import Any
@@ -293,7 +292,7 @@ def pairwise_markdown(metrics: dict[str, Any], name: str = "") -> str:
     reports write them."""
     from eval.reports.report import md_code, md_text
 
-    lines = [f"## Pairwise judging{f' — {md_text(name)}' if name else ''}", "",
+    lines = [f"## Pairwise judging{f' — {md_text(_shown_judge(name))}' if name else ''}", "",
              f"{metrics['n_pairs']} pairs ({metrics['n_labelled']} labelled), {metrics['n_judgments']} judgments, "
              f"{metrics['n_parsed']} parsed, {metrics['n_failed']} failed"
              + (f" ({', '.join(f'{md_code(k)}: {v}' for k, v in metrics['failures'].items())})"
@@ -348,20 +347,35 @@ def _coverage_row(block: dict[str, Any], row: str, escape=lambda text: text) -> 
                       why=escape(block.get("why_empty", "")))
 
 
+def _shown_judge(name: str) -> str:
+    """The judge's name as every report shows it (``eval.reports.names``): one line, without bidirectional controls,
+    cut to ``NAME_CHARS`` characters; the caller makes it inert for its format."""
+    from eval.reports.names import one_line, shown_name
+
+    return shown_name(one_line(name))
+
+
 def pairwise_html(metrics: dict[str, Any], name: str = "") -> str:
-    """The same section as an HTML fragment (a ``<section>`` with a table), for ``report.html``."""
+    """The same section as an HTML fragment (a ``<section>`` with a table), for ``report.html``: every text through
+    the pages' ``escape`` (which drops bidirectional controls), the judge's name cut, the failures by code."""
+    from eval.reports.html_text import escape
+
     rows = "".join(
-        f"<tr><td>{html.escape(TITLES[k])}</td><td>{html.escape(_fmt(metrics[k]))}</td><td>{metrics[k]['n']}</td>"
-        f"<td>{html.escape(metrics[k].get('why_empty', ''))}</td></tr>"
+        f"<tr><td>{escape(TITLES[k])}</td><td>{escape(_fmt(metrics[k]))}</td><td>{metrics[k]['n']}</td>"
+        f"<td>{escape(metrics[k].get('why_empty', ''))}</td></tr>"
         + (_coverage_row(metrics["coverage"], "<tr><td>{title}</td><td>{value}</td><td>{n}</td><td>{why}</td></tr>",
-                         html.escape) if k == "agreement" and "coverage" in metrics else "")
+                         escape) if k == "agreement" and "coverage" in metrics else "")
         for k in RATES
     )
-    title = html.escape(f"Pairwise judging{f' — {name}' if name else ''}")
+    title = escape(f"Pairwise judging{f' — {_shown_judge(name)}' if name else ''}")
+    failures = metrics.get("failures") or {}
+    # report.md's failures by code (``pairwise_markdown``): a parse failure is told from a refused request here too
+    by_code = (" (" + ", ".join(f"<code>{escape(k)}</code>: {escape(v)}" for k, v in failures.items()) + ")"
+               + escape(cut_codes_note(failures)) if failures else "")
     return (f'<section id="pairwise"><h2>{title}</h2><p>{metrics["n_pairs"]} pairs ({metrics["n_labelled"]} '
             f"labelled), {metrics['n_judgments']} judgments, {metrics['n_parsed']} parsed, {metrics['n_failed']} "
-            f"failed; {metrics['n_both_orders']} pairs parsed in both orders."
-            + html.escape(_combined_text(metrics))
+            f"failed{by_code}; {metrics['n_both_orders']} pairs parsed in both orders."
+            + escape(_combined_text(metrics))
             + (f" <b>{metrics['n_missing']} judgments have no row</b> (the run is unfinished)."
                if metrics.get("n_missing") else "")
             + "</p><table><thead><tr><th>metric</th>"
@@ -369,7 +383,7 @@ def pairwise_html(metrics: dict[str, Any], name: str = "") -> str:
             "<p>Intervals: percentile bootstrap over pairs (both orders of a pair resampled together). Orders "
             "combined: a verdict both orders give, a tie where they disagree (Zheng et al., arXiv 2306.05685, Section "
             "3.4); a pair with a failed or missing order has none.</p>"
-            + "".join(f"<p>{html.escape(note)}</p>" for note in extreme_rate_notes(metrics)) + "</section>")
+            + "".join(f"<p>{escape(note)}</p>" for note in extreme_rate_notes(metrics)) + "</section>")
 
 
 def _run_config(run_file: Path) -> dict[str, Any]:
@@ -450,11 +464,12 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
     write_atomically(target / PAIRWISE_PAIRS, verdicts.encode("utf-8"))
     # ``compare`` reads metrics.json back: replaced whole, never left cut by a kill.
     write_atomically(target / "metrics.json", (json.dumps(metrics, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+    from eval.reports.html_text import escape
     from eval.reports.report import md_text
 
-    write_atomically(target / "report.md",
-                     (f"# {md_text(name) or 'Judge'}: pairwise report\n\n" + pairwise_markdown(metrics)).encode("utf-8"))
-    page = (f"<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>{html.escape(name)} pairwise</title>"
-            f"<body>{pairwise_html(metrics, name)}</body></html>\n")
+    write_atomically(target / "report.md", (f"# {md_text(_shown_judge(name)) or 'Judge'}: pairwise report\n\n"
+                                            + pairwise_markdown(metrics)).encode("utf-8"))
+    page = (f"<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>{escape(_shown_judge(name))} pairwise"
+            f"</title><body>{pairwise_html(metrics, name)}</body></html>\n")
     write_atomically(target / "report.html", page.encode("utf-8"))
     return metrics
