@@ -9,7 +9,7 @@ whose export is complete at its last step ends with nothing to do (``RunFinished
 without a checkpoint or a finished export, or ``--overwrite-output-dir``, whose deletion waits for
 ``clear_earlier_run``, as training begins.
 
-Why one module of ~540 lines: judge-train, slurm/train.sbatch (``_main``) and judge-train submit read a run folder
+Why one module of ~570 lines: judge-train, slurm/train.sbatch (``_main``) and judge-train submit read a run folder
 through these same rules (which checkpoint is whole, whether it resumes, with which settings, ranks and ZeRO layout,
 whether the run is finished), so that none of them resumes what another would refuse.
 """
@@ -222,10 +222,15 @@ def check_zero_stage(config: TrainConfig, checkpoint: Path) -> None:
     under stages 0 to 2: ``_get_ckpt_name``) and, finding none, fails inside ``trainer.train()`` after the base
     model loaded. The layout is read from the files of the folder DeepSpeed would load (``latest``'s tag); a JSON
     asking for universal checkpoints, which DeepSpeed converts itself, and a folder with no model-states file are
-    let through. The stage is read as DeepSpeed reads it (``train.config.zero_stage``: ``"3"`` is 3). The files tell
-    only stage 3 from the others: stage 0 and stages 1 and 2 write the same model-states file (and bf16 under stage
-    0 writes ``bf16_zero_pp_rank_*`` optimizer files as stages 1 and 2 do), so a checkpoint of one resumed under a
-    JSON of the other passes here and fails inside training, where DeepSpeed loads the optimizer state the other way.
+    let through. The stage is read as DeepSpeed reads it (``train.config.zero_stage``: ``"3"`` is 3).
+
+    Stages 0 to 2 write the same model-states file; their optimizer files tell them apart (``_stage_below_3``):
+    stage 0 keeps the whole optimizer in the model-states file, where DeepSpeed under stage 0 loads it from, and
+    stages 1 and 2 keep none there but one ``zero_pp_rank_<r>`` file per rank, which DeepSpeed under stage 1 or 2
+    opens. Across them the load fails inside training as well: refused here. What the names cannot tell is let
+    through: ``bf16_zero_pp_rank_*`` files are written by stages 1 and 2 under bf16 and by stage 0 where DeepSpeed
+    runs its ``BF16_Optimizer`` (bf16 with fp32 gradient accumulation), so such a checkpoint passes under a JSON of
+    any stage 0 to 2.
 
     Raises:
         ConfigError: naming the checkpoint, both stages and what to do instead.
@@ -238,16 +243,41 @@ def check_zero_stage(config: TrainConfig, checkpoint: Path) -> None:
     if folder is None or config.deepspeed is None or _universal_checkpoints(settings) or stage is None:
         return
     saved = sorted(p.name for p in folder.iterdir() if p.name.endswith("_model_states.pt"))
-    zero3 = any(_ZERO3_MODEL_STATES.match(name) for name in saved)
-    if not saved or zero3 == (stage == 3):
+    if not saved:
         return
-    written = "3" if zero3 else "0, 1 or 2"
+    zero3 = any(_ZERO3_MODEL_STATES.match(name) for name in saved)
+    if zero3 != (stage == 3):
+        written = "3" if zero3 else "0, 1 or 2"
+        found, looks_for = f"{folder.name} holds {saved[0]}", "the other stage's model-states files"
+    elif zero3 or (below_3 := _stage_below_3(folder, saved[0])) is None or (below_3[0] == 0) == (stage == 0):
+        return
+    else:
+        written, found = below_3
+        looks_for = (f"the zero_pp_rank optimizer files stage {stage} saves" if stage else
+                     f"the optimizer state in {saved[0]}, where stages 1 and 2 keep none")
     raise ConfigError(
-        f"--resume: {checkpoint} is a DeepSpeed checkpoint of ZeRO stage {written} ({folder.name} holds {saved[0]}) "
-        f"and deepspeed config {config.deepspeed} sets stage {stage}: DeepSpeed would look for the other stage's "
-        "model-states files and fail once the model has loaded; resume with the ZeRO stage the run was saved with, "
-        "or start over with --overwrite-output-dir (under judge-train submit, `-- --overwrite-output-dir`)"
+        f"--resume: {checkpoint} is a DeepSpeed checkpoint of ZeRO stage {written} ({found}) and deepspeed config "
+        f"{config.deepspeed} sets stage {stage}: DeepSpeed would look for {looks_for} and fail once the model has "
+        "loaded; resume with the ZeRO stage the run was saved with, or start over with --overwrite-output-dir "
+        "(under judge-train submit, `-- --overwrite-output-dir`)"
     )
+
+
+def _stage_below_3(folder: Path, model_states: str) -> tuple[int | str, str] | None:
+    """The ZeRO stage (0, or "1 or 2") a ``global_step*`` folder of stage 0 to 2 was saved under, with what in it
+    says so; None where its names do not tell.
+
+    Stage 0 keeps the optimizer in ``model_states`` and writes no ``zero_pp_rank`` optimizer file under fp32, fp16
+    or bf16 (its optimizer has no data-parallel group: ``_configure_checkpointing`` in deepspeed/runtime/engine.py
+    sets ``save_zero_checkpoint`` from one); stages 1 and 2 write one per rank, ``bf16_``-prefixed only under bf16
+    (``_get_zero_ckpt_name``). Stage 0 on DeepSpeed's ``BF16_Optimizer`` writes ``bf16_`` files too: those tell no
+    stage.
+    """
+    optimizer_files = sorted(p.name for p in folder.iterdir() if _ZERO_RANK_FILE.match(p.name))
+    if not optimizer_files:
+        return 0, f"{folder.name} holds {model_states} and no zero_pp_rank optimizer file"
+    unprefixed = [name for name in optimizer_files if not name.startswith("bf16_")]
+    return ("1 or 2", f"{folder.name} holds {unprefixed[0]}") if unprefixed else None
 
 
 class RunFinished(SystemExit):

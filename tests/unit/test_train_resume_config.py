@@ -472,6 +472,77 @@ def test_a_zero_checkpoint_is_refused_under_a_json_of_another_zero_stage(tmp_pat
     assert check_output_dir(dataclasses.replace(earlier, resume=True)) == checkpoint  # a new config reads the file
 
 
+def _stage_0_to_2_checkpoint(folder, config, optimizer_files):
+    """A ZeRO stage 0 to 2 run's folder: global_step4/ with the one model-states file those stages write and
+    ``optimizer_files`` beside it (DeepSpeed's names, deepspeed/runtime/engine.py ``_get_rank_zero_ckpt_name``)."""
+    from train.provenance import update_run_json
+
+    checkpoint = _earlier_run(folder, config)
+    (checkpoint / "optimizer.pt").unlink()
+    (checkpoint / "global_step4").mkdir()
+    (checkpoint / "latest").write_text("global_step4", encoding="utf-8")
+    for name in ("mp_rank_00_model_states.pt", *optimizer_files):
+        (checkpoint / "global_step4" / name).write_bytes(b"")
+    update_run_json(folder, launch={"world_size": 1})
+    return checkpoint
+
+
+# Stage 0 with fp32, fp16 or (this DeepSpeed) bf16 keeps the whole optimizer in the model-states file and writes no
+# optimizer file; stages 1 and 2 write one per rank, prefixed bf16_ under bf16 only. A stage 0 bf16 run on DeepSpeed's
+# BF16_Optimizer writes bf16_ files as well: those names tell no stage.
+STAGE_0 = "ZeRO stage 0 (global_step4 holds mp_rank_00_model_states.pt and no zero_pp_rank optimizer file)"
+STAGE_1_OR_2 = "ZeRO stage 1 or 2 (global_step4 holds zero_pp_rank_0_mp_rank_00_optim_states.pt)"
+
+
+@pytest.mark.parametrize("files, now, written, looks_for", [
+    ((), 1, STAGE_0, "the zero_pp_rank optimizer files stage 1 saves"),
+    ((), 2, STAGE_0, "the zero_pp_rank optimizer files stage 2 saves"),
+    (("zero_pp_rank_0_mp_rank_00_optim_states.pt", "zero_pp_rank_1_mp_rank_00_optim_states.pt"), 0, STAGE_1_OR_2,
+     "the optimizer state in mp_rank_00_model_states.pt, where stages 1 and 2 keep none"),
+    (("zero_pp_rank_0_mp_rank_00optim_states.pt",), 0,  # DeepSpeed's older spelling
+     STAGE_1_OR_2.replace("_optim_states", "optim_states"),
+     "the optimizer state in mp_rank_00_model_states.pt, where stages 1 and 2 keep none"),
+])  # fmt: skip
+def test_a_stage_0_checkpoint_and_a_stage_1_or_2_one_are_not_resumed_under_each_others_json(
+        tmp_path, monkeypatch, files, now, written, looks_for):
+    """Stages 0 to 2 write the same model-states file, so the layout check let a stage 0 checkpoint through under a
+    JSON of stage 1 or 2 (and back), and DeepSpeed, loading the optimizer state the other stage's way, failed inside
+    trainer.train() once the model had loaded. The optimizer files tell them apart: refused before anything loads,
+    naming both stages."""
+    import json
+
+    monkeypatch.setenv("WORLD_SIZE", str(max(len(files), 1)))
+    deepspeed = tmp_path / "ds.json"
+    deepspeed.write_text(json.dumps({"zero_optimization": _zero(now)}))
+    earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"), deepspeed=str(deepspeed))
+    checkpoint = _stage_0_to_2_checkpoint(tmp_path / "run", earlier, files)
+    with pytest.raises(ConfigError) as error:
+        check_output_dir(dataclasses.replace(earlier, resume=True))
+    assert str(error.value) == (
+        f"--resume: {checkpoint} is a DeepSpeed checkpoint of {written} and deepspeed config {deepspeed} sets stage "
+        f"{now}: DeepSpeed would look for {looks_for} and fail once the model has loaded; resume with the ZeRO stage "
+        "the run was saved with, or start over with --overwrite-output-dir (under judge-train submit, "
+        "`-- --overwrite-output-dir`)")
+    for stage in ((0,) if not files else (1, 2)):  # the stage it was saved with resumes
+        deepspeed.write_text(json.dumps({"zero_optimization": _zero(stage)}))
+        assert check_output_dir(dataclasses.replace(earlier, resume=True)) == checkpoint
+
+
+@pytest.mark.parametrize("now", [0, 1, 2])
+def test_bf16_optimizer_files_tell_no_zero_stage_below_3_and_resume_under_any(tmp_path, monkeypatch, now):
+    """The stated limit (docs/training.md): bf16_zero_pp_rank files are what stages 1 and 2 write under bf16 and
+    what stage 0 writes on DeepSpeed's BF16_Optimizer, so such a checkpoint passes this check under a JSON of any
+    stage 0 to 2; DeepSpeed's own load names a mismatch."""
+    import json
+
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    deepspeed = tmp_path / "ds.json"
+    deepspeed.write_text(json.dumps({"zero_optimization": _zero(now)}))
+    earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"), deepspeed=str(deepspeed))
+    checkpoint = _stage_0_to_2_checkpoint(tmp_path / "run", earlier, ["bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt"])
+    assert check_output_dir(dataclasses.replace(earlier, resume=True)) == checkpoint
+
+
 def test_a_zero_checkpoint_resumes_on_other_ranks_when_deepspeed_loads_it_as_universal(tmp_path, monkeypatch):
     """A DeepSpeed JSON with "checkpoint": {"load_universal": true} (a checkpoint converted by DeepSpeed's
     ds_to_universal.py) is re-partitioned by DeepSpeed itself: let through. Without it, refused."""
