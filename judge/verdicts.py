@@ -17,10 +17,10 @@ scales, and its 2.5-4.0 mean scores in Table 10, only arise from scoring out-of-
 ``in_scale=False``; callers that must reject it (teacher annotation, training data) check ``in_scale`` and
 report ``VerdictError.OUT_OF_SCALE``.
 
-Why one module of ~885 lines: both formats' rendering and parsing, the rules every training step applies to an
+Why one module of ~900 lines: both formats' rendering and parsing, the rules every training step applies to an
 answer (``bare_answer``, ``bare_tagged_answer``, ``has_think_tag``, ``gives_reasons``) and the reading of an output
-the length limit cut (``cut_short``, ``read_tagged_verdict``) read the same tag and think-block patterns; split, they
-would be defined twice and could drift apart.
+the length limit cut (``cut_short``, ``read_tagged_verdict``, ``rationale_cut_short``) read the same tag and
+think-block patterns; split, they would be defined twice and could drift apart.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ __all__ = [
     "render_target",
     "render_rationale_target",
     "parse_rationale",
+    "rationale_cut_short",
     "format_score",
     "VerdictReader",
     "parse_pollux_result",
@@ -235,6 +236,15 @@ def parse_rationale(text: str) -> tuple[str, bool]:
     if stops:
         return body[: min(stops)].strip(), True
     return body.strip(), False
+
+
+def rationale_cut_short(text: str | None, finish_reason: str | None) -> bool:
+    """Whether the length limit stopped a regression judge's generation before a tag closed its rationale: the
+    ``finish_reason`` is ``length`` and ``parse_rationale`` finds no ``[RESULT]`` or ``[END]`` after it. A rationale
+    closed before the cut (text after the ``[END]``, as ``stop_at_end`` false runs on, or a ``[RESULT]`` the LM added)
+    is whole. One reading for judge-serve, which scores an export's head only on a whole rationale, and for
+    judge-eval's rows, so the same text and ``finish_reason`` get the same verdict in both."""
+    return finish_reason == "length" and not parse_rationale(text or "")[1]
 
 
 def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = False) -> Verdict:

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from collections.abc import Mapping
 from typing import Any
 
-from judge.verdicts import CONTEXT_LIMIT
+from judge.verdicts import CONTEXT_LIMIT, rationale_cut_short
 from judge import (JudgeResult, Scale, ScoreSource, VerdictError, VerdictFormat, apply_chat, parse_rationale,
                    parse_verdict, render_rationale_target)
 from judge.checkpoints import NEUTRAL_SAMPLING, JudgeKind
@@ -843,7 +843,7 @@ class Judge:
         if not (text.strip() if released else rationale):
             out["error"], out["error_reason"] = VerdictError.EMPTY, "the judge wrote no rationale for the head to score"
             return out, None, True
-        if not released and finish_reason == "length" and not complete:
+        if not released and rationale_cut_short(text, finish_reason):
             # Re-rendered, a cut rationale would gain an [END] the judge never wrote and be scored as whole; a tagged
             # verdict cut the same way fails ``cut``. One the judge closed before the cut (``stop_at_end`` false runs
             # on to the turn's end) is whole: the head reads it as training rendered it. A released judge's head reads

@@ -35,7 +35,7 @@ from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_answer
 from judge.plumbing.message_content import described_content, no_choice_said, separated_reasoning
 from judge.plumbing.retry import EndpointUnusable, is_transient, retry_stop_said, retryable_status, server_message
 from judge.prompts import POLLUX_PROMPT, PromptTemplate
-from judge.verdicts import CONTEXT_LIMIT, VerdictError, VerdictFormat
+from judge.verdicts import CONTEXT_LIMIT, VerdictError, VerdictFormat, rationale_cut_short
 from judge.wire import (CustomCriterion, JudgeItem, JudgeRequest, JudgeResponse, JudgeResult, ScoreSource,
                         read_context_words)
 
@@ -614,39 +614,32 @@ class JudgeServeBackend:
 
 
 def _cut_rationale(result: JudgeResult) -> dict[str, Any] | None:
-    """The ``cut`` failure of a regression head's score on a rationale ``max_tokens`` stopped (``finish_reason``
-    "length"), None for any other result.
+    """The ``cut`` failure of a regression head's score on a rationale ``max_tokens`` stopped before a tag closed it
+    (``judge.verdicts.rationale_cut_short`` on the generated text and ``finish_reason``), None for any other result.
 
-    judge-serve fails an export's cut rationale itself, but scores a released ``-r`` judge's (``head_input``
-    "generated_text"), as POLLUX's scoring reads whatever the generation wrote. A run reads it as judge-serve reads a
-    cut export rationale and a cut tagged verdict: the head's value on a text the judge did not finish is no verdict,
-    so it is counted among the failures, never scored; the reason keeps the value. A departure from POLLUX, so a
-    named one: the run setting ``cut_rationale: score`` scores it as POLLUX does (``is_scored_cut`` counts them).
-
-    judge-serve also scores an export's generation cut after a tag (``[END]``, or a ``[RESULT]`` the LM added)
-    closed its rationale (``rationale_complete`` true): its head read the closed rationale. A result does not say
-    which input the head read, so such a row is a ``cut`` failure too, its reason saying the rationale was closed
-    (never that the judge did not finish it), and ``cut_rationale: score`` keeps it.
+    judge-serve fails an export's cut rationale itself, by the same reading, but scores a released ``-r`` judge's
+    (``head_input`` "generated_text"), as POLLUX's scoring reads whatever the generation wrote. A run reads it as
+    judge-serve reads a cut export rationale and a cut tagged verdict: the head's value on a text the judge did not
+    finish is no verdict, so it is counted among the failures, never scored; the reason keeps the value. A departure
+    from POLLUX, so a named one: the run setting ``cut_rationale: score`` scores it as POLLUX does
+    (``is_scored_cut`` counts them). A generation cut after a tag (``[END]``, or a ``[RESULT]`` the LM added) closed
+    its rationale holds a whole one: scored, as judge-serve scores it, from an export or a released judge.
     """
-    if result.score_source != ScoreSource.REGRESSION_HEAD or result.finish_reason != "length":
+    if result.score_source != ScoreSource.REGRESSION_HEAD or not rationale_cut_short(result.output,
+                                                                                    result.finish_reason):
         return None
-    if result.rationale_complete is True:
-        head = "" if result.regression_score is None else f"the head gave {result.regression_score:.4g}; "
-        reason = (f"the generation stopped at max_tokens after a tag closed the judge's rationale: no score ({head}"
-                  "cut_rationale: score keeps it); a new run with a larger --max-tokens gives it room")
-    else:
-        head = ("" if result.regression_score is None
-                else f" (the head gave {result.regression_score:.4g} for the cut text)")
-        reason = (f"the generation stopped at max_tokens before the judge finished its rationale: no score{head}; a "
-                  "new run with a larger --max-tokens gives it room")
+    head = "" if result.regression_score is None else f" (the head gave {result.regression_score:.4g} for the cut text)"
+    reason = (f"the generation stopped at max_tokens before the judge finished its rationale: no score{head}; a new "
+              "run with a larger --max-tokens gives it room")
     return {**failed_outcome(VerdictError.CUT, reason),
             "raw_output": result.output, "feedback": result.feedback or "", "finish_reason": result.finish_reason}
 
 
 def is_scored_cut(row: Any) -> bool:
-    """Whether a predictions row holds a regression head's score on a rationale ``max_tokens`` cut: a row
-    ``cut_rationale: score`` kept, where ``fail`` writes a ``cut`` failure (``_cut_rationale``)."""
-    return bool(row.parse_ok and row.score_source == ScoreSource.REGRESSION_HEAD and row.finish_reason == "length")
+    """Whether a predictions row holds a regression head's score on a rationale ``max_tokens`` cut before a tag
+    closed it: a row ``cut_rationale: score`` kept, where ``fail`` writes a ``cut`` failure (``_cut_rationale``)."""
+    return bool(row.parse_ok and row.score_source == ScoreSource.REGRESSION_HEAD
+                and rationale_cut_short(row.raw_output, row.finish_reason))
 
 
 def reasoning_of(message: Any) -> str | None:

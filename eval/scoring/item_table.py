@@ -30,6 +30,7 @@ from judge.metrics_json.metrics import (Cell, Confusion, Confusions, Metrics, Mo
                                         SplitMetrics, check_vc_repeats)
 from judge.records import RowIndex, row_place
 from judge.wire_fields import ScoreSource
+from judge.verdicts import rationale_cut_short
 
 __all__ = [
     "BOOTSTRAP_UNITS",
@@ -339,11 +340,15 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
         notes["n_regression_without_raw"] = int(without_raw.sum())
     if len(rescue):
         notes["n_out_of_scale_reparsed"] = len(rescue)
-    # A head's score on a rationale max_tokens cut (cut_rationale: score keeps it, as POLLUX does): a scored row like
-    # any other, so only this count says how many figures rest on an unfinished rationale (eval.reports.notes).
-    cut_scored = ok & (source == ScoreSource.REGRESSION_HEAD) & (column("finish_reason") == "length")
-    if cut_scored.any():
-        notes["n_cut_scored"] = int(cut_scored.sum())
+    # A head's score on a rationale max_tokens cut before a tag closed it (cut_rationale: score keeps it, as POLLUX
+    # does): a scored row like any other, so only this count says how many figures rest on an unfinished rationale
+    # (eval.reports.notes). Read as judge-serve and the run read it (judge.verdicts.rationale_cut_short), from the
+    # outputs of the rows the length limit stopped only.
+    stopped = np.flatnonzero(ok & (source == ScoreSource.REGRESSION_HEAD) & (column("finish_reason") == "length"))
+    if len(stopped):
+        outputs = predictions.column("raw_output").take(pa.array(match[stopped])).to_pylist()
+        if n_cut_scored := sum(rationale_cut_short(text, "length") for text in outputs):
+            notes["n_cut_scored"] = n_cut_scored
     if no_scale.any():  # their scores count as in scale (n_out_of_scale cannot flag them): said, not left silent
         notes["n_no_scale"] = int(no_scale.sum())
     return table, notes

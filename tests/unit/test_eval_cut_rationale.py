@@ -34,9 +34,9 @@ def data(tmp_path):
     return judge.write_jsonl(judge.load_records(judge.sample_data_path())[:2], tmp_path / "data.jsonl")
 
 
-def _released_r_judge(finish_reason: str = "length") -> ScriptedEndpoint:
-    """judge-serve serving a released ``-r`` judge as "judge": each criterion scored 1.5 by the head on ``CUT``,
-    the generation ended by ``finish_reason``."""
+def _released_r_judge(finish_reason: str = "length", output: str = CUT) -> ScriptedEndpoint:
+    """judge-serve serving a released ``-r`` judge as "judge": each criterion scored 1.5 by the head on ``output``
+    (default ``CUT``), the generation ended by ``finish_reason``."""
 
     def respond(path: str, body: dict) -> tuple[int, dict]:
         if path != "/v1/judge" or not body:
@@ -44,7 +44,7 @@ def _released_r_judge(finish_reason: str = "length") -> ScriptedEndpoint:
         (item,) = body["items"]
         results = [JudgeResult(criterion=criterion["name"], criterion_id=None, scale=[0, 1, 2], feedback="Рифма ес",
                                score=1.5, parse_ok=True, score_source="regression_head", regression_score=1.5,
-                               output=CUT, finish_reason=finish_reason).to_json() for criterion in item["criteria"]]
+                               output=output, finish_reason=finish_reason).to_json() for criterion in item["criteria"]]
         return 200, {"id": "judge-1", "object": "judge.result", "created": 0, "model": "judge",
                      "judge_kind": "regression", "verdict_format": "tagged", "prompt_version": "pollux-ru-v2",
                      "items": [{"index": 0, "id": item["id"], "results": results}],
@@ -154,6 +154,24 @@ def test_score_says_how_many_items_were_scored_on_a_cut_rationale(data, tmp_path
         assert notes.get("n_cut_scored") == expected
         report = (out / "report.md").read_text(encoding="utf-8")
         assert ("**2 items were scored on a rationale `max_tokens` cut**" in report) == (expected == 2)
+
+
+@pytest.mark.parametrize("setting", [(), ("--cut-rationale", "score")])
+def test_a_rationale_closed_before_the_cut_is_scored_and_counted_as_no_cut_row(data, tmp_path, capsys, setting):
+    """A generation that ran to max_tokens after its [END] holds a whole rationale (``rationale_cut_short``): judge-
+    serve scored it, and the run keeps that score under either setting; neither the run's summary nor score's
+    metrics.json and report count it among the items scored on a cut rationale."""
+    out = tmp_path / "run"
+    with _released_r_judge("length", "[FEEDBACK] Рифма есть. [END] и ещё, и ещё") as server:
+        assert main(run_args(server.base_url, data, out, *setting)) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["written"], summary["parse_failed"], summary.get("cut_scored")) == (2, 0, 0 if setting else None)
+    assert [(row["score"], row["error"], row["finish_reason"]) for row in read_predictions(out)] == [
+        (1.5, None, "length")] * 2
+    assert main(["score", "--predictions", str(out), "--n-boot", "0"]) == 0
+    capsys.readouterr()
+    assert json.loads((out / "metrics.json").read_text(encoding="utf-8"))["notes"].get("n_cut_scored") is None
+    assert "`max_tokens` cut" not in (out / "report.md").read_text(encoding="utf-8")
 
 
 def test_score_reads_predictions_written_before_rows_kept_their_finish_reason(data, tmp_path, capsys):

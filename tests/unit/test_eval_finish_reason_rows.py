@@ -93,21 +93,44 @@ def test_a_released_regression_judges_whole_rationale_keeps_the_heads_score(qwen
     assert row["finish_reason"] == "stop"
 
 
-@pytest.mark.parametrize("head_input", ["rationale_target", "generated_text"])
-def test_a_cut_generation_whose_rationale_a_tag_closed_is_not_said_to_be_unfinished(qwen_tokenizer, head_input):
-    """judge-serve scores a generation cut at max_tokens after its rationale was closed (rationale_complete true);
-    judge-eval's default still keeps no head score of a cut generation, and its reason says what happened: the
-    rationale was closed, never that the judge did not finish it."""
+@pytest.mark.parametrize(("text", "finish_reason", "cut"), [
+    ("[FEEDBACK] Рифма есть. [RESULT] 2 и ещё", "length", False),  # a [RESULT] the LM added closed it
+    ("[FEEDBACK] Рифма есть. [END] и ещё, и ещё", "length", False),  # stop_at_end false: on past the [END]
+    ("[FEEDBACK] Рифма есть. [END]", "length", False),  # the limit fell right after the [END]
+    ("[FEEDBACK] Рифма ес", "length", True),
+    ("[FEEDBACK] Рифма ес", "stop", False),  # the judge ended its turn: what it wrote is whole
+    ("", "length", True),
+])  # fmt: skip
+def test_one_reading_in_judge_decides_whether_a_rationale_was_cut(text, finish_reason, cut):
+    assert judge.verdicts.rationale_cut_short(text, finish_reason) is cut
+
+
+@pytest.mark.parametrize("text", [
+    "[FEEDBACK] Рифма есть. [RESULT] 2 и ещё", "[FEEDBACK] Рифма есть. [END] и ещё, и ещё", "[FEEDBACK] Рифма ес"])
+def test_an_exports_generation_gets_the_same_verdict_from_judge_serve_and_judge_eval(qwen_tokenizer, text):
+    """The same generated text and finish_reason (length) through judge-serve's reading and judge-eval's: a rationale
+    a tag closed before max_tokens is scored by both (judge-eval failed it ``cut`` where judge-serve scored it), an
+    unclosed one is a ``cut`` failure in both."""
+    body, _ = judged(judge_settings("regression", stop_at_end="[END] и" not in text), qwen_tokenizer, REQUEST,
+                     _regression_engine(text, "length"))
+    (result,) = body["items"][0]["results"]
+    (row,) = judged_by_judge_eval(RECORDS, body)
+    cut = judge.verdicts.rationale_cut_short(text, "length")
+    assert (result["error"], result["score"]) == ((VerdictError.CUT, None) if cut else (None, 1.5))
+    assert (row["error"], row["score"], row["finish_reason"]) == (result["error"], result["score"], "length")
+
+
+def test_a_released_judges_generation_cut_after_a_closed_rationale_is_scored_as_judge_serve_scores_it(
+        qwen_tokenizer):
+    """A released ``-r`` judge's head reads the text as generated; the rationale in it was closed before the cut, so
+    judge-eval's default keeps judge-serve's score as it does for the same text from an export."""
     text = "[FEEDBACK] Рифма есть. [RESULT] 2 и ещё"
-    body, _ = judged(judge_settings("regression", head_input=head_input), qwen_tokenizer, REQUEST,
+    body, _ = judged(judge_settings("regression", head_input="generated_text"), qwen_tokenizer, REQUEST,
                      _regression_engine(text, "length"))
     (result,) = body["items"][0]["results"]
     assert (result["score"], result["rationale_complete"], result["finish_reason"]) == (1.5, True, "length")
     (row,) = judged_by_judge_eval(RECORDS, body)
-    assert (row["error"], row["score"], row["finish_reason"]) == (VerdictError.CUT, None, "length")
-    assert row["reason"] == ("the generation stopped at max_tokens after a tag closed the judge's rationale: no score "
-                             "(the head gave 1.5; cut_rationale: score keeps it); a new run with a larger "
-                             "--max-tokens gives it room")
+    assert (row["parse_ok"], row["error"], row["score"], row["finish_reason"]) == (True, None, 1.5, "length")
 
 
 def test_an_exports_cut_rationale_stays_the_cut_judge_serve_answers(qwen_tokenizer):
