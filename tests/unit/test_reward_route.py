@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from judge.plumbing.retry import retryable_status
 from judge.rewards import reward_of
 from judge.wire import JudgeResult
 from serve.config import ServeConfig
@@ -316,6 +317,11 @@ def test_get_reward_past_its_deadline_is_a_504_and_its_judging_is_cancelled(tiny
                "is cancelled")
     assert late.status_code == 504, late.text
     assert late.json()["error"] == {"message": message, "type": "timeout", "param": None, "code": "timeout"}
+    # A resend is judged from the start, never beside the cancelled judging: a 5xx the client may resend, without
+    # the x-should-retry: false of /v1/judge's 504 and without a Retry-After (no wait would help it: OpenRLHF
+    # resends every error status a second later, its headers unread; docs/rewards.md).
+    assert (late.headers.get("retry-after"), late.headers.get("x-should-retry")) == (None, None)
+    assert retryable_status(late.status_code, late.headers)
     assert [r.getMessage() for r in records if r.levelno == logging.WARNING and "504" in r.getMessage()] == [
         f"a reward request was answered 504: {message}"]
     assert following.status_code == 200 and following.json()["rewards"] == [1.0], following.text
