@@ -77,7 +77,7 @@ def _absolute(data: str | Path) -> str:
     return str(path.resolve()) if path.exists() else str(data)
 
 
-def stale_rows(records, rows):
+def stale_rows(records, rows, *, record_ids=None):
     """Which prediction rows judged a text their item no longer has: a row's ``content_key`` (what ``run`` sent,
     ``eval.judging.predictions.record_content_key``) differs from its record's now (the data was edited in place
     after the run, under the same ids). A row without a key (written before rows kept one) or of an id not in the
@@ -87,9 +87,8 @@ def stale_rows(records, rows):
     a string, so that a row's JSON list is one format of its five encoded texts, the bytes
     ``judge.plumbing.run_folder.content_key`` hashes (items joined by ", "); then one SHA-256 per keyed row, the one
     step hashlib cannot take for a column, and the keys compared as one array, with no Python call per text.
-
-    Returns:
-        A boolean numpy mask over ``rows``.
+    Returns a boolean numpy mask over ``rows``; ``record_ids``: ``records.ids`` as an Arrow string array, where the
+    caller has built it (None: built here).
     """
     import hashlib
     from json.encoder import encode_basestring  # json.dumps' own string encoder when ensure_ascii is off
@@ -105,7 +104,8 @@ def stale_rows(records, rows):
     keyed = np.flatnonzero(keys.is_valid().to_numpy(zero_copy_only=False))
     # ids are unique once loaded (a repeat is dropped, or refused), and UTF-8 text (an id with a lone surrogate is
     # refused): each row's record looked up by Arrow's hash join, not a Python dict per id; -1: not in the records
-    where = pc.index_in(rows.column("id").take(keyed), value_set=pa.array(records.ids, type=pa.string()))
+    record_ids = pa.array(records.ids, type=pa.string()) if record_ids is None else record_ids
+    where = pc.index_in(rows.column("id").take(keyed), value_set=record_ids)
     where = where.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     checked = where >= 0
     keyed, where = keyed[checked], where[checked]
@@ -134,19 +134,19 @@ def _without_stale(rows, records, predictions: Path, data):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    stale = stale_rows(records, rows)
+    record_ids = pa.array(records.ids, type=pa.string())  # the value set of both joins
+    stale = stale_rows(records, rows, record_ids=record_ids)
     n_stale = int(stale.sum())
     if not n_stale:
         return rows, 0
     example = rows.column("id")[int(stale.argmax())].as_py()
-    if not pc.any(pc.is_in(rows.column("id").filter(pa.array(~stale)),  # one hash join, as in stale_rows
-                           value_set=pa.array(records.ids, type=pa.string()))).as_py():
+    if not pc.any(pc.is_in(rows.column("id").filter(fresh := pa.array(~stale)), value_set=record_ids)).as_py():
         raise ValueError(f"--predictions {predictions}: every one of its {n_stale} predictions judged a text that "
                          f"is no longer in --data {data} (e.g. id {example!r}): the data changed since the run; "
                          "rerun `judge-eval run` on it (it resumes: the edited items are asked again)")
     log.warning("%d predictions judged a text their item no longer has in %s (e.g. id %r: the data changed since "
                 "the run): counted as no prediction; rerun `judge-eval run` to ask them again", n_stale, data, example)
-    return rows.filter(pa.array(~stale)), n_stale
+    return rows.filter(fresh), n_stale
 
 
 def _load_notes(load_report) -> dict:

@@ -123,3 +123,30 @@ def test_the_stale_filter_looks_ids_up_by_one_join(tmp_path, monkeypatch):
     kept, n_stale = _without_stale(rows, edited, tmp_path / "run", tmp_path / "edited.jsonl")
     assert n_stale == 2
     assert kept.column("id").to_pylist() == [r.id for i, r in enumerate(records) if i not in {1, 4}]
+
+
+def test_the_stale_filter_reads_the_records_ids_once(tmp_path):
+    """The records' ids become one Arrow array, read once for both joins (which rows are stale, and whether any row
+    left is of a record): the rows kept and the count are the same."""
+    from eval.scoring.score import _without_stale
+
+    records = _records()
+    rows = read_prediction_table(_write_run(tmp_path / "run", records))
+    edited, _ = judge.load_record_columns(judge.write_jsonl(_edited(records, {1, 4}), tmp_path / "edited.jsonl"))
+
+    class CountedIds:
+        """``edited`` with each read of its ids counted."""
+
+        reads = 0
+
+        def __getattr__(self, name):
+            return getattr(edited, name)
+
+        @property
+        def ids(self):
+            CountedIds.reads += 1
+            return edited.ids
+
+    kept, n_stale = _without_stale(rows, CountedIds(), tmp_path / "run", tmp_path / "edited.jsonl")
+    assert (n_stale, CountedIds.reads) == (2, 1)
+    assert kept.column("id").to_pylist() == [r.id for i, r in enumerate(records) if i not in {1, 4}]
