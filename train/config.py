@@ -78,13 +78,19 @@ DEEPSPEED_ADAMW_OPTIMS = frozenset({"adamw_torch", "adamw_torch_fused"})
 DEEPSPEED_ADAMW_PARAMS = frozenset({"lr", "betas", "eps", "weight_decay"})
 
 
+def _zero_stage_given(settings: dict[str, Any]) -> Any:
+    """The ZeRO stage a DeepSpeed JSON writes, as written (``"3"``, ``3.0``): 0 without a ``zero_optimization``
+    block or stage. ``zero_stage`` reads it as DeepSpeed does; ``TrainConfig.validate`` quotes it as written."""
+    zero = settings.get("zero_optimization")
+    return zero.get("stage", 0) if isinstance(zero, dict) else 0
+
+
 def zero_stage(settings: dict[str, Any]) -> int | None:
     """The ZeRO stage a DeepSpeed JSON (as ``TrainConfig.deepspeed_settings`` read it) sets, read as DeepSpeed reads
     it (pydantic's lax reading, deepspeed/runtime/zero/config.py: ``"3"`` and ``3.0`` are 3, ``true`` is 1): 0
     without a ``zero_optimization`` block or stage; None for a value DeepSpeed reads as no stage 0 to 3 (it refuses
     it at start). Every check that depends on the stage reads it here."""
-    zero = settings.get("zero_optimization")
-    raw = zero.get("stage", 0) if isinstance(zero, dict) else 0
+    raw = _zero_stage_given(settings)
     if isinstance(raw, str):
         try:
             stage = int(raw.strip())
@@ -370,7 +376,7 @@ class TrainConfig:
         # and no model.safetensors (trainer.py, Trainer.save_model), and the export would find nothing to load
         # after the whole run. DeepSpeed reads the key under three names (deepspeed/runtime/zero/config.py).
         zero = settings.get("zero_optimization")
-        raw, stage = (zero.get("stage", 0) if isinstance(zero, dict) else 0), zero_stage(settings)
+        raw, stage = _zero_stage_given(settings), zero_stage(settings)
         if stage is None:
             raise ConfigError(f"deepspeed config {self.deepspeed}: zero_optimization stage {json.dumps(raw)} is not "
                               "one of 0, 1, 2, 3 (DeepSpeed refuses it at start)")

@@ -148,3 +148,15 @@ def test_a_zero_stage_that_is_no_integer_0_to_3_is_refused_at_load(tmp_path, sta
     else:
         assert str(refused.value) == (f"deepspeed config {path}: zero_optimization stage {shown} is not one of 0, 1, "
                                       "2, 3 (DeepSpeed refuses it at start)")
+
+
+@pytest.mark.parametrize("zero, stage", [({}, 0), ({"offload_param": {"device": "none"}}, 0), ({"stage": 2}, 2),
+                                         ({"stage": 3, "stage3_gather_16bit_weights_on_model_save": True}, 3)])
+def test_the_stage_the_loader_checks_is_the_stage_zero_stage_reads(tmp_path, zero, stage):
+    """One lookup of the written stage serves the load's checks and ``zero_stage``: a JSON that writes no
+    stage in its ``zero_optimization`` block is stage 0 to both (it loads; nothing to refuse)."""
+    from train.config import zero_stage
+
+    path = _deepspeed_json(tmp_path, zero_optimization=zero)
+    config = _load(path)
+    assert zero_stage(config.deepspeed_settings()) == stage
