@@ -58,6 +58,11 @@ def _type(label: str) -> str:
     return label.split(LABEL_SEPARATOR)[0] if label else ""
 
 
+#: The flags that shape or keep the tfidf fit ``--train`` makes (``--train`` itself first), in the order a refusal
+#: names the first given: without ``--train``, or without tfidf in ``--methods``, or beside ``--threshold-readings``,
+#: each would go unread (``_unread_training_flags``).
+TRAINING_FLAGS = ("--train", "--save", "--no-taxonomy-text", "--exclude-zero-shot", "--allow-benchmark-rows")
+
 #: The set scores of a choice that names no leaf but did not fail: nothing chosen to score.
 _MISSED = {"precision": 0.0, "recall": 0.0, "jaccard": 0.0}
 
@@ -180,10 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                              "bundled rows by exact and by base criterion ids, and nothing else (~1 min)")
     args = parser.parse_args(argv)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    training = [flag for flag, given in (("--train", args.train), ("--save", args.save),
-                                         ("--no-taxonomy-text", args.no_taxonomy_text),
-                                         ("--exclude-zero-shot", args.exclude_zero_shot),
-                                         ("--allow-benchmark-rows", args.allow_benchmark_rows)) if given]
+    training = [flag for flag in TRAINING_FLAGS if getattr(args, flag.removeprefix("--").replace("-", "_"))]
     refusal = _unread_training_flags(args, methods, training)
     if refusal:
         print(f"criteria_auto.py: error: {refusal}", file=sys.stderr)

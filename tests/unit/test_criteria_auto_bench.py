@@ -186,3 +186,21 @@ def test_an_overlapping_heldout_is_refused_naming_its_first_overlapping_row(caps
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("criteria_auto.py: error: ") and err.count("\n") == 1
     assert first[:30] in err and str(training_path()) in err
+
+
+def test_the_training_flag_named_is_the_first_of_training_flags_whatever_the_command_line_order(tmp_path, capsys):
+    """The refusal names one flag: the first given in ``TRAINING_FLAGS``' order (``--train`` first), not the first
+    typed; every flag there is one the script reads (each given, alone, is refused by name)."""
+    from bench.criteria_auto import TRAINING_FLAGS
+
+    assert TRAINING_FLAGS[0] == "--train"
+    code = main(["--threshold-readings", "--allow-benchmark-rows", "--save", str(tmp_path / "clf"), "--train",
+                 "bundled"])
+    assert code == 2 and "--train does not apply to --threshold-readings" in capsys.readouterr().err
+    code = main(["--allow-benchmark-rows", "--no-taxonomy-text", "--heldout", str(_heldout(tmp_path))])
+    assert code == 2 and capsys.readouterr().err.startswith("criteria_auto.py: error: --no-taxonomy-text applies")
+    for flag in TRAINING_FLAGS:
+        given = [flag, "bundled" if flag == "--train" else str(tmp_path / "clf")] if flag in ("--train", "--save") \
+            else [flag]
+        assert main(["--threshold-readings", *given]) == 2
+        assert capsys.readouterr().err.startswith(f"criteria_auto.py: error: {flag} does not apply")
