@@ -288,19 +288,17 @@ def read_prediction_table(path: str | Path) -> pa.Table:
         _raise_first_bad_row(path, None)
     except pa.ArrowInvalid:  # a value: named by row and field
         _raise_bad_text(path, table)
-    unknown = set(table.column_names) - _FIELD_SET
-    probs = table.column("score_probs") if "score_probs" in table.column_names else None
-    if (unknown or table.column("id").null_count
-            or (probs is not None and not pa.types.is_null(probs.type)
-                and not (pa.types.is_struct(probs.type)
-                         and all(pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_null(f.type)
-                                 for f in probs.type)))):
+    # No column outside PREDICTION_FIELDS and no score_probs key of another type than a float reaches here: the
+    # explicit schema read with unexpected_field_behavior "error" refuses them (the line reader then names the row),
+    # and _without_absent_keys keeps a subset of that schema's float keys, or drops the column.
+    if table.column("id").null_count:
         _raise_first_bad_row(path, None)
-    if probs is not None and pa.types.is_struct(probs.type) and _null_probability_may_hide(body, probs):
+    probs = table.column("score_probs") if "score_probs" in table.column_names else None
+    if probs is not None and _null_probability_may_hide(body, probs):
         # its struct column holds an absent key and a null value alike, as null: the line reader tells them apart
         return prediction_table(iter_predictions(path))
     numbers = [table.column(n) for n, kind in _JSON_KINDS.items() if kind == _NUMBER and n in table.column_names]
-    if probs is not None and pa.types.is_struct(probs.type):
+    if probs is not None:
         numbers += [pc.struct_field(probs, [k]) for k in range(probs.type.num_fields)]
     if any(pa.types.is_floating(c.type) and not pc.all(pc.is_finite(c)).as_py() in (True, None) for c in numbers):
         _raise_first_bad_row(path, None)  # a NaN or infinity (Arrow reads them as Python's json writes them)
@@ -559,7 +557,6 @@ def _as_json(row: PredictionRow) -> dict[str, Any]:
 
 
 _FIELD_VALUES = operator.attrgetter(*PREDICTION_FIELDS)
-_FIELD_SET = frozenset(PREDICTION_FIELDS)
 
 
 def _iter_rows(path: str | Path, torn: list[bytes] | None = None, *, quiet: bool = False) -> Iterator[PredictionRow]:

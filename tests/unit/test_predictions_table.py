@@ -82,6 +82,9 @@ def test_rows_given_as_dicts_make_the_same_table(tmp_path):
     ('{"id": "x", "score_probs": {"1": NaN}}', r"predictions.jsonl: line 5.score_probs: expected an object of finite"),
     ('{"id": "x", "parse_ok": 1}', r"predictions.jsonl: line 5.parse_ok: expected a boolean, got an integer 1"),
     ('{"id": "x", "score_probs": {"1": "a"}}', r"predictions.jsonl: line 5.score_probs: expected an object of finite numbers"),
+    # probabilities no float column holds (as "scroe" above, a field outside the schema): refused by Arrow's read
+    ('{"id": "x", "score_probs": {"1": true}}', r"predictions.jsonl: line 5.score_probs: expected an object of finite numbers"),
+    ('{"id": "x", "score_probs": {"1": {"2": 0.5}}}', r"predictions.jsonl: line 5.score_probs: expected an object of finite"),
     ('{"id": "x", "score": 1', r"predictions.jsonl:5: not a JSON line"),
     ('[1, 2]', r"predictions.jsonl:5: a list, not an object"),
     # read as "not the head's", it was scored as a verdict's, silently: the target is the mode, not the mean
