@@ -211,6 +211,16 @@ def _refuse_another_taxonomy(folder: Path, leaf_classes: Sequence[str]) -> None:
                          f"`judge-train criteria-classifier --out {folder}`")
 
 
+#: A version's major and minor parts, at its start ("1.5.2", "1.6rc1").
+_MINOR_VERSION = re.compile(r"(\d+)\.(\d+)")
+
+
+def _minor_version(version) -> str | None:
+    """``version``'s major and minor parts ("1.5" of "1.5.2"); None for no version text (a hand-made model.json)."""
+    found = _MINOR_VERSION.match(version) if isinstance(version, str) else None
+    return None if found is None else ".".join(found.groups())
+
+
 def _warn_other_scikit_learn(folder: Path, versions) -> None:
     """Log a warning when ``model.json``'s ``versions`` say the artefact was built by a scikit-learn of another
     minor version than the one installed. Its vectorizers are rebuilt from the saved vocabularies and idf by the
@@ -227,12 +237,11 @@ def _warn_other_scikit_learn(folder: Path, versions) -> None:
         running = metadata.version("scikit-learn")
     except metadata.PackageNotFoundError:  # the first prediction says so, importing it
         return
-    minor = lambda v: re.match(r"(\d+)\.(\d+)", v or "")  # noqa: E731
-    if not isinstance(built, str) or not minor(built) or not minor(running):
+    built_minor, running_minor = _minor_version(built), _minor_version(running)
+    if built_minor is None or running_minor is None:
         return  # nothing recorded to compare (a hand-made artefact): no claim either way
-    if minor(built).groups() == minor(running).groups():
+    if built_minor == running_minor:
         return
-    built_minor = ".".join(minor(built).groups())
     if Path(folder).resolve() == default_classifier_path().resolve():
         # the package's own folder (under site-packages once installed): not one to rebuild in place
         advice = (f"the shipped classifier was built with scikit-learn {built_minor}: install scikit-learn "

@@ -130,3 +130,19 @@ def test_a_tfidf_artefact_of_this_scikit_learn_minor_version_loads_without_a_wor
         TfidfClassifier.load(_artefact_built_with(tmp_path, f"{major}.{minor}.0"))
         TfidfClassifier.load()
     assert _warnings_said(caplog) == []
+
+
+@pytest.mark.parametrize("built, warned", [("1.9rc1", False), ("1.91", True), ("1.90.0", True), ("dev", False),
+                                           ("", False)])
+def test_the_scikit_learn_versions_compared_are_their_major_and_minor_parts(tmp_path, caplog, monkeypatch, built,
+                                                                           warned):
+    """Each version's major and minor parts are read at its start and compared as numbers' texts: 1.9rc1 is 1.9's,
+    1.91 and 1.90 are not; a recorded version without them (a hand-made model.json) is no claim either way."""
+    import logging
+
+    from judge.criteria_auto import TfidfClassifier
+
+    _installed_scikit_learn(monkeypatch, "1.9.1")
+    with caplog.at_level(logging.WARNING, logger="judge.criteria_auto.tfidf"):
+        TfidfClassifier.load(_artefact_built_with(tmp_path, built))
+    assert len(_warnings_said(caplog)) == int(warned)
