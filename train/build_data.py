@@ -52,9 +52,7 @@ import hashlib
 import json
 import logging
 import math
-import os
 import re
-import secrets
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -63,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 import judge
-from judge.plumbing.atomic_write import write_atomically
+from judge.plumbing.atomic_write import write_atomically, write_atomically_together
 from judge import JudgeRecord, ScaleError
 from judge.verdicts import gives_reasons, rationale_words
 
@@ -841,24 +839,13 @@ def write_rows_and_dropped(rows: list[dict], dropped: list[dict], out: str | Pat
         OSError: as a write or rename raises; the files written aside are removed.
     """
     out = Path(out)
-    targets = (out, dropped_path(out))
-    token = secrets.token_hex(6)
-    asides = [path.with_name(f".{path.name}.{token}.new") for path in targets]
     out.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        for aside, lines in zip(asides, (rows, dropped)):
-            # the asides are this function's own temp files, renamed below: written plainly, fsynced before the rename
-            with aside.open("xb") as handle:
-                _write_lines(handle, lines)
-                handle.flush()
-                os.fsync(handle.fileno())
-        # the dropped file first: a rename that fails between the two leaves the earlier rows, the file trained on
-        os.replace(asides[1], targets[1])
-        os.replace(asides[0], targets[0])
-    finally:
-        for aside in asides:
-            aside.unlink(missing_ok=True)
-    return targets
+    # the dropped file first: a rename that fails between the two leaves the earlier rows, the file trained on
+    written_dropped, written = write_atomically_together([
+        (dropped_path(out), lambda handle: _write_lines(handle, dropped)),
+        (out, lambda handle: _write_lines(handle, rows)),
+    ])
+    return written, written_dropped
 
 
 def dropped_path(out: str | Path) -> Path:

@@ -5,7 +5,8 @@ or a full disk: the rename is atomic within one folder, and the fsync puts the b
 them. The folder is fsynced after the rename (``sync_folder``), so that the new name is on disk before the caller goes
 on: a run's ``run_key.json`` renamed into place and then fsynced journal rows could otherwise come back from a crash
 of the machine as rows without their key. Every file a later step trusts as whole (stage outputs, ``summary.json``, ``run.json``, ``metrics.json``, an
-embedding cache) is written through ``write_atomically``. A folder (a training run's export) is written beside the
+embedding cache) is written through ``write_atomically``; files read as one set (``build-data``'s rows and their
+dropped verdicts) through ``write_atomically_together``. A folder (a training run's export) is written beside the
 one it replaces and put in its place whole (``replace_folder``).
 """
 
@@ -16,11 +17,12 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["write_atomically", "replace_folder", "staging_dir", "aside_dir", "sync_folder"]
+__all__ = ["write_atomically", "write_atomically_together", "replace_folder", "staging_dir", "aside_dir",
+           "sync_folder"]
 
 #: Random names tried before giving up (each is 12 hex digits: a clash means another writer holds that name now).
 _ATTEMPTS = 100
@@ -44,25 +46,52 @@ def write_atomically(path: str | Path, content: bytes | Callable[[BinaryIO], Non
     Raises:
         OSError: as the writes, fsync or rename raise; ``path`` is then as it was, and no temporary file is left.
     """
-    given = Path(path)
-    path = _file_itself(given)
-    exact = _existing_mode(path) if mode is None else mode
-    fd, tmp = _create_beside(path, 0o666 if exact is None else exact)
+    return write_atomically_together([(path, content)], mode=mode)[0]
+
+
+def write_atomically_together(files: Sequence[tuple[str | Path, bytes | Callable[[BinaryIO], None]]], *,
+                              mode: int | None = None) -> list[Path]:
+    """Replace several files as one set: each written beside itself and fsynced (as ``write_atomically`` writes
+    one) before the first is renamed over its path, then renamed in the order given, and their folders fsynced. A
+    failed write replaces none of them, so a set read together (rows and the rows dropped beside them) is never new
+    files beside earlier ones.
+
+    Args:
+        files: ``(path, content)`` pairs, each as ``write_atomically`` takes them; renamed in this order (the one a
+            reader trusts most last: a rename failing part way leaves it as it was).
+        mode: as ``write_atomically``'s, for every file.
+
+    Returns:
+        The paths as given, in order.
+
+    Raises:
+        OSError: as a write, fsync or rename raises; the files before the failed rename are replaced, the others are
+            as they were, and no temporary file is left.
+    """
+    given = [Path(path) for path, _ in files]
+    paths, temps = [_file_itself(path) for path in given], []
     try:
-        with os.fdopen(fd, "wb") as handle:
-            if exact is not None:
-                os.fchmod(handle.fileno(), exact)  # exactly these bits: the umask may have taken some from them
-            if callable(content):
-                content(handle)
-            else:
-                handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        for path, (_, content) in zip(paths, files):
+            exact = _existing_mode(path) if mode is None else mode
+            fd, tmp = _create_beside(path, 0o666 if exact is None else exact)
+            temps.append(tmp)
+            with os.fdopen(fd, "wb") as handle:
+                if exact is not None:
+                    os.fchmod(handle.fileno(), exact)  # exactly these bits: the umask may have taken some from them
+                if callable(content):
+                    content(handle)
+                else:
+                    handle.write(content)
+                handle.flush()
+                os.fsync(handle.fileno())
+        for tmp, path in zip(temps, paths):
+            os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        for tmp in temps:
+            tmp.unlink(missing_ok=True)
         raise
-    sync_folder(path.parent)
+    for folder in dict.fromkeys(path.parent for path in paths):
+        sync_folder(folder)
     return given
 
 
