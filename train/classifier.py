@@ -190,7 +190,8 @@ def export_classifier(trainer, result: RunResult, *, tokenizer, probe: Sequence[
     The export is written into a staging folder beside ``export/`` (``judge.plumbing.atomic_write.staging_dir``),
     reloaded and compared there, given its run.json with the result, and only then swapped in
     (``replace_folder``): a save or check that fails, or a process killed meanwhile, leaves the earlier export
-    whole and no half-written folder where judge-serve or ``finished_export`` looks. The run folder's run.json
+    whole and no half-written folder where judge-serve or ``finished_export`` looks; a failure removes the staging
+    folder too (``staging_removed_on_failure``). The run folder's run.json
     records the result once the export it names is in place.
 
     Returns:
@@ -199,22 +200,22 @@ def export_classifier(trainer, result: RunResult, *, tokenizer, probe: Sequence[
     import shutil
 
     from judge.plumbing.atomic_write import staging_dir
-    from train.provenance import put_export_in_place, stage_result
+    from train.provenance import put_export_in_place, stage_result, staging_removed_on_failure
     from train.tokenizer_file import save_tokenizer
 
     export_dir = Path(output_dir) / "export"
-    staging = staging_dir(export_dir)
     rank_zero = trainer.is_world_process_zero()
-    if rank_zero:
-        shutil.rmtree(staging, ignore_errors=True)  # what an export that did not finish left
-    trainer.save_model(str(staging))  # gathers ZeRO-3 shards; rank 0 writes
-    if rank_zero:
-        save_tokenizer(tokenizer, staging)
-        record_weights_digest(staging)  # before the reload check, which then reads the config.json that ships
-        result.export_report = _check_export(staging, trainer.model, tokenizer, probe, dtype)
-        result.export_dir = str(export_dir)
-        stage_result(staging, output_dir, result)
-        put_export_in_place(staging, export_dir, output_dir)
+    with staging_removed_on_failure(staging_dir(export_dir), remove=rank_zero) as staging:
+        if rank_zero:
+            shutil.rmtree(staging, ignore_errors=True)  # what an export killed outright left
+        trainer.save_model(str(staging))  # gathers ZeRO-3 shards; rank 0 writes
+        if rank_zero:
+            save_tokenizer(tokenizer, staging)
+            record_weights_digest(staging)  # before the reload check, which then reads the config.json that ships
+            result.export_report = _check_export(staging, trainer.model, tokenizer, probe, dtype)
+            result.export_dir = str(export_dir)
+            stage_result(staging, output_dir, result)
+            put_export_in_place(staging, export_dir, output_dir)
     return export_dir
 
 

@@ -426,7 +426,8 @@ def export_after_training(trainer, *, stopper, result, mode: str, model_cls, tok
     (merging LoRA), write the export into a staging folder beside ``export_dir`` (``judge.plumbing.atomic_write.staging_dir``), reload it and
     compare, record ``result`` in its run.json, write the model card, and only then put it in place of the earlier
     export (``judge.plumbing.atomic_write.replace_folder``) and record the result in the run folder's run.json. The folder of trained weights is
-    removed once the export checks.
+    removed once the export checks; the staging folder, when the export fails or is abandoned
+    (``train.provenance.staging_removed_on_failure``).
 
     The stopper's signal handlers stay installed from ``trainer.train()`` until the export is done
     (``train.recipe_steps.PreparedRun.train``): under slurm/train.sbatch the inherited SIGUSR1 disposition is
@@ -513,27 +514,27 @@ def _export_on_rank_zero(trainer, watch, *, result, mode, model_cls, tokenizer, 
         watch.abandon_if_signalled(result)
 
     stop_if_signalled()
-    staging = staging_dir(export_dir)
     kept_evaluation = evaluation_section(export_dir)  # a --resume must not lose what `judge-train card` wrote
-    with _zero3_init_paused(trainer.args):
-        model = load_trained(trained, model_cls, base_model=base_model, dtype=dtype)
+    with provenance.staging_removed_on_failure(staging_dir(export_dir)) as staging:
+        with _zero3_init_paused(trainer.args):
+            model = load_trained(trained, model_cls, base_model=base_model, dtype=dtype)
+            stop_if_signalled()
+            if mode == "seq2seq":
+                export_seq2seq(model, tokenizer, staging, verdict_format=verdict_format,
+                               trained_lengths=trained_lengths, prompt_version=prompt_version)
+            else:
+                export_regression(model, tokenizer, staging)
+            del model
+            stop_if_signalled()
+            report = verify_export(staging, mode, batch, live, dtype)
         stop_if_signalled()
-        if mode == "seq2seq":
-            export_seq2seq(model, tokenizer, staging, verdict_format=verdict_format,
-                           trained_lengths=trained_lengths, prompt_version=prompt_version)
-        else:
-            export_regression(model, tokenizer, staging)
-        del model
-        stop_if_signalled()
-        report = verify_export(staging, mode, batch, live, dtype)
-    stop_if_signalled()
-    result.export_report, result.export_dir = report, str(export_dir)
-    # The export's run.json first, and the card from it: the run folder's run.json records the result only once
-    # the export it names is in place.
-    staged_run_json = provenance.stage_result(staging, trainer.args.output_dir, result)
-    _write_model_card(staging, staged_run_json, kept_evaluation)
-    stop_if_signalled()  # the last moment the export can be abandoned: from here the earlier one is replaced
-    provenance.put_export_in_place(staging, export_dir, trainer.args.output_dir)
+        result.export_report, result.export_dir = report, str(export_dir)
+        # The export's run.json first, and the card from it: the run folder's run.json records the result only once
+        # the export it names is in place.
+        staged_run_json = provenance.stage_result(staging, trainer.args.output_dir, result)
+        _write_model_card(staging, staged_run_json, kept_evaluation)
+        stop_if_signalled()  # the last moment the export can be abandoned: from here the earlier one is replaced
+        provenance.put_export_in_place(staging, export_dir, trainer.args.output_dir)
     logger.info("export %s in place", export_dir)
     _drop_trainer_card(Path(trainer.args.output_dir))
     shutil.rmtree(trained, ignore_errors=True)

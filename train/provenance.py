@@ -7,13 +7,16 @@ result once training ends; the export folder gets a copy.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from judge.plumbing.provenance import update_provenance as update_run_json
 
-__all__ = ["RunResult", "write_run_json", "update_run_json", "stage_result", "put_export_in_place"]
+__all__ = ["RunResult", "write_run_json", "update_run_json", "stage_result", "staging_removed_on_failure",
+           "put_export_in_place"]
 
 
 def write_run_json(output_dir: str | Path, *, config: dict[str, Any], launch: dict[str, Any],
@@ -102,6 +105,23 @@ def stage_result(staging: str | Path, output_dir: str | Path, result: RunResult)
 
     shutil.copy2(Path(output_dir) / "run.json", Path(staging) / "run.json")
     return update_run_json(staging, result=dataclasses.asdict(result))
+
+
+@contextlib.contextmanager
+def staging_removed_on_failure(staging: str | Path, *, remove: bool = True) -> Iterator[Path]:
+    """The export's staging folder (``judge.plumbing.atomic_write.staging_dir``) for the block that writes, checks
+    and puts it in place; removed (where ``remove``: rank 0, which writes it) when the block raises, an error or a
+    stop signal's ``ExportAbandoned`` alike, which goes on up unchanged. No one finishes a half-written or unchecked
+    export, and the earlier export stays whole beside it either way; a process killed outright still leaves the
+    folder, which the next export replaces."""
+    import shutil
+
+    try:
+        yield Path(staging)
+    except BaseException:
+        if remove:
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 def put_export_in_place(staging: str | Path, export_dir: str | Path, output_dir: str | Path) -> None:

@@ -114,6 +114,22 @@ def test_an_export_that_fails_leaves_the_earlier_one_whole(tmp_path, monkeypatch
     assert (tmp_path / "run.json").read_bytes() == run_json  # no result recorded for an export not in place
 
 
+@pytest.mark.parametrize("save, check, cause", [(_half_a_save, None, "the disk filled up in the middle of the save"),
+                                                (_a_whole_save, _fails, "reloaded logits differ")],
+                         ids=["the save fails half-way", "the reload check fails"])
+def test_an_export_that_fails_removes_its_staging_folder_and_names_its_cause(tmp_path, monkeypatch, save, check,
+                                                                             cause):
+    """A save or check that fails after the staging folder was made leaves no .export.staging/ beside export/ (a
+    half-written folder no one would finish); the error raised is the failure's own."""
+    from judge.plumbing.atomic_write import staging_dir
+
+    _earlier_export(tmp_path)
+    with pytest.raises(_SaveFailed, match=cause):
+        _run_the_recipe(tmp_path, monkeypatch, save=save, check=check or (lambda *args: {}))
+    assert not staging_dir(tmp_path / "export").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["export", "run.json"]
+
+
 def test_a_checked_export_replaces_the_earlier_one_with_its_result_recorded(tmp_path, monkeypatch):
     _earlier_export(tmp_path)
     checked = []

@@ -71,6 +71,7 @@ def test_a_signal_during_the_export_requeues_at_once_through_the_stopper_passed_
     assert seen_during_the_save == [True]
     assert (ended.value.code, result.requeued, result.stopped_by_signal) == (0, True, signal.SIGUSR1)
     assert not (tmp_path / "export").exists()
+    assert not (tmp_path / ".export.staging").exists()  # the abandoned export's folder, removed
 
 
 def test_a_signal_before_the_watch_starts_requeues_at_once(monkeypatch):

@@ -308,6 +308,27 @@ def test_an_export_that_fails_leaves_the_earlier_export_whole(tmp_path, monkeypa
     assert "result" not in json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
 
 
+def test_an_export_that_fails_after_staging_removes_the_staging_folder_and_names_its_cause(tmp_path, monkeypatch):
+    """The check fails once the export is written into .export.staging/: the folder is removed (no half-checked
+    judge is left beside export/), and the error raised is the check's own."""
+    from judge.plumbing.atomic_write import staging_dir
+    from train.export import ExportError
+
+    staged = []
+
+    def fails(folder, *args, **kwargs):
+        staged.append(sorted(p.name for p in folder.iterdir()))
+        raise ExportError("LM logits: reloaded model differs from the live one")
+
+    _stub_export_steps(monkeypatch, fails)
+    _exported_run(tmp_path)
+    with pytest.raises(ExportError, match="LM logits: reloaded model differs from the live one"):
+        _export(tmp_path)
+    assert staged == [["model.safetensors", "pollux_judge.json"]]  # it failed with the staging folder written
+    assert not staging_dir(tmp_path / "export").exists()
+    assert (tmp_path / "export" / "model.safetensors").read_text(encoding="utf-8") == "earlier"
+
+
 @pytest.mark.parametrize("swap", ["in one step", "renamed aside first"])
 def test_an_export_replaces_the_earlier_one_whole_and_keeps_its_cards_evaluation(tmp_path, monkeypatch, swap):
     """A checked export takes the earlier one's place (swapped in one step where the filesystem can, else the earlier
