@@ -365,19 +365,14 @@ def mean_over_sentence(result: dict[str, Any]) -> str:
 
 def _load_notes(result: dict[str, Any]) -> list[str]:
     """What the load left out or kept off scale, as sentences naming the rows (the outputs say it, not only the
-    console): exact duplicate rows are not items, and an off-scale score is averaged in as given."""
-    notes = result.get("load_notes") or {}
-    found = []
-    n = notes.get("n_duplicate_rows", 0)
-    if n:
-        found.append(f"{n} exact duplicate row{'' if n == 1 else 's'} of the data left out, not counted as items "
-                     f"({'; '.join(notes['duplicate_rows'])}{'; ...' if n > len(notes['duplicate_rows']) else ''}).")
-    n = notes.get("n_off_scale", 0)
-    if n:
-        found.append(f"{n} item{'' if n == 1 else 's'} with an expert score or criteria_score outside "
-                     f"{'its' if n == 1 else 'their'} rubric's scale, kept as given and counted in the tables "
-                     f"({', '.join(notes['off_scale_rows'])}{', ...' if n > len(notes['off_scale_rows']) else ''}).")
-    return found
+    console), in the words of judge-eval score's report (``eval.reports.notes``: ``off_scale_note``,
+    ``duplicates_note``; Markdown sentences)."""
+    from types import SimpleNamespace
+
+    from eval.reports.notes import duplicates_note, off_scale_note
+
+    loaded = SimpleNamespace(notes=SimpleNamespace(**(result.get("load_notes") or {})))
+    return [note for note in (off_scale_note(loaded), duplicates_note(loaded)) if note]
 
 
 def _blocks(result: dict[str, Any]) -> list[tuple]:
@@ -425,15 +420,15 @@ def _blocks(result: dict[str, Any]) -> list[tuple]:
 
 def render_markdown(result: dict[str, Any]) -> str:
     """The report section in Markdown: the experts' tables in the paper's layout, each cell "value (items)"."""
-    marks = {"h2": "## ", "h3": "### ", "p": ""}  # a "note" names the data's rows: inert Markdown (md_text)
+    marks = {"h2": "## ", "h3": "### ", "p": "", "note": ""}  # a "note" is report.md's sentence, Markdown as it is
 
     def table(header: list[str], rows: list[list[str]], names: int) -> str:
         # names from the data as inert Markdown (md_text), as report.md writes them: no link, emphasis or tag
         return markdown_table([md_text(h) for h in header],
                               [[md_text(c) if k < names else c for k, c in enumerate(row)] for row in rows])
 
-    return "\n\n".join(table(*block[1:]) if block[0] == "table" else md_text(block[1]) if block[0] == "note"
-                        else marks[block[0]] + block[1] for block in _blocks(result)) + "\n"
+    return "\n\n".join(table(*block[1:]) if block[0] == "table" else marks[block[0]] + block[1]
+                        for block in _blocks(result)) + "\n"
 
 
 def render_html(result: dict[str, Any]) -> str:
@@ -445,7 +440,7 @@ def render_html(result: dict[str, Any]) -> str:
         body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
-    parts = [table(*block[1:]) if block[0] == "table" else f"<p>{escape(block[1])}</p>" if block[0] == "note"
+    parts = [table(*block[1:]) if block[0] == "table" else f"<p>{html_text.md_html(block[1])}</p>" if block[0] == "note"
              else f"<{block[0]}>{escape(block[1])}</{block[0]}>"
              for block in _blocks(result)]
     style = ("body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"

@@ -334,24 +334,28 @@ def test_the_pages_show_the_split_of_unknown_task_types(tmp_path):
 
 def test_the_pages_say_what_the_load_left_out_or_kept_off_scale(tmp_path):
     """The load leaves out exact duplicate rows and keeps an expert score off its rubric's scale as given (and warns
-    on the console); experts.md and experts.html say both, naming the rows, as judge-eval score's report does. The
-    default miniature release holds one exact duplicate; a project file's expert score 7 on the 0..2 repetitions
-    criterion is off its scale (line 1)."""
+    on the console); experts.md and experts.html say both, naming the rows, in judge-eval score's report's words
+    (``eval.reports.notes``: Markdown in experts.md, its bold and code spans as tags in experts.html). The default
+    miniature release holds one exact duplicate; a project file's expert score 7 on the 0..2 repetitions criterion is
+    off its scale (line 1)."""
     folder = write_released_dataset(tmp_path / "POLLUX")
     assert main(["experts", "--data", str(folder), "--out", str(tmp_path / "release")]) == 0
-    for page in ("experts.md", "experts.html"):
+    for page, said in (("experts.md", "**1 exact duplicate row of the data was left out** ("),
+                       ("experts.html", "<b>1 exact duplicate row of the data was left out</b> (")):
         text = (tmp_path / "release" / page).read_text(encoding="utf-8")
-        assert "1 exact duplicate row of the data left out" in text and "row index 2" in text, page
-        assert "outside their rubric" not in text
+        assert said in text and "row index 2" in text and "): each item is scored once." in text, page
+        assert "rubric" not in text.split(said)[1].split("\n")[0]
     criterion = judge.load_taxonomy().criteria["repeats"]
     row = {"id": "a", "instruction": "Задание A.", "answer": "Ответ.", "criteria_name": criterion.name["ru"],
            "rubrics": criterion.rubric("ru"), "model_id": "gpt4", "task_type": "Editing", "expert_scores": [7, 2]}
     data = tmp_path / "data.jsonl"
     data.write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
     assert main(["experts", "--data", str(data), "--out", str(tmp_path / "off")]) == 0
-    said = ("1 item with an expert score or criteria_score outside its rubric's scale, kept as given and counted in "
-            "the tables (line 1)")
-    for page, sentence in (("experts.md", said), ("experts.html", said.replace("'", "&#x27;"))):
+    said = {"experts.md": "**1 item has an expert score or `criteria_score` off its rubric's scale** (line 1): scored "
+                          "as given.",
+            "experts.html": "<b>1 item has an expert score or <code>criteria_score</code> off its rubric&#x27;s "
+                            "scale</b> (line 1): scored as given."}
+    for page, sentence in said.items():
         text = (tmp_path / "off" / page).read_text(encoding="utf-8")
         assert sentence in text and "duplicate" not in text, page
 
