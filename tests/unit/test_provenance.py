@@ -26,7 +26,9 @@ def test_record_has_every_schema_key_in_order(tmp_path):
 
 
 def test_unknowns_are_null_never_a_word(tmp_path, monkeypatch):
-    """Outside a git checkout and for a package that is not installed the values are null, not "unknown"."""
+    """Outside a git checkout and for a package that is not installed the values are null, not "unknown". argv is
+    this test's own: the record carries the command line, and pytest's may name a test file with "unknown" in it."""
+    monkeypatch.setattr("sys.argv", ["judge-serve", "--config", "serve.yaml"])
     monkeypatch.setattr(provenance, "PACKAGES", ("pollux-judge", "surely-not-installed-dist"))
     assert provenance.package_versions(provenance.PACKAGES)["surely-not-installed-dist"] is None
     assert provenance.git_state(tmp_path) == (None, None)
