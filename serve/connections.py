@@ -394,7 +394,11 @@ class HostAllowListMiddleware:
         proxy that sets ``Host`` to the name alone (nginx's ``$host``) serves on either."""
         from urllib.parse import urlsplit
 
-        ports = {int(port)} if port.isdigit() else {80, 443}
+        # ASCII digits only, and no more than a port has: str.isdigit takes Latin-1's superscripts ("localhost:²"),
+        # which int() refuses, and int() refuses past 4300 digits; such a port is none an Origin can name.
+        number = port.lstrip("0")
+        ports = ({int(number or "0")} if port.isascii() and port.isdigit() and len(number) <= 5
+                 else set() if port else {80, 443})  # fmt: skip
         for key, value in headers:
             if key == b"origin":
                 origin = value.decode("latin-1")
@@ -407,7 +411,8 @@ class HostAllowListMiddleware:
                 if name not in self.hosts:
                     return f"{origin[:200]!r} is not in allowed_hosts"
                 if origin_port not in ports:
-                    return f"{origin[:200]!r} is another port than the one the request was sent to ({port or 80})"
+                    return (f"{origin[:200]!r} is another port than the one the request was sent to "
+                            f"({port[:20] or 80}{'...' if len(port) > 20 else ''})")
             elif key == b"sec-fetch-site" and value.strip().lower() == b"cross-site":
                 return "a cross-site request (Sec-Fetch-Site: cross-site)"
         return None

@@ -106,3 +106,15 @@ def test_a_long_refused_host_or_origin_is_echoed_clipped():
     assert len(body["error"]["message"]) < 400 and "60000 characters" in body["error"]["message"]
     status, _, body = _answer([(b"host", b"localhost:8000"), (b"origin", b"http://" + long_name)])
     assert status == 400 and body["error"]["param"] == "origin" and len(body["error"]["message"]) < 400
+
+
+@pytest.mark.parametrize("host", [b"localhost:\xb2", b"localhost:\xb9\xb2", b"localhost:1" + b"0" * 5000],
+                         ids=["superscript-two", "superscripts", "5001-digits"])
+def test_a_host_whose_port_is_no_port_number_is_answered_not_a_traceback(host):
+    """A port of Latin-1 digits (``'²'.isdigit()`` is true, ``int('²')`` fails) or of more digits than Python
+    converts raised ValueError in the middleware: a 500 and a traceback in the log for every such request. Such a
+    port is no port an ``Origin`` can name: a request without one is served, one with one refused naming it."""
+    assert _answer([(b"host", host)])[0] == 200
+    status, body = _origin_answer(host, b"http://localhost")
+    assert (status, body["error"]["param"]) == (400, "origin")
+    assert len(body["error"]["message"]) < 600
