@@ -379,7 +379,9 @@ def slurm_time_s(limit: str | None) -> int | None:
         return 0
     days, dash, rest = limit.strip().rpartition("-") if "-" in limit else ("", "", limit.strip())
     parts = rest.split(":")
-    if not all(p.isdigit() for p in parts) or (dash and not days.isdigit()) or len(parts) > 3:
+    # ASCII digits: str.isdigit also takes superscripts ("9²"), which int() refuses
+    if not all(p.isascii() and p.isdigit() for p in parts) or (dash and not (days.isascii() and days.isdigit())) \
+            or len(parts) > 3:
         return None
     numbers = [int(p) for p in parts]
     if dash:  # days-hours[:minutes[:seconds]]
