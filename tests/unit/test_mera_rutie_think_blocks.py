@@ -108,3 +108,42 @@ def test_ask_refuses_settings_the_setting_cannot_apply_to():
 
     with pytest.raises(ValueError, match="^--think-blocks skip applies to --scoring generate only"):
         ask(NoCalls(), item, [], RutieSettings(scoring="logprobs", think_blocks="skip"))
+
+
+class _SearchedText:
+    """Stands in for ``extraction._THINK_BLOCK``: records the length of each text the block search is given."""
+
+    def __init__(self, pattern):
+        self.pattern, self.lengths = pattern, []
+
+    def sub(self, repl, text, count=0):
+        self.lengths.append(len(text))
+        return self.pattern.sub(repl, text, count)
+
+
+@pytest.mark.parametrize(("text", "searched"), [
+    ("<think>a</think> 2", len("<think>a</think>")),
+    # 8,000 open tags with no close after them (a model looping on one token) each sent the lazy search to the
+    # text's end, quadratic in the reply (seconds here, minutes at 50,000); past the last close none is searched
+    ("<think>a</think> 2" + "<THINK>" * 8000, len("<think>a</think>")),
+    ("<think>" * 8000, None),
+])  # fmt: skip
+def test_after_reasoning_searches_for_blocks_only_up_to_the_last_close(monkeypatch, text, searched):
+    from eval.mera import extraction
+
+    recording = _SearchedText(extraction._THINK_BLOCK)
+    monkeypatch.setattr(extraction, "_THINK_BLOCK", recording)
+    assert extraction.after_reasoning(text) == (None if searched is None or "THINK" in text else " 2")
+    assert recording.lengths == ([] if searched is None else [searched])
+
+
+def test_after_reasoning_reads_as_the_whole_text_search_did():
+    import re
+
+    from eval.mera.extraction import _THINK_CLOSE, _THINK_OPEN, after_reasoning
+
+    whole = re.compile(r"<think>.*?</think>", re.S | re.I)
+    for text in ["x<think>a</think>y<THINK>b</Think>z", "<think><think>a</think>b</think>c", "a</think>b<think>c",
+                 "<think>a</think>" + "<think>" * 50, "1<think>x</think>2", "no tags"]:
+        visible = _THINK_CLOSE.split(whole.sub(" ", text))[-1]
+        assert after_reasoning(text, gap=" ") == (None if _THINK_OPEN.search(visible) else visible), text
