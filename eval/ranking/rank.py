@@ -372,7 +372,11 @@ def strip_think(text: str | None) -> tuple[str | None, bool]:
     """
     if not text:
         return text, False
-    closed = _THINK_BLOCK.sub("", text)
+    # Every block ends at a </think>: searched only up to the last one, the same blocks are found in linear time (an
+    # open tag with no close after it, a candidate looping on "<think>", would send the lazy body to the text's end
+    # at every such tag: quadratic in the answer).
+    end = text.rfind("</think>")
+    closed = text if end < 0 else _THINK_BLOCK.sub("", text[:end + len("</think>")]) + text[end + len("</think>"):]
     cut = _THINK_OPEN.sub("", closed)
     return cut.strip(), cut != closed
 

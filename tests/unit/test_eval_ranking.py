@@ -391,6 +391,35 @@ def test_strip_think_as_answer_py() -> None:
     assert strip_think("") == ("", False)
 
 
+@pytest.mark.parametrize(("text", "searched"), [
+    ("<think>a</think> ответ", len("<think>a</think>")),
+    # 8,000 open tags with no close after them (a candidate looping on one token) each sent the lazy search to the
+    # text's end, quadratic in the answer; past the last close none is searched
+    ("<think>a</think> ответ" + "<think>" * 8000, len("<think>a</think>")),
+    ("<think>" * 8000, None),
+])  # fmt: skip
+def test_strip_think_searches_for_blocks_only_up_to_the_last_close(monkeypatch, text, searched) -> None:
+    import re
+
+    from eval.ranking import rank
+
+    lengths = []
+
+    class Searched:
+        def sub(self, repl, given, count=0):
+            lengths.append(len(given))
+            return re.sub(r"<think>.*?</think>", repl, given, count, flags=re.DOTALL)
+
+    monkeypatch.setattr(rank, "_THINK_BLOCK", Searched())
+    assert strip_think(text) == (("", True) if searched is None else ("ответ", "<think>" * 2 in text))
+    assert lengths == ([] if searched is None else [searched])
+    # the same answer as POLLUX's answer.py (strip_think_tags): every block removed from the whole text, then an
+    # unclosed one cut
+    for other in ["x<think>a</think>y<think>b</think>z", "<think><think>a</think>b</think>c", "a</think>b<think>c"]:
+        closed = re.sub(r"<think>.*?</think>", "", other, flags=re.DOTALL)
+        assert strip_think(other)[0] == re.sub(r"<think>.*", "", closed, flags=re.DOTALL).strip(), other
+
+
 def test_meta_filter_benches_one_column(tmp_path: Path, data: Path) -> None:
     """--meta keeps only that meta's instructions (answer.py's --meta); an unknown value names the ones there are."""
     with Candidate() as cand, Judge(scores_by_output()) as judge:
