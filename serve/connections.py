@@ -4,7 +4,7 @@ request id, and the health polls kept out of the access log. A guard that refuse
 error shape (``serve.errors``); the header deadline closes the connection, which has sent no request to answer yet.
 ``unless_disconnected`` ends a route's work when its client leaves.
 
-Why one module of ~530 lines: each guard is small, and they are read together (one request passes every one in
+Why one module of ~545 lines: each guard is small, and they are read together (one request passes every one in
 order, and the protocol's deadlines share its connection's state); one module per guard would scatter that order."""
 
 from __future__ import annotations
