@@ -13,7 +13,7 @@ The tables are built generically from ``metrics.json``: every key a metric cell 
 The item explorer's data (per-item rows, texts, feedback) is built by ``eval.reports.html_explorer``; this module renders
 the pages around it, their text and numbers written by ``eval.reports.html_text``.
 
-Why one module of ~605 lines: report.html and compare.html share one page frame, one table writer and one way of
+Why one module of ~610 lines: report.html and compare.html share one page frame, one table writer and one way of
 showing names from the data (cut, told apart); their text (``html_text``) and item data (``html_explorer``) are
 already their own modules.
 """
@@ -219,15 +219,19 @@ def _metric_table(label: str, typed: Mapping[str, Cell], overall_cell: Cell | No
 
 
 def _confusion_html(title: str, conf: Confusion) -> str:
-    """A judge x expert-mode heat table (rows: judge, columns: experts), shaded by count."""
+    """A judge x expert-mode heat table (rows: judge, columns: experts), shaded by count; the judge's scores off the
+    scale, where the run has any, in a "below scale" row above the levels' and an "above scale" row under them."""
     levels, matrix = conf.levels or [], conf.matrix or []
-    peak = max((v for row in matrix for v in row), default=0) or 1
     labels = [_num(v, 0) if float(v).is_integer() else _num(v, 1) for v in levels]
+    off = dict(conf.off_scale_rows())
+    rows = ([("below scale", off["below scale"])] if "below scale" in off else []) + list(zip(labels, matrix)) \
+        + ([("above scale", off["above scale"])] if "above scale" in off else [])
+    peak = max((v for _, row in rows for v in row), default=0) or 1
     # in the metric tables' scroll box: a rubric of 11 levels (0..10) is wider than a 390-pixel phone
     out = [f'<div class="panel"><h4>{_e(title)}</h4><div class="scroll"><table class="confusion"><tr>'
            '<th>judge \\ experts</th>']
     out += [f"<th>{_e(v)}</th>" for v in labels] + ["</tr>"]
-    for label, row in zip(labels, matrix):
+    for label, row in rows:
         out.append(f"<tr><th>{_e(label)}</th>")
         for v in row:
             share = v / peak

@@ -68,14 +68,19 @@ def plot_confusions(result: Metrics, folder: Path) -> list[Path]:
         for ax in axes.flat[len(panels):]:
             ax.axis("off")
         for ax, (title, conf) in zip(axes.flat, panels):
-            matrix = np.asarray(conf.matrix, dtype=float)
             labels = [fmt(v, 0) if float(v).is_integer() else fmt(v, 1) for v in conf.levels]
+            # the judge's scores off the scale, where the run has any: a row under the lowest level, one past the
+            # highest (as report.html draws them)
+            off = dict(conf.off_scale_rows())
+            rows = [(side, off[side]) for side in ("below scale",) if side in off] + list(zip(labels, conf.matrix)) \
+                + [(side, off[side]) for side in ("above scale",) if side in off]
+            matrix = np.asarray([row for _, row in rows], dtype=float).reshape(len(rows), len(labels))
             ax.imshow(matrix if matrix.size else np.zeros((1, 1)), cmap="Blues")
             for (i, j), value in np.ndenumerate(matrix):
                 ax.text(j, i, int(value), ha="center", va="center", fontsize=8,
                         color="white" if value > matrix.max() / 2 else "black")
             ax.set_xticks(range(len(labels)), labels)
-            ax.set_yticks(range(len(labels)), labels)
+            ax.set_yticks(range(len(rows)), [label for label, _ in rows])
             ax.set_xlabel("experts (mode)")
             ax.set_ylabel("judge")
             ax.set_title(titles[str(title)], fontsize=9, parse_math=False)

@@ -195,17 +195,21 @@ def constant_judge_score(block: SplitMetrics, target: str) -> float | None:
     the cell scored. With one row and several expert columns, and Spearman undefined, the judge's side is the
     constant one (``eval.scoring.metrics.spearman`` is undefined only when a side is constant; the experts' mode
     varies here), so the row is its score (rounded half up, as the table rounds it: a discrete judge's own score);
-    every cell of the test then holds a subset of those items.
+    every cell of the test then holds a subset of those items. A judge score off the scale is counted in a row that
+    gathers every such score (``Confusion.below_scale`` / ``above_scale``), which tells no one score: None.
     """
     c = block.overall
     if block.confusion is None or target != "mode" or c.n_spearman is not None or not c.has_correlations:
         return None
     if c.spearman is not None and math.isfinite(c.spearman):
         return None
-    matrix, levels = block.confusion.all.matrix or [], block.confusion.all.levels or []
+    confusion = block.confusion.all
+    matrix, levels = confusion.matrix or [], confusion.levels or []
     rows = [k for k, row in enumerate(matrix) if any(row)]
     columns = {k for row in matrix for k, v in enumerate(row) if v}
-    if c.n_scored and sum(map(sum, matrix)) == c.n_scored and len(rows) == 1 and len(columns) > 1:
+    # a score off the scale is no one level (its row gathers every such score): the judge's side is not known
+    off_scale = any(any(row) for _, row in confusion.off_scale_rows())
+    if c.n_scored and confusion.n_counted() == c.n_scored and len(rows) == 1 and len(columns) > 1 and not off_scale:
         return float(levels[rows[0]])
     return None
 

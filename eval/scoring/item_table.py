@@ -4,7 +4,7 @@ cell of the report (Zero-Shot / Standard / all x overall / evaluated model / tas
 The item table is a set of aligned numpy columns, so the metric cells are index selections over the same
 arrays: the 100-fold Verdict Confidence is computed once for all items and averaged per cell.
 
-Why one module of ~1,200 lines: building the columns, deriving the per-item quantities once and selecting every
+Why one module of ~1,240 lines: building the columns, deriving the per-item quantities once and selecting every
 cell from them share the private ``_Derived`` columns and the scale cache; split apart they would pass those
 arrays through public signatures for no reader's gain.
 """
@@ -1031,9 +1031,10 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
                 for split, index in split_index.items()}
     groupings = {name: label_groups(getattr(table, column)) for name, column in GROUPINGS.items()}
     task_groups = label_groups(table.task_group)
-    levels = np.unique(np.concatenate([
-        table.experts[~np.isnan(table.experts)], metrics.round_half_up(table.judge[np.isfinite(table.judge)]),
-        value_levels(table, np.arange(len(table)))])) if len(table) else np.zeros(0)
+    # The axes: the rubric's whole scale and every expert score, never the judge's levels (``off_scale_sides``).
+    levels = np.unique(np.concatenate([table.experts[~np.isnan(table.experts)],
+                                       value_levels(table, np.arange(len(table)))])) if len(table) else np.zeros(0)
+    judge_sides = off_scale_sides(table, levels)
 
     settings = Settings(n_boot=n_boot, seed=seed, vc_repeats=vc_repeats, ci_level=ci_level,
                         spearman_target=spearman_target, bootstrap_unit=bootstrap_unit,
@@ -1067,7 +1068,7 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
             failures=code_counts(table.error[failed], labels),
             model_means=model_means(table, derived, split_idx, by["model"], overall,
                                     {k: v for k, v in by_model_index.items() if len(v)}),
-            confusion=_confusions(table, derived, split_idx, in_split, task_groups, levels),
+            confusion=_confusions(table, derived, split_idx, in_split, task_groups, levels, judge_sides),
         )
     return Metrics(judge=table.judge_name, target=target, settings=settings, levels=[float(v) for v in levels],
                    splits=splits)
@@ -1076,7 +1077,7 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
 def value_levels(table: ItemTable, index: np.ndarray) -> np.ndarray:
     """The levels the items at ``index`` may take, sorted: every whole level of their readable scales, and for the
     items without one their experts' whole-number span. The confusion matrices' axes hold them (over the whole
-    table) beside every value seen, so that a level no expert and no judge gave is an empty row and column, not a
+    table) beside every expert score, so that a level no expert and no judge gave is an empty row and column, not a
     missing one (App. D.2.3 reads the use of the mid level off these matrices); the validity section's value domain
     of a cell is them and the judge's levels on the scale.
 
@@ -1163,11 +1164,44 @@ def model_means(table: ItemTable, derived: _Derived, index: np.ndarray, by_model
                       all=row(index, overall))
 
 
-def _confusions(table, derived, split_idx, in_split, task_groups, levels) -> Confusions:
-    """Judge x expert-mode confusion matrices (items the judge scored that have a unique mode)."""
+def off_scale_sides(table: ItemTable, levels: np.ndarray) -> np.ndarray:
+    """Where each judge score, rounded half up, lies against its item's scale for the confusion matrices: -1 below
+    it (under the scale's lowest level; an item without a readable scale: under the axes' lowest, ``levels[0]``),
+    1 otherwise off it (past its highest level, or no level of ``levels``: between two axis levels of an item
+    without a readable scale), 0 on it or no score. The matrices count a -1 in their ``below_scale`` row and a 1 in
+    ``above_scale`` (``judge.metrics_json.metrics.Confusion``), so a judge's stray numbers never become levels of
+    the axes (a levels x levels matrix per panel, growing with the square of its distinct scores)."""
+    n = len(table)
+    judge = metrics.round_half_up(table.judge)
+    low = np.full(n, levels[0] if len(levels) else np.nan)
+    high = np.full(n, levels[-1] if len(levels) else np.nan)
+    if table.scale_low is not None and table.scale_high is not None:
+        scale_low, scale_high = (np.asarray(end, dtype=float) for end in (table.scale_low, table.scale_high))
+        known = np.isfinite(scale_low) & np.isfinite(scale_high)
+        low, high = np.where(known, scale_low, low), np.where(known, scale_high, high)
+    scored = np.isfinite(judge)
+    with np.errstate(invalid="ignore"):
+        below = scored & ~(judge >= low)  # NaN ends (no scale, no axis): every score is off, above
+        off = scored & (below | ~(judge <= high) | ~np.isin(judge, levels))
+    return np.where(below, -1, np.where(off, 1, 0)).astype(np.int8)
+
+
+def _confusions(table, derived, split_idx, in_split, task_groups, levels, sides) -> Confusions:
+    """Judge x expert-mode confusion matrices (items the judge scored that have a unique mode), the judge's scores
+    off the scale (``sides``, ``off_scale_sides``) in a row per side, written where any item of the table has one."""
+    judge_on = np.where(sides == 0, table.judge, np.nan)
+    mode_column = np.searchsorted(levels, np.nan_to_num(derived.mode, nan=0.0))
+    counted = np.isfinite(table.judge) & np.isfinite(derived.mode)
+    written = {"below_scale": (sides == -1).any(), "above_scale": (sides == 1).any()}
+
     def one(index: np.ndarray) -> Confusion:
-        matrix, _ = metrics.confusion_matrix(table.judge[index], derived.mode[index], levels)
-        return Confusion(levels=[float(v) for v in levels], matrix=matrix.tolist())
+        matrix, _ = metrics.confusion_matrix(judge_on[index], derived.mode[index], levels)
+        rows = {}
+        for name, side in (("below_scale", -1), ("above_scale", 1)):
+            if written[name]:
+                at = index[counted[index] & (sides[index] == side)]
+                rows[name] = np.bincount(mode_column[at], minlength=len(levels)).tolist()
+        return Confusion(levels=[float(v) for v in levels], matrix=matrix.tolist(), **rows)
 
     return Confusions(all=one(split_idx),
                       by_task_group={label: one(index[in_split[index]]) for label, index in task_groups.items()

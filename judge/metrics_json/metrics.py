@@ -1,7 +1,7 @@
 """The typed ``metrics.json``: what ``judge-eval score`` writes and ``judge-eval compare``, the reports and
 ``judge-train card`` read.
 
-Why one module of ~650 lines: it is one file's schema, every record of which reads by the same readers (null as NaN,
+Why one module of ~690 lines: it is one file's schema, every record of which reads by the same readers (null as NaN,
 counts, ranges, intervals, text and tables checked, the file named in errors); split, a record would live apart from
 its readers.
 
@@ -346,24 +346,58 @@ class ModelMeans(_MetricsRecord):
 
 @dataclass(frozen=True)
 class Confusion(_MetricsRecord):
-    """Judge (rows) x experts' mode (columns) counts over ``levels``."""
+    """Judge (rows) x experts' mode (columns) counts over ``levels``, and the judge's scores off the scale in two
+    rows of their own.
+
+    ``levels`` (both axes) are the rubric's whole scale and every expert score: the judge's levels never widen them,
+    so a judge writing 60 distinct numbers past the scale gives the same three columns as one writing a single one.
+    A judge's score (rounded half up) below its item's scale (its lowest level; an item without a readable scale:
+    the axis' lowest) is counted in ``below_scale``, any other score that is no level of its item's scale in
+    ``above_scale`` (past its highest level, or, on an item without a readable scale, between two axis levels): one
+    count per expert column each, never dropped, so the matrix and the two rows together count every item scored
+    with a unique mode (``n_counted``). Each row is written only when some judge score of the run lies off the scale
+    on its side (then in every matrix of the run, zeros included); absent (None): no such score, or a file written
+    before the rows existed, whose judge's levels joined ``levels``.
+    """
 
     levels: list[float]
     matrix: list[list[int]]
+    below_scale: list[int] | None = optional_field()
+    above_scale: list[int] | None = optional_field()
+
+    #: The heading of each off-scale row on the pages and in the plots, in the order they draw it (below the axis'
+    #: levels first, above them last).
+    OFF_SCALE_ROWS = {"below_scale": "below scale", "above_scale": "above scale"}
 
     def __post_init__(self) -> None:
         """Refuse (ValueError), where the matrix is made (score's ``evaluate`` as well as a read), one that is not
-        ``len(levels)`` rows of ``len(levels)`` whole counts of 0 or more: the report draws one row and one column
-        per level, and a 1x1 matrix beside three levels misdrew it. A dozen levels a side: the pass costs nothing."""
+        ``len(levels)`` rows of ``len(levels)`` whole counts of 0 or more, or an off-scale row that is not one such
+        count per level: the report draws one row and one column per level, and a 1x1 matrix beside three levels
+        misdrew it. A dozen levels a side: the pass costs nothing."""
         size = len(self.levels)
         if len(self.matrix) != size or any(len(r) != size for r in self.matrix):
             shape = f"{len(self.matrix)} rows of {sorted({len(r) for r in self.matrix}) or [0]} counts"
             raise ValueError(f"Confusion.matrix: {shape}, not {size} rows of {size} counts (one per level)")
-        for at, row in enumerate(self.matrix):
+        rows = [(f"matrix: row {at}", row) for at, row in enumerate(self.matrix)]
+        for name in self.OFF_SCALE_ROWS:
+            row = getattr(self, name)
+            if row is not None and len(row) != size:
+                raise ValueError(f"Confusion.{name}: {len(row)} counts, not {size} (one per level)")
+            rows += [(name, row)] if row is not None else []
+        for where, row in rows:
             for column, value in enumerate(row):
                 if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-                    raise ValueError(f"Confusion.matrix: row {at}, column {column}: {value!r} is not a whole "
+                    raise ValueError(f"Confusion.{where}, column {column}: {value!r} is not a whole "
                                      "number of 0 or more")
+
+    def off_scale_rows(self) -> list[tuple[str, list[int]]]:
+        """The off-scale rows the matrix has, as (heading, counts per level), in the order they are drawn."""
+        return [(heading, getattr(self, name)) for name, heading in self.OFF_SCALE_ROWS.items()
+                if getattr(self, name) is not None]
+
+    def n_counted(self) -> int:
+        """The pairs counted: the matrix's and the off-scale rows' (the items scored that have a unique mode)."""
+        return sum(map(sum, self.matrix)) + sum(sum(row) for _, row in self.off_scale_rows())
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Confusion:
@@ -373,18 +407,21 @@ class Confusion(_MetricsRecord):
                 raise TypeError(f"expected a list, got {got_words(values)}")
             return [_level(v) for v in values]
 
-        def row(values: Any) -> list[int]:
+        def row(values: Any, name: str = "matrix") -> list[int]:
             if not isinstance(values, list):
-                raise JsonRecordError(cls.json_where, f"Confusion.matrix: expected a list of counts, got "
+                raise JsonRecordError(cls.json_where, f"Confusion.{name}: expected a list of counts, got "
                                                       f"{got_words(values)}")
             out = []
             for at, value in enumerate(values):
                 try:
                     out.append(count(value))
                 except (TypeError, ValueError) as err:
-                    raise JsonRecordError(cls.json_where, f"Confusion.matrix is not readable ({err})", (str(at),)) \
+                    raise JsonRecordError(cls.json_where, f"Confusion.{name} is not readable ({err})", (str(at),)) \
                         from err
             return out
+
+        def off_scale(name: str) -> Any:
+            return lambda values: None if values is None else row(values, name)
 
         def matrix(values: Any) -> list[list[int]]:
             if not isinstance(values, list):
@@ -392,11 +429,13 @@ class Confusion(_MetricsRecord):
             return listed(row)(values)
 
         try:
-            return _read(cls, data, levels=levels, matrix=matrix)
+            return _read(cls, data, levels=levels, matrix=matrix, below_scale=off_scale("below_scale"),
+                         above_scale=off_scale("above_scale"))
         except JsonRecordError:
             raise
-        except ValueError as err:  # __post_init__'s: every count read, the shape is what is left
-            raise JsonRecordError(cls.json_where, str(err), ("matrix",)) from err
+        except ValueError as err:  # __post_init__'s: every count read, the shape is what is left; its field named
+            named = next((name for name in cls.OFF_SCALE_ROWS if str(err).startswith(f"Confusion.{name}")), "matrix")
+            raise JsonRecordError(cls.json_where, str(err), (named,)) from err
 
 
 @dataclass(frozen=True)
@@ -617,7 +656,8 @@ class Metrics(_MetricsRecord):
     Attributes:
         judge: the judge's label; target: MAE's reference, "mode" or "mean" of the experts.
         settings: how the metrics were computed; levels: the confusion matrices' axes, every whole level of the
-            items' readable scales and every score seen (an expert's as given, the judge's rounded half up).
+            items' readable scales and every expert score as given (the judge's scores off them are counted in
+            each ``Confusion``'s off-scale rows; a file written before those rows has the judge's levels here too).
         splits: per test (``item_table.SPLITS``) its ``SplitMetrics``.
         validity: the validity section (``judge.metrics_json.validity.Validity``); None for files written before it
             existed.

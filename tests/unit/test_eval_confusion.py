@@ -5,6 +5,7 @@ macrogroup (arXiv 2505.24616v3, Appendix D.2.3), items without a unique mode or 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -71,15 +72,20 @@ def test_the_axes_are_the_whole_scale_even_where_no_one_gave_a_level():
         assert matrix.matrix == [[1, 0, 0], [0, 0, 0], [0, 0, 2]]
 
 
-def test_the_axes_join_every_scale_of_the_table_and_every_value_seen():
-    """Items on 0..1 and on 1..4 scales, a judge's 7 off its scale: the axes are 0..4 and the 7 (a value seen),
-    every level once; a table without scale ends (a hand-built one) has its experts' whole-number span, 1..4, as the
-    validity section's value domain has."""
+def test_the_axes_join_every_scale_of_the_table_and_the_experts_values():
+    """Items on 0..1 and on 1..4 scales, a judge's 7 off its scale: the axes are 0..4, every level once, and the 7
+    is counted in the "above scale" row under the experts' 4, not an axis level; a table without scale ends (a
+    hand-built one) has its experts' whole-number span, 1..4, as the validity section's value domain has, and the 7
+    lies above it."""
     table = _scaled([1.0, 7.0], [[1, 1], [4, 4]], 0, 1)
     table.scale_low[1], table.scale_high[1] = 1.0, 4.0
-    assert item_table.evaluate(table, n_boot=0).levels == [0.0, 1.0, 2.0, 3.0, 4.0, 7.0]
     plain = dataclasses.replace(table, scale_low=None, scale_high=None)
-    assert item_table.evaluate(plain, n_boot=0).levels == [1.0, 2.0, 3.0, 4.0, 7.0]
+    for items, levels in ((table, [0.0, 1.0, 2.0, 3.0, 4.0]), (plain, [1.0, 2.0, 3.0, 4.0])):
+        result = item_table.evaluate(items, n_boot=0)
+        confusion = result.splits["all"].confusion.all
+        assert result.levels == confusion.levels == levels
+        assert confusion.above_scale == [0] * (len(levels) - 1) + [1] and confusion.below_scale is None
+        assert confusion.matrix[levels.index(1.0)][levels.index(1.0)] == 1 and confusion.n_counted() == 2
 
 
 def test_an_unreadable_scale_gets_its_experts_whole_number_span_as_the_validity_domain_does():
@@ -100,3 +106,107 @@ def test_an_expert_mode_off_the_levels_stays_in_its_own_column():
     assert result.splits["all"].overall.mae == pytest.approx(0.5)
     assert confusion.levels == [0.0, 1.0, 1.5, 2.0]
     assert confusion.matrix == [[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 1, 0]]
+
+
+def _off_scale_run() -> item_table.ItemTable:
+    """60 items on 0..2 whose judge wrote 60 distinct numbers past the scale (100, 107, ...: a seq2seq judge gone
+    wrong), 3 below it (-1, -2, -9) and 6 on it, in two macrogroups; the experts' mode is item k's k % 3."""
+    judge = [100.0 + 7 * k for k in range(60)] + [-1.0, -2.0, -9.0] + [0.0, 1.0, 2.0, 0.0, 1.0, 2.0]
+    experts = [[k % 3] * 3 for k in range(len(judge))]
+    table = _scaled(judge, experts, 0, 2)
+    groups = np.array(["G1" if k % 2 else "G2" for k in range(len(judge))], dtype=object)
+    return dataclasses.replace(table, task_group=groups)
+
+
+def test_sixty_distinct_off_scale_judge_scores_are_two_rows_not_sixty_levels():
+    """The axes stay the rubric's 0..2 whatever the judge writes off it: the 60 scores above the scale are one
+    "above scale" row and the 3 below it one "below scale" row, each counted under the experts' mode (never
+    dropped), so every matrix counts every item scored, and metrics.json is the size of a judge that wrote one
+    off-scale number."""
+    table = _off_scale_run()
+    result = item_table.evaluate(table, n_boot=0)
+    assert result.levels == [0.0, 1.0, 2.0]
+    confusion = result.splits["all"].confusion
+    assert confusion.all.levels == [0.0, 1.0, 2.0]
+    assert confusion.all.above_scale == [20, 20, 20]  # modes 0, 1, 2 of k = 0..59
+    assert confusion.all.below_scale == [1, 1, 1]  # k = 60, 61, 62: modes 0, 1, 2
+    assert confusion.all.matrix == [[2, 0, 0], [0, 2, 0], [0, 0, 2]]
+    for split, block in result.splits.items():
+        panels = [block.confusion.all, *block.confusion.by_task_group.values()]
+        assert all(len(p.levels) == 3 and p.below_scale is not None and p.above_scale is not None for p in panels)
+        assert block.confusion.all.n_counted() == block.overall.n_scored == (0 if split == "zero_shot" else 69)
+        assert sum(p.n_counted() for p in panels[1:]) == block.confusion.all.n_counted()
+    same_off = dataclasses.replace(table, judge=np.where(table.judge >= 100, 100.0, table.judge))
+    written = item_table.dumps(result.splits["all"].confusion)
+    assert written == item_table.dumps(item_table.evaluate(same_off, n_boot=0).splits["all"].confusion)
+
+
+def test_the_off_scale_rows_read_back_and_a_wrong_length_is_refused():
+    """metrics.json's ``below_scale`` / ``above_scale`` read back as written; one count per level or refused."""
+    from judge.metrics_json.metrics import Confusion, Metrics
+
+    result = item_table.evaluate(_off_scale_run(), n_boot=0)
+    text = item_table.dumps(result)
+    assert item_table.dumps(Metrics.from_json(json.loads(text))) == text
+    with pytest.raises(ValueError, match="above_scale"):
+        Confusion(levels=[0.0, 1.0], matrix=[[0, 0], [0, 0]], above_scale=[1])
+    for bad, said in (({"above_scale": [1]}, "Confusion.above_scale: 1 counts, not 2"),
+                      ({"below_scale": [1, "x"]}, "Confusion.below_scale is not readable"),
+                      ({"below_scale": [1, -1]}, "Confusion.below_scale is not readable")):
+        with pytest.raises(ValueError, match=said):
+            Confusion.from_json({"levels": [0, 1], "matrix": [[0, 0], [0, 0]], **bad})
+
+
+def test_an_on_scale_run_writes_the_confusion_matrices_it_wrote_before(tmp_path):
+    """``judge-eval score`` of the sample data judged on its scales: metrics.json's ``levels`` and every confusion
+    matrix are those written before off-scale scores were gathered (the SHA-256 of their sorted JSON), with no
+    ``below_scale`` / ``above_scale`` key."""
+    import hashlib
+
+    import judge
+    from eval.scoring.score import score
+    from tests.unit.test_eval_metrics_schema import _predictions
+
+    data = judge.sample_data_path()
+    preds = _predictions(tmp_path / "predictions.jsonl", judge.load_records(data))
+    score(preds, data, tmp_path / "out", n_boot=20, vc_repeats=5)
+    raw = json.loads((tmp_path / "out" / "metrics.json").read_text(encoding="utf-8"))
+    pin = {"levels": raw["levels"], "confusion": {k: v["confusion"] for k, v in raw["splits"].items()}}
+    assert raw["levels"] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert pin["confusion"]["all"]["all"]["matrix"] == [[68, 3, 0, 0, 0], [8, 53, 16, 0, 0], [0, 2, 98, 0, 0],
+                                                        [0, 0, 0, 5, 1], [0, 0, 0, 0, 2]]
+    assert hashlib.sha256(json.dumps(pin, sort_keys=True).encode()).hexdigest() == ON_SCALE_CONFUSION_SHA256
+    assert "_scale" not in json.dumps(pin)
+
+
+#: The SHA-256 of the on-scale sample run's ``levels`` and confusion matrices as score wrote them before judge
+#: scores off the scale were gathered into their own rows.
+ON_SCALE_CONFUSION_SHA256 = "1308fda616493355087ed42a2a134fb1aa2e06d3f8874c3fb71a9bcec44c1547"
+
+
+def test_report_html_and_the_plots_draw_the_off_scale_rows_and_the_rest_as_before(tmp_path):
+    """report.html's panel of the off-scale run: the rubric's three levels as columns, the "below scale" row above
+    them and the "above scale" row under them, each count of metrics.json in its cell, 5 rows (not 64); the PNG of
+    the same panels is drawn. report.md names no constant judge score for a test whose scores all lie above the
+    scale (its row gathers 60 different ones)."""
+    import re
+
+    from eval.reports.html_report import render_report_page
+    from eval.reports.plots import plot_confusions
+    from eval.reports.report import constant_judge_score
+
+    result = item_table.evaluate(_off_scale_run(), n_boot=0)
+    page = render_report_page(result, None)
+    panel = page[page.rindex("<h4>all task groups</h4>"):]  # the last test drawn: both tests
+    panel = panel[:panel.index("</table>")]
+    rows = [re.findall(r"<t[hd][^>]*>([^<]*)</t[hd]>", row) for row in panel.split("<tr>")[1:]]
+    assert rows == [["judge \\ experts", "0", "1", "2"], ["below scale", "1", "1", "1"], ["0", "2", "0", "0"],
+                    ["1", "0", "2", "0"], ["2", "0", "0", "2"], ["above scale", "20", "20", "20"]]
+    drawn = plot_confusions(result, tmp_path)  # 5 rows of 3 columns a panel
+    assert [p.name for p in drawn] == [f"confusion_{split}.png" for split in ("zero_shot", "standard", "all")]
+
+    above = dataclasses.replace(_off_scale_run(), judge=np.array([100.0 + k for k in range(69)]))
+    constant = dataclasses.replace(above, judge=np.full(69, 1.0))
+    assert constant_judge_score(item_table.evaluate(constant, n_boot=0).splits["all"], "mode") == 1.0
+    assert constant_judge_score(item_table.evaluate(above, n_boot=0).splits["all"], "mode") is None
+
