@@ -12,9 +12,11 @@ two agree on every row whose instruction's criteria come from one taxonomy task,
 held-out criteria only under held-out task types; they differ only on an instruction of a Standard task type scored
 on a held-out criterion, whose other rows ``split_of`` leaves in Standard.
 
-A record whose task type the taxonomy cannot resolve belongs to neither as far as anyone can tell: ``split_of``
+A record whose task type the taxonomy cannot resolve belongs to neither as far as anyone can tell, unless its
+criterion is held out (the held-out criteria are only in the Zero-Shot test, whatever the task type): ``split_of``
 raises ``UnknownTaskTypeError`` naming the row, or, with ``allow_unknown=True`` (judge-eval's selection and reports),
-returns ``"unknown"`` so that reports can show those items apart. The items ``criteria: auto`` judges on the
+returns ``"zero_shot"`` for a held-out criterion and ``"unknown"`` otherwise, so that reports can show those items
+apart. The items ``criteria: auto`` judges on the
 criteria for any text (a row the classifier was unsure of or failed on: their ``task_choice`` says ``fallback``) are,
 with ``allow_unknown=True``, split by their criterion alone: Zero-Shot when it is held out, else Standard. Their task
 type is left empty on purpose, and those 13 criteria (Critical, General and Subjective: arXiv
@@ -58,8 +60,8 @@ __all__ = [
 ZERO_SHOT = "zero_shot"
 STANDARD = "standard"
 #: The split of a record whose task type the taxonomy cannot resolve, or that has none (only with ``split_of(...,
-#: allow_unknown=True)``; an item ``criteria: auto`` judged on the criteria for any text is split by its criterion
-#: there instead).
+#: allow_unknown=True)``; a held-out criterion's row is Zero-Shot there instead, and an item ``criteria: auto``
+#: judged on the criteria for any text is split by its criterion).
 UNKNOWN = "unknown"
 #: How reports and model cards title each split, in report order; "all" is Zero-Shot + Standard, the paper's overall
 #: figures (a report's name for the union: no record is in it alone).
@@ -183,9 +185,10 @@ def split_of(record, spec: SplitSpec | None = None, strict: bool = False, allow_
             criteria are never held out). Without it, an unknown name that spells a held-out criterion's name with
             other punctuation, spacing or compatibility characters ("Rhyme  quality!") is Zero-Shot, not Standard.
         allow_unknown: instead of raising, return ``"unknown"`` (``UNKNOWN``) for a task type the taxonomy cannot
-            resolve or none, and split ``criteria: auto``'s items judged on the criteria for any text (no task type,
-            a ``task_choice`` saying ``fallback``) by their criterion alone, ``"zero_shot"`` for a held-out criterion, else
-            ``"standard"``. Ignored with ``strict``.
+            resolve or none, unless the row's criterion is held out (``"zero_shot"``: the held-out criteria are
+            only in the Zero-Shot test, Appendix D.2); ``criteria: auto``'s items judged on the criteria for any
+            text (no task type, a ``task_choice`` saying ``fallback``) on a Standard criterion are ``"standard"``.
+            Ignored with ``strict``.
 
     Raises:
         UnknownTaskTypeError: a task type the taxonomy cannot resolve, or none (naming the record's source, row
@@ -199,13 +202,22 @@ def split_of(record, spec: SplitSpec | None = None, strict: bool = False, allow_
     if task_type is None:
         if not allow_unknown or strict:
             raise _unknown_task_type(record)
-        if record.task_type or not _judged_on_the_fallback_set(record):
-            return UNKNOWN
+        # The paper's held-out criteria are "present exclusively in the Zero-Shot Test" (Appendix D.2): a row scored
+        # on one is Zero-Shot whatever its task type, so an unresolved task type leaves no doubt about it.
+        if _criterion_split(record, spec, taxonomy, strict=False) == ZERO_SHOT:
+            return ZERO_SHOT
         # criteria: auto's items on the criteria for any text, their task type left empty on purpose: nothing but
         # the criterion says which test the item is in, and the paper's split holds criteria out by themselves too.
         # Any other record without a task type may be of a held-out one: unknown, never silently Standard.
-    elif task_type in spec.task_types:
+        return STANDARD if not record.task_type and _judged_on_the_fallback_set(record) else UNKNOWN
+    if task_type in spec.task_types:
         return ZERO_SHOT
+    return _criterion_split(record, spec, taxonomy, strict)
+
+
+def _criterion_split(record, spec: SplitSpec, taxonomy: Taxonomy, strict: bool) -> str:
+    """``"zero_shot"`` when the record's criterion is held out, else ``"standard"`` (``split_of``'s reading of the
+    criterion; raises ``TaxonomyError`` on an unknown one only when ``strict``)."""
     try:
         base_id = taxonomy.criterion(record.criteria_name).base_id
     except TaxonomyError:

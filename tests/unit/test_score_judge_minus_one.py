@@ -87,16 +87,17 @@ def test_compare_says_when_two_runs_made_different_choices(tmp_path, capsys):
 
 def test_compare_counts_the_minus_ones_of_items_of_an_unknown_task_type_too(tmp_path):
     """The scored run's -1s all on items of a task type the taxonomy does not know (left out of "all", reported on
-    their own), the failed run's judge writing none: the scored run's -1s still make the choices differ."""
+    their own), the failed run's judge writing none: the scored run's -1s still make the choices differ. Both items
+    are on Standard criteria: one on a held-out criterion (s0001, Rhyme quality) is Zero-Shot whatever its task type."""
     import dataclasses
 
-    records = [dataclasses.replace(r, task_type="Нет такой задачи") if r.id in ("s0001", "s0156") else r
+    records = [dataclasses.replace(r, task_type="Нет такой задачи") if r.id in ("s0003", "s0156") else r
                for r in _records()]
     assert [judge.split_of(r, allow_unknown=True) for r in records].count("unknown") == 2
     data = tmp_path / "data.jsonl"
     judge.write_jsonl(records, data)
     outs = []
-    for name, minus_one_ids, flags in (("scored", {"s0001", "s0156"}, ()),
+    for name, minus_one_ids, flags in (("scored", {"s0003", "s0156"}, ()),
                                        ("failed", set(), ("--judge-minus-one", "fail"))):
         run = tmp_path / name
         run.mkdir()

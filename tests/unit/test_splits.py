@@ -117,16 +117,43 @@ def test_unresolvable_task_type_is_an_error_naming_the_row_or_an_explicit_unknow
 def test_an_item_judged_on_the_fallback_set_is_split_by_its_criterion_alone(criteria_name, expected):
     """With allow_unknown (judge-eval's --split and its reports) an item criteria: auto judged on the criteria for any
     text (no task type; its task_choice says fallback) is in the Zero-Shot test exactly when its criterion is held
-    out; it was "unknown", in neither test. The same record without that choice stays unknown: a user's row with no
-    task type may be of a held-out one."""
+    out; it was "unknown", in neither test. The same record without that choice stays unknown on a Standard
+    criterion (a user's row with no task type may be of a held-out one), and is Zero-Shot on a held-out one, which
+    is Zero-Shot whatever its task type (test_a_held_out_criterion_is_zero_shot_whatever_its_task_type)."""
     import dataclasses
 
     record = _record("", criteria_name)
     fallback = dataclasses.replace(record, extra={"task_choice": {"fallback": True, "level": "fallback"}})
     assert split_of(fallback, allow_unknown=True) == expected
-    assert split_of(record, allow_unknown=True) == UNKNOWN
+    without_choice = ZERO_SHOT if expected == ZERO_SHOT else UNKNOWN
+    assert split_of(record, allow_unknown=True) == without_choice
     unsure_leaf = dataclasses.replace(record, extra={"task_choice": {"fallback": False, "level": "leaf"}})
-    assert split_of(unsure_leaf, allow_unknown=True) == UNKNOWN
+    assert split_of(unsure_leaf, allow_unknown=True) == without_choice
+
+
+@pytest.mark.parametrize("task_type,subtype", [
+    ("Стайл трансфер", ""),  # a held-out task type misspelt
+    ("Unknown task", ""),
+    ("", ""),  # none, and no criteria: auto choice
+    ("ИИ как персонаж", ""),  # a group without its task type
+])
+@pytest.mark.parametrize("criteria_name", ["Качество рифмы", "Rhyme quality", "rhyme_quality__3", "Rhyme  quality!"])
+def test_a_held_out_criterion_is_zero_shot_whatever_its_task_type(task_type, subtype, criteria_name):
+    """Paper, Appendix D.2: the held-out criteria "are present exclusively in the Zero-Shot Test", so a row scored on
+    one is Zero-Shot whatever its task type: with allow_unknown (judge-eval's --split, score and experts) it was
+    "unknown" when the taxonomy could not resolve its task type, skipped by --split zero_shot and left out of the
+    Zero-Shot figures. Without allow_unknown the unresolved task type is still an error naming the row, as before;
+    a Standard criterion under such a task type stays unknown."""
+    from judge.splits import splits_of
+
+    record = _record(task_type, criteria_name, subtype)
+    assert split_of(record, allow_unknown=True) == ZERO_SHOT
+    assert splits_of([record, _record(task_type, rid="r")], allow_unknown=True) == [ZERO_SHOT, ZERO_SHOT]
+    assert split_of(_record(task_type, "Проактивность", subtype), allow_unknown=True) == UNKNOWN
+    with pytest.raises(UnknownTaskTypeError):
+        split_of(record)
+    with pytest.raises(UnknownTaskTypeError):
+        split_of(record, allow_unknown=True, strict=True)
 
 
 def test_the_items_criteria_auto_judges_on_the_criteria_for_any_text_are_in_the_standard_test(tmp_path):
