@@ -110,13 +110,17 @@ class Task:
     """One leaf task of the taxonomy.
 
     Attributes:
-        group, task_type, subtype, subsubtype: English names along the path (subtypes None where absent).
+        group, task_type, subtype, subsubtype: English names along the path (subtypes None where absent): the keys
+            of tasks.json.
         names_ru: the Russian names along the same path.
         criteria: criterion ids the leaf is scored on, in taxonomy order.
         has_gold: whether its instructions come with reference answers.
         complexity: {"easy"|"medium"|"hard": {"ru": ..., "en": ...}}.
         description: {"ru": ..., "en": ...}.
         domain: the leaf's domain, {"ru": "Общее", "en": "General-purpose"} ({} where tasks.json gives none).
+        names_en: tasks.json's English ``name`` of each node along the path (group first, as ``names_ru``): the key
+            but for two subtypes, ``Genres`` ("Literary movements, genres, and narrative modes", the name
+            criteria.json's ``subtask1`` uses) and ``Words`` ("Words (within context or cultural translation)").
     """
 
     group: str
@@ -129,6 +133,7 @@ class Task:
     complexity: dict = field(default_factory=dict)
     description: dict = field(default_factory=dict)
     domain: dict[str, str] = field(default_factory=dict)
+    names_en: tuple[str, ...] = ()
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -215,7 +220,7 @@ def _leaves(node: dict, path: list[tuple[str, str]]) -> Iterable[tuple[list[tupl
         yield path, node
     for key in ("tasks", "subtasks_l1", "subtasks_l2"):
         for name, child in (node.get(key) or {}).items():
-            yield from _leaves(child, path + [(name, child["name"]["ru"])])
+            yield from _leaves(child, path + [(name, child["name"]["ru"], child["name"].get("en") or name)])
 
 
 class Taxonomy:
@@ -237,7 +242,7 @@ class Taxonomy:
 
         self.tasks: list[Task] = []
         for group_key, group in tasks_raw.items():
-            for path, leaf in _leaves(group, [(group_key, group["name"]["ru"])]):
+            for path, leaf in _leaves(group, [(group_key, group["name"]["ru"], group["name"].get("en") or group_key)]):
                 names = [p[0] for p in path[1:]] + [None, None]
                 self.tasks.append(
                     Task(
@@ -251,6 +256,7 @@ class Taxonomy:
                         complexity=leaf.get("complexity") or {},
                         description=leaf.get("desc") or {},
                         domain={lang: text.strip() for lang, text in (leaf.get("domain") or {}).items() if text},
+                        names_en=tuple(p[2] for p in path),
                     )
                 )
         unknown = {c for t in self.tasks for c in t.criteria} - set(self.criteria)
@@ -370,7 +376,8 @@ class Taxonomy:
         return self._group_names.get(name_key(name))
 
     def find_tasks(self, task_type: str, subtype: str | None = None, subsubtype: str | None = None) -> list[Task]:
-        """Leaves under a path of names (English or Russian, any case); an empty or None level matches any.
+        """Leaves under a path of names (English: tasks.json's key or ``name``; or Russian; any case); an empty or
+        None level matches any.
 
         ``task_type`` may also name a group (``AI as a Character``), in which case ``subtype`` names the task
         type below it, as some exports of the POLLUX data do.
@@ -395,9 +402,11 @@ class Taxonomy:
             if not wanted:
                 continue
             key = name_key(wanted)
+            # by its key, its English name (two differ from their keys) or its Russian name
             chosen = [
                 t for t in leaves
-                if len(t.path) > depth and key in (name_key(t.path[depth]), name_key(t.names_ru[depth + 1]))
+                if len(t.path) > depth and key in {name_key(t.path[depth]), name_key(t.names_ru[depth + 1]),
+                                                   name_key(t.names_en[depth + 1])}
             ]
             if not chosen:
                 options = sorted({t.path[depth] for t in leaves if len(t.path) > depth})

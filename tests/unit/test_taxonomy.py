@@ -207,6 +207,30 @@ def test_group_then_task_type_path(taxonomy):
     assert taxonomy.canonical_task_type("ИИ как персонаж (бытовая ситуация)") == "Informal setting"
 
 
+@pytest.mark.parametrize("key,english,russian", [
+    ("Genres", "Literary movements, genres, and narrative modes", "Перепиши в стиле (задаём литературное направление)"),
+    ("Words", "Words (within context or cultural translation)", "Слова (внутри контекста или культурный перевод)"),
+])
+def test_a_subtype_resolves_by_its_published_english_name_as_by_its_key(taxonomy, key, english, russian):
+    """tasks.json gives two subtypes an English ``name`` other than their key, and criteria.json names the first by
+    that name (``subtask1`` of dialog, drama, emphasis, rhyme_quality, meter): a record or request naming it so was
+    refused ("has no subtype ..."), where its key and its Russian name resolve. Every name of the node resolves to
+    the same leaf, through find_tasks, leaf, criteria_for and criterion(..., task=)."""
+    task_type = {"Genres": "Style transfer", "Words": "Translation, English-Russian language pair"}[key]
+    raw = json.loads((resources.files("judge") / "data" / "tasks.json").read_text(encoding="utf-8"))
+    group = next(g for g in raw.values() if task_type in g["tasks"])
+    node = group["tasks"][task_type]["subtasks_l1"][key]
+    assert node["name"] == {"en": english, "ru": russian}  # the vendored names, byte for byte
+    (by_key,) = taxonomy.find_tasks(task_type, key)
+    for name in (english, english.upper(), russian):
+        assert taxonomy.find_tasks(task_type, name) == [by_key], name
+        assert taxonomy.leaf(task_type, name) == by_key
+        assert taxonomy.criteria_for(task_type, name) == taxonomy.criteria_for(task_type, key)
+    assert by_key.names_en == (group["name"]["en"], task_type, english)
+    if key == "Genres":
+        assert taxonomy.criterion("Rhyme quality", task=(task_type, english)).id == "rhyme_quality"
+
+
 @pytest.mark.parametrize(
     "path,domain",
     [
