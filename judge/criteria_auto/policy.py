@@ -80,9 +80,37 @@ def leaf_of(label: str, taxonomy: Taxonomy | None = None) -> Task:
     """
     taxonomy = taxonomy or load_taxonomy()
     parts = label.split(LABEL_SEPARATOR)
-    if len(parts) > 3:
-        raise TaxonomyError(f"task label {label!r} has more than three levels")
-    return taxonomy.leaf(*parts)
+    try:
+        if len(parts) > 3:
+            raise TaxonomyError(f"task label {label!r} has more than three levels")
+        return taxonomy.leaf(*parts)
+    except TaxonomyError:
+        # Four Russian names of tasks.json hold the separator themselves ("Спор / дискуссия"): read the label as each
+        # way of cutting it into at most three names, and take the one leaf they name, if exactly one is named.
+        found: dict[str, Task] = {}
+        for names in _cuts(parts) if len(parts) <= _MAX_LABEL_PARTS else ():
+            try:
+                leaf = taxonomy.leaf(*names)
+            except TaxonomyError:
+                continue
+            found[label_of(leaf)] = leaf
+        if len(found) == 1:
+            return next(iter(found.values()))
+        raise
+
+
+#: Most " / "-separated parts a label is read in other cuts (``leaf_of``): three names, each holding the separator.
+_MAX_LABEL_PARTS = 6
+
+
+def _cuts(parts: list[str]) -> list[tuple[str, ...]]:
+    """Every way of joining ``parts`` in order into one to three names (``LABEL_SEPARATOR`` kept inside a name)."""
+    n = len(parts)
+    joined = LABEL_SEPARATOR.join
+    cuts = [(joined(parts),)]
+    cuts += [(joined(parts[:i]), joined(parts[i:])) for i in range(1, n)]
+    cuts += [(joined(parts[:i]), joined(parts[i:j]), joined(parts[j:])) for i in range(1, n) for j in range(i + 1, n)]
+    return cuts
 
 
 def fallback_criteria(taxonomy: Taxonomy | None = None) -> tuple[str, ...]:

@@ -64,3 +64,27 @@ def test_the_groups_for_any_text_are_listed_whole_by_35_leaves_and_missing_as_th
     assert types[frozenset(critical)] == {"Data analysis", "Data retrieval", "Fact checking",
                                           "Describing objects game", "Writing instructions"}
     assert types[frozenset()] == {"STEM exercises", "Code creation", "Code analysis", "Code modification"}
+
+
+def test_a_label_of_russian_names_holding_the_separator_names_its_leaf():
+    """A label may be a path of Russian names joined by " / " (``leaf_of``), and four Russian names of tasks.json
+    hold " / " themselves ("Спор / дискуссия"): cut at every " / ", such a path named no leaf ("has no subtype
+    'Спор'"), so a labelled row naming one of the leaves under them was refused. Every leaf's Russian path now
+    names it; a label that names no leaf however it is cut is still refused."""
+    import pytest
+
+    from judge.criteria_auto import leaf_of
+    from judge.taxonomy import TaxonomyError
+
+    taxonomy = load_taxonomy()
+    held = [t for t in taxonomy.tasks if any(" / " in name for name in t.names_ru)]
+    assert len(held) == 7  # Main idea's four domains, and Argument or discussion, Education and consultation, Briefing
+    for leaf in taxonomy.tasks:
+        russian = " / ".join(name for name in leaf.names_ru[1:] if name)
+        assert label_of(leaf_of(russian, taxonomy)) == label_of(leaf), russian
+    assert leaf_of("ИИ как персонаж (бытовая ситуация) / Спор / дискуссия").path == ("Informal setting",
+                                                                                     "Argument or discussion")
+    for wrong in ("ИИ как персонаж (бытовая ситуация) / Спор / беседа", "Спор / дискуссия",
+                  "Informal setting / Argument or discussion / x / y"):
+        with pytest.raises(TaxonomyError):
+            leaf_of(wrong)
