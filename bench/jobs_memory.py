@@ -7,8 +7,9 @@ prompt's ids per job (what it kept before: the prefix's ids copied into every cr
 Jobs wait up to the request's timeout for a place at the engine, so what they hold is held by every request queued:
 ``max_connections`` of them. Each shape is built once with ``serve.jobs.build_jobs`` on the real Qwen2.5 vocabulary
 (``train.tiny_models.build_qwen_tokenizer``, no download); memory is what ``tracemalloc`` counts as still allocated
-after the jobs are built (the jobs alone), then again after each job's whole prompt ids are made and kept (the
-layout before). Printed per shape: both figures in MiB and their ratio.
+after the jobs are built (the jobs alone), then again once each job's whole prompt ids are made and the jobs are
+released (the layout before: the whole lists alone, their id objects the same ones the jobs held; the job records
+themselves are not counted in either figure's difference). Printed per shape: both figures in MiB and their ratio.
 """
 
 from __future__ import annotations
@@ -56,6 +57,24 @@ def parse_args(argv=None) -> argparse.Namespace:
     return ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0]).parse_args(argv)
 
 
+def layouts(build) -> tuple[int, int, float]:
+    """Bytes the jobs ``build()`` returns hold (prefix shared), bytes the same ids hold as one whole list per job (the
+    layout before), and the mean prompt length. The whole lists are measured once the jobs are gone: read while the
+    jobs still live, they would count both layouts at once."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        jobs = build()
+        shared = tracemalloc.get_traced_memory()[0]
+        copies = [job.prompt_ids for job in jobs]  # the layout before: a whole list per job
+        del jobs
+        gc.collect()
+        whole = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return shared, whole, sum(map(len, copies)) / len(copies)
+
+
 def main(argv=None) -> None:
     parse_args(argv)
     tokenizer = build_qwen_tokenizer()
@@ -63,18 +82,12 @@ def main(argv=None) -> None:
     print(machine_line())
     for n_items, n_criteria, n_words, context in SHAPES:
         request = _request(n_items, n_criteria, n_words)
-        gc.collect()
-        tracemalloc.start()
-        jobs = build_jobs(request, tokenizer, max_model_len=context, max_tokens=1024, max_judgments=512)
-        shared = tracemalloc.get_traced_memory()[0]
-        copies = [job.prompt_ids for job in jobs]  # the layout before: a whole list per job
-        whole = tracemalloc.get_traced_memory()[0]
-        tracemalloc.stop()
-        mean = sum(map(len, copies)) / len(copies)
+        shared, whole, mean = layouts(lambda: build_jobs(request, tokenizer, max_model_len=context, max_tokens=1024,
+                                                         max_judgments=512))  # fmt: skip
         print(f"{n_items} items x {n_criteria} criteria, {mean:,.0f} prompt ids each, context {context}: "
               f"shared prefix {shared / 2**20:.1f} MiB, a copy per job {whole / 2**20:.1f} MiB "
               f"(x{whole / shared:.1f})")
-        del jobs, copies
+    print(machine_line())  # and its load at the end, as at the start
 
 
 if __name__ == "__main__":

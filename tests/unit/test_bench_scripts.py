@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -238,3 +239,50 @@ def test_a_bench_run_opens_and_closes_with_the_machine_line():
     assert len(lines) > 2, lines
     assert lines[0].startswith("machine: ") and lines[-1].startswith("machine: "), lines
     assert not any(line.startswith("machine: ") for line in lines[1:-1]), lines  # the figures are between them
+
+
+@pytest.fixture
+def jobs_memory(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    return importlib.import_module("jobs_memory")
+
+
+class _SharedPrefixJob:
+    """What jobs_memory reads of a ``serve.jobs.Job``: its own ids after one prefix list its item's jobs share."""
+
+    __slots__ = ("prefix_ids", "own_ids")
+
+    def __init__(self, prefix_ids: list[int], own_ids: list[int]):
+        self.prefix_ids, self.own_ids = prefix_ids, own_ids
+
+    @property
+    def prompt_ids(self) -> list[int]:
+        return [*self.prefix_ids, *self.own_ids]
+
+
+def test_jobs_memory_counts_the_layout_before_alone(jobs_memory, monkeypatch, capsys):
+    """The layout before is the whole lists alone (their id objects shared with nothing else): two jobs on one
+    100,000-id prefix hold 2 whole lists and 100,020 ids. Read while the jobs still lived, the figure also counted the
+    jobs' own prefix list, 800 kB more (the layout before measured here the same way, by ``tracemalloc``)."""
+    prefix_len, own_len, n_jobs = 100_000, 10, 2
+
+    def jobs(request=None, tokenizer=None, **_):
+        prefix = [10**6 + k for k in range(prefix_len)]
+        return [_SharedPrefixJob(prefix, [2 * 10**6 + 100 * j + k for k in range(own_len)]) for j in range(n_jobs)]
+
+    tracemalloc.start()
+    try:
+        whole_lists = [job.prompt_ids for job in jobs()]  # the layout before, alone: what the figure must count
+        before_bytes = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    del whole_lists
+
+    for name, stand_in in (("build_qwen_tokenizer", lambda: None), ("prepare_tokenizer", lambda tokenizer: None),
+                           ("_request", lambda *shape: None), ("build_jobs", jobs)):  # fmt: skip
+        monkeypatch.setattr(jobs_memory, name, stand_in)
+    monkeypatch.setattr(jobs_memory, "SHAPES", [(1, n_jobs, 0, 4096)])
+    jobs_memory.main([])
+    line = next(line for line in capsys.readouterr().out.splitlines() if "a copy per job" in line)
+    before_mib = float(re.search(r"a copy per job ([\d.]+) MiB", line).group(1))
+    assert abs(before_mib - before_bytes / 2**20) < 0.1, (line, before_bytes / 2**20)
