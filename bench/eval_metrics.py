@@ -170,8 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vc-repeats", type=int, default=100, help="Verdict Confidence replacements")
     parser.add_argument("--regression", action="store_true", help="real-valued judge scores (compared to the mean)")
     parser.add_argument("--end-to-end", action="store_true", help="also time `judge-eval score` on JSONL files")
-    parser.add_argument("--rounds", type=int, default=3, help="end-to-end runs (median and min-max reported)")
-    parser.add_argument("--baseline", default="", help="another checkout to time end to end in the same run")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="with --end-to-end: runs per checkout (default 3; median and min-max reported)")
+    parser.add_argument("--baseline", default="", help="with --end-to-end: another checkout to time in the same run")
     parser.add_argument("--rationale-chars", type=int, default=0,
                         help="with --end-to-end: each raw output's rationale this long (default: one short sentence; "
                              "a POLLUX judge writes several hundred characters)")
@@ -181,6 +182,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-metrics", action="store_true",
                         help="with --end-to-end: skip the separate timing of the metrics step")
     args = parser.parse_args(argv)
+    end_to_end_only = {"--baseline": args.baseline, "--rounds": args.rounds is not None,
+                       "--skip-metrics": args.skip_metrics, "--rationale-chars": args.rationale_chars}  # fmt: skip
+    given = [flag for flag, value in end_to_end_only.items() if value]
+    if given and not args.end_to_end:
+        parser.error(f"{', '.join(given)}: only with --end-to-end (they time `judge-eval score` end to end)")
+    from measure import not_a_checkout
+
+    if args.baseline and (why := not_a_checkout(args.baseline, ("judge", "eval"))):
+        parser.error(why)
+    args.rounds = 3 if args.rounds is None else args.rounds
 
     from eval.scoring import item_table, metrics
 

@@ -15,6 +15,7 @@ import statistics
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 
@@ -102,3 +103,16 @@ def run_child(cmd: Sequence[str], **popen) -> tuple[subprocess.CompletedProcess,
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return proc, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def not_a_checkout(folder: str, packages: Sequence[str]) -> str | None:
+    """Why ``folder`` cannot be a ``--baseline`` (a clone, worktree or archive of this project whose ``packages`` a
+    bench runs), or None when it can: checked before any bench work, so that a mistyped path is refused at once, not
+    after minutes of building data as a traceback from the first child started in it."""
+    path = Path(folder)
+    if not path.is_dir():
+        return f"--baseline {folder}: no such folder"
+    missing = [name for name in packages if not (path / name).is_dir()]
+    if missing:
+        return f"--baseline {folder}: not a checkout of this project (no {', '.join(f'{m}/' for m in missing)})"
+    return None

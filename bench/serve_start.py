@@ -28,7 +28,7 @@ for path in (REPO / "bench", REPO):
         sys.path.remove(str(path))
     sys.path.insert(0, str(path))
 
-from measure import fmt, interleaved, machine_line, spread  # noqa: E402
+from measure import fmt, interleaved, machine_line, not_a_checkout, spread  # noqa: E402
 
 from judge.plumbing.processes import free_port, start_process  # noqa: E402
 
@@ -76,6 +76,8 @@ def main(argv=None) -> int:
     p.add_argument("--baseline", default="", help="another checkout to time in the same run")
     p.add_argument("--timeout-s", type=float, default=120.0, help="readiness deadline per start")
     args = p.parse_args(argv)
+    if args.baseline and (why := not_a_checkout(args.baseline, ("judge", "serve"))):
+        p.error(why)
     sides = {"this checkout": REPO}
     if args.baseline:
         sides = {"baseline": Path(args.baseline).resolve(), **sides}

@@ -286,3 +286,36 @@ def test_jobs_memory_counts_the_layout_before_alone(jobs_memory, monkeypatch, ca
     line = next(line for line in capsys.readouterr().out.splitlines() if "a copy per job" in line)
     before_mib = float(re.search(r"a copy per job ([\d.]+) MiB", line).group(1))
     assert abs(before_mib - before_bytes / 2**20) < 0.1, (line, before_bytes / 2**20)
+
+
+@pytest.fixture
+def bench_module(monkeypatch):
+    """A bench script imported as a module; what its ``main`` adds to ``sys.path`` is undone after the test."""
+    monkeypatch.setattr(sys, "path", [str(BENCH), *sys.path])
+    return importlib.import_module
+
+
+@pytest.mark.parametrize("argv", [
+    ["--baseline", "DIR"], ["--rounds", "2"], ["--skip-metrics"], ["--rationale-chars", "800"],
+])  # fmt: skip
+def test_eval_metrics_refuses_an_end_to_end_flag_without_end_to_end(bench_module, argv, capsys):
+    """Without --end-to-end nothing reads these flags: `--baseline DIR` timed this checkout's metrics step alone and
+    exited 0, as if DIR had been compared. Refused by argparse (exit 2) naming the flag, before the table is built."""
+    with pytest.raises(SystemExit) as exit_:
+        bench_module("eval_metrics").main(["--items", "50", *argv])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{argv[0]}: only with --end-to-end" in err and "items:" not in err
+
+
+@pytest.mark.parametrize("script, extra", [("eval_metrics", ["--end-to-end", "--items", "50"]), ("serve_start", [])])
+def test_a_baseline_that_is_no_checkout_is_refused_before_the_bench_runs(bench_module, script, extra, tmp_path,
+                                                                       capsys):  # fmt: skip
+    """A mistyped --baseline ended, after the data or the tiny judge was built, in subprocess's FileNotFoundError
+    traceback; a folder without the project's packages ran its first child before the refusal. Both are an argparse
+    error now (exit 2) naming the folder and what it lacks."""
+    for folder, why in ((tmp_path / "absent", "no such folder"), (tmp_path, "not a checkout of this project (no ")):
+        with pytest.raises(SystemExit) as exit_:
+            bench_module(script).main([*extra, "--baseline", str(folder)])
+        assert exit_.value.code == 2
+        assert f"--baseline {folder}: {why}" in capsys.readouterr().err
