@@ -79,8 +79,9 @@ def summarize(rows: list[dict], top: int = 25) -> str:
     if len({row.get("worker", "main") for row in rows}) > 1:
         return summarize_workers(rows, top)
     cpu, wall = sum(r["cpu_s"] for r in rows), sum(r["wall_s"] for r in rows)
+    cores = rows[0]["cores"]  # the process's CPUs, as each row records them
     lines = [f"{len(rows)} tests: {cpu:,.0f} CPU-s in {wall:,.0f} s of wall ({cpu / max(wall, 1e-9):.2f} cores busy "
-             f"on average); floor on 2 cores: {cpu / 2:,.0f} s"]
+             f"on average); floor on {cores} cores: {cpu / cores:,.0f} s"]
     by_file_cpu, by_file_wall = Counter(), Counter()
     for row in rows:
         by_file_cpu[row["id"].split("::")[0]] += row["cpu_s"]

@@ -204,6 +204,16 @@ def test_suite_cpu_summarises_good_rows(suite_cpu, tmp_path, capsys):
     assert out[-1].split() == ["1.5", "2.0", "tests/unit/test_a.py::test_one"]
 
 
+def test_suite_cpu_floor_divides_by_the_rows_cores(suite_cpu, tmp_path, capsys):
+    """One process on 4 cores, 8 CPU-s in 2 s of wall: the floor is 8 / 4 = 2 s on 4 cores. It was printed as 8 / 2 =
+    4 s "on 2 cores" whatever the rows said, a floor above the wall time the run took."""
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps(_row(cpu_s=8.0, cores=4)) + "\n", encoding="utf-8")
+    assert suite_cpu.main([str(rows)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == ("1 tests: 8 CPU-s in 2 s of wall (4.00 cores busy on average); "
+                                                       "floor on 4 cores: 2 s")
+
+
 #: The serving and client benches whose machine line docs/performance.md's header promises "at start and end",
 #: but supervisor_start, which the test after this one runs. These are read, not run: constrained_judging and
 #: engine_start start a vLLM engine; serve_start, serve_tokenizer_load and verdict_regex_compile need none but build
