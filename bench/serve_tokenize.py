@@ -16,8 +16,11 @@ Three arms, each from the validated request to every judgment's chat-wrapped pro
 
 The three give the same ids (checked before timing; tests/unit/test_serve_judging.py pins build_jobs' ids against a
 one-prompt call). Prints each arm's CPU ms per judgment and, per round, ``whole_one_batch / build_jobs`` and
-``whole_one_call_each / whole_one_batch`` (above 1: the second arm is the cheaper), then their median and spread.
-Uses the real Qwen2.5 vocabulary (``train.tiny_models.build_qwen_tokenizer``), no model.
+``whole_one_call_each / whole_one_batch`` (above 1: the second arm is the cheaper), then their median and spread,
+between the machine and its load average at start and at end. Round r runs the arms rotated by r, reversed in every
+odd round: A B C, then B C A reversed (A C B), C A B, A B C reversed (C B A), B C A, C A B reversed (B A C), so over
+six rounds each arm takes each place twice. Uses the real Qwen2.5 vocabulary
+(``train.tiny_models.build_qwen_tokenizer``), no model.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.measure import machine, spreads  # noqa: E402
+from bench.measure import machine, machine_line, spreads  # noqa: E402
 from judge import apply_chat, render_prompt  # noqa: E402
 from serve.jobs import build_jobs  # noqa: E402
 from serve.schema import parse_judge_request  # noqa: E402
@@ -53,6 +56,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=20, help="items tokenized per arm and round")
     parser.add_argument("--criteria", type=int, default=16)
     args = parser.parse_args(argv)
+    print(machine_line(), flush=True)
     tokenizer = build_qwen_tokenizer()
     item = {"instruction": "Объясни фотосинтез школьнику.", "answer": ANSWER,
             "criteria": [{"name": f"Критерий {k}", "rubrics": RUBRIC} for k in range(args.criteria)]}
@@ -79,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     names = list(arms)
     rounds = []
     for index in range(args.rounds):
-        # Each arm leads in turn, and the order reverses every other round (A B C, C A B reversed, ...).
+        # The arms rotated by the round, reversed in every odd round (the module's docstring lists the orders).
         order = names[index % len(names):] + names[: index % len(names)]
         order = order if index % 2 == 0 else order[::-1]
         row = {}
@@ -96,6 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     summary = spreads(rounds, {key: (lambda r, key=key: r[key]) for key in rounds[0]})
     print(json.dumps({"machine": machine(), "prompt_tokens": len(expected[0]), "criteria": len(fields),
                       "summary": summary}, indent=1, ensure_ascii=False))  # fmt: skip
+    print(machine_line())  # and its load at the end, as at the start
 
 
 if __name__ == "__main__":

@@ -216,10 +216,10 @@ def test_suite_cpu_floor_divides_by_the_rows_cores(suite_cpu, tmp_path, capsys):
 
 #: The serving and client benches whose machine line docs/performance.md's header promises "at start and end",
 #: but supervisor_start, which the test after this one runs. These are read, not run: constrained_judging and
-#: engine_start start a vLLM engine; serve_start, serve_tokenizer_load and verdict_regex_compile need none but build
-#: and load the 151k-token Qwen tokenizer (serve_start judge-serve's whole stack too) even at ``--rounds 1``, a cost
-#: of the slow tier's kind, not the unit tier's.
-MACHINE_AT_BOTH_ENDS = ("constrained_judging", "engine_start", "serve_start", "serve_tokenizer_load",
+#: engine_start start a vLLM engine; serve_start, serve_tokenize, serve_tokenizer_load and verdict_regex_compile
+#: need none but build and load the 151k-token Qwen tokenizer (serve_start judge-serve's whole stack too) even at
+#: ``--rounds 1``, a cost of the slow tier's kind, not the unit tier's.
+MACHINE_AT_BOTH_ENDS = ("constrained_judging", "engine_start", "serve_start", "serve_tokenize", "serve_tokenizer_load",
                         "verdict_regex_compile")
 
 
