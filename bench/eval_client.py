@@ -13,7 +13,8 @@ requests in flight, ``--batch-size`` criteria per ``/v1/judge`` request.
 Each round runs, back to back: a fresh run over all items, then a resumed run over a folder whose
 ``predictions.jsonl`` already holds the first half of the fresh run's rows. Reported, median with min-max over
 rounds (``bench/measure.py``): items/s (items judged / wall time of the whole command, start-up and data loading
-included), the client's CPU-seconds (user + system, ``psutil``) and peak resident memory (sampled every 0.1 s),
+included), the client's CPU-seconds (user + system of the command and of any process it waits for, read by
+``resource.getrusage(RUSAGE_CHILDREN)`` once it has ended) and peak resident memory (sampled every 0.1 s),
 the resident memory when 25 / 50 / 75 / 100 % of the items are written (flat = memory does not grow with the items
 done), and for the resumed run its wall time and the seconds before its first request (reading what is done).
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -128,19 +130,20 @@ def run_client(args, url: str, data: Path, out: Path, n_total: int, first_file: 
         cmd += ["--backend", args.backend]
     predictions = out / "predictions.jsonl"
     done_before = sum(1 for _ in predictions.open("rb")) if predictions.exists() else 0
-    started = time.time()
+    started = time.time()  # the epoch clock, as the server stamps the first request
+    wall_started = time.perf_counter()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     ps = psutil.Process(proc.pid)
-    peak, cpu, by_progress = 0, 0.0, {}
+    peak, by_progress = 0, {}
     marks = [0.25, 0.5, 0.75, 1.0]
     seen_bytes, done_rows, at = 0, 0, {}
     while proc.poll() is None:
         try:
             rss = ps.memory_info().rss
-            times = ps.cpu_times()
         except psutil.NoSuchProcess:
             break
-        peak, cpu = max(peak, rss), times.user + times.system
+        peak = max(peak, rss)
         if marks and predictions.exists():
             with predictions.open("rb") as handle:  # only the bytes written since the last look
                 handle.seek(seen_bytes)
@@ -151,11 +154,14 @@ def run_client(args, url: str, data: Path, out: Path, n_total: int, first_file: 
                 mark = f"{int(marks.pop(0) * 100)}%"
                 by_progress[mark], at[mark] = rss / 2**20, time.time()
         time.sleep(0.1)
-    wall = time.time() - started
     stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    proc.wait()
+    wall = time.perf_counter() - wall_started
+    # Reaped, the command's CPU is whole: its last moments and whatever it waited for, which a sample would miss.
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
     if proc.returncode != 0:
         raise RuntimeError(f"judge-eval run exited {proc.returncode}:\n{stderr[-3000:]}")
-    # cpu_times of a finished child: the last sample (within 0.1 s of the end).
     first = float(first_file.read_text()) - started if first_file.exists() else float("nan")
     rows = _rows_fast(predictions)
     if rows != n_total:

@@ -3,6 +3,7 @@ show run the bench itself, and the command a docstring marks as the doc's is the
 
 from __future__ import annotations
 
+import argparse
 import ast
 import importlib
 import json
@@ -329,3 +330,29 @@ def test_a_baseline_that_is_no_checkout_is_refused_before_the_bench_runs(bench_m
             bench_module(script).main([*extra, "--baseline", str(folder)])
         assert exit_.value.code == 2
         assert f"--baseline {folder}: {why}" in capsys.readouterr().err
+
+
+#: A stand-in for `judge-eval run`: it waits for a process of its own that spends ~0.6 CPU-s, then writes the rows.
+CLIENT_WITH_A_CHILD = """
+import subprocess, sys
+spend = "import time\\nend = time.process_time() + 0.6\\nwhile time.process_time() < end: pass"
+subprocess.run([sys.executable, "-c", spend], check=True)
+open(sys.argv[1], "w").write("{}\\n" * int(sys.argv[2]))
+"""
+
+
+def test_eval_client_counts_the_cpu_of_what_the_client_waits_for(bench_module, monkeypatch, tmp_path):
+    """The client's CPU is the command's and its reaped children's (getrusage once it ended): psutil samples of the
+    process alone, taken every 0.1 s, gave ~0.02 CPU-s here (its interpreter's start) where 0.6 were spent."""
+    eval_client = bench_module("eval_client")
+    out = tmp_path / "run"
+    out.mkdir()
+    popen = subprocess.Popen
+
+    def client(cmd, **kwargs):
+        return popen([sys.executable, "-c", CLIENT_WITH_A_CHILD, str(out / "predictions.jsonl"), "4"], **kwargs)
+
+    monkeypatch.setattr(eval_client.subprocess, "Popen", client)
+    args = argparse.Namespace(concurrency=1, batch_size=1, backend="auto")
+    result = eval_client.run_client(args, "http://127.0.0.1:9/v1", tmp_path / "data.jsonl", out, 4, tmp_path / "first")
+    assert result["judged"] == 4 and result["cpu_s"] >= 0.6, result
