@@ -257,6 +257,7 @@ def main(argv=None) -> int:
           f"{fmt(summary['resumed_peak_rss_mib'], digits=0)} MiB")
     print(f"load average: {start_machine['load_1m']} at start, {end_machine['load_1m']} at end")
     if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps({"machine_start": start_machine, "machine_end": end_machine,
                                               "fresh": fresh, "resumed": resumed, "summary": summary}, indent=2) + "\n")
     shutil.rmtree(scratch, ignore_errors=True)

@@ -356,3 +356,30 @@ def test_eval_client_counts_the_cpu_of_what_the_client_waits_for(bench_module, m
     args = argparse.Namespace(concurrency=1, batch_size=1, backend="auto")
     result = eval_client.run_client(args, "http://127.0.0.1:9/v1", tmp_path / "data.jsonl", out, 4, tmp_path / "first")
     assert result["judged"] == 4 and result["cpu_s"] >= 0.6, result
+
+
+def test_eval_client_writes_its_out_file_into_a_folder_it_makes(bench_module, monkeypatch, tmp_path):
+    """`--out runs/bench/eval_client.json` in a fresh clone (no runs/bench/) ended, after every round had run, in a
+    FileNotFoundError traceback and no file; the folder is made, as the other benches' `--out` does. The server and
+    the client stand in here: each run writes its rows at once."""
+    eval_client = bench_module("eval_client")
+
+    class Server:
+        def wait_ready(self, *args, **kwargs):
+            return None
+
+        def stop(self):
+            return None
+
+    def run_client(args, url, data, out, n_total, first_file):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "predictions.jsonl").write_text("{}\n" * n_total, encoding="utf-8")
+        return {"wall_s": 1.0, "items_per_s": n_total, "steady_items_per_s": n_total, "cpu_s": 0.5,
+                "peak_rss_mib": 100.0, "rss_mib_by_progress": {}, "first_request_s": 0.1, "judged": n_total}
+
+    monkeypatch.setattr(eval_client.signal, "signal", lambda *args: None)  # main's SIGTERM handler: not this process's
+    monkeypatch.setattr(eval_client, "start_process", lambda *args, **kwargs: Server())
+    monkeypatch.setattr(eval_client, "run_client", run_client)
+    out = tmp_path / "runs" / "bench" / "eval_client.json"
+    assert eval_client.main(["--items", "32", "--rounds", "1", "--out", str(out)]) == 0
+    assert json.loads(out.read_text(encoding="utf-8"))["summary"]["items_per_s"]["median"] == 32
