@@ -11,7 +11,8 @@ and key) over a tiny random Qwen2 judge on the real Qwen2.5 vocabulary (``train.
 scripted engine that answers every generation with one tagged verdict at once (``tests.support.scripted_endpoint``),
 so that the figures are judge-serve's own work: no vLLM. The client (this process) times one small request alone,
 then sends small requests one after another while the large bodies are in flight, and prints their count, median
-and maximum latency, and the server's peak resident memory (VmHWM).
+and maximum latency, the server's peak resident memory (VmHWM), and how the large bodies ended: the count of each
+status, and of each client error that ended one without an answer.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -96,10 +98,14 @@ def one_arm(model: str, unbounded: bool, bodies: int, zeros: int) -> dict:
         assert httpx.post(url + "/v1/judge", headers=headers, json=small, timeout=600).status_code == 200
         alone = time.perf_counter() - start
         large = b'{"items": [' + b"0," * (zeros - 1) + b"0]}"
-        answered: list[int] = []
+        answered: list[str] = []
 
         def post_large() -> None:
-            answered.append(httpx.post(url + "/v1/judge", headers=headers, content=large, timeout=600).status_code)
+            try:
+                response = httpx.post(url + "/v1/judge", headers=headers, content=large, timeout=600)
+                answered.append(str(response.status_code))
+            except httpx.HTTPError as err:  # a body that got no answer is counted too, by what ended it
+                answered.append(type(err).__name__)
 
         threads = [threading.Thread(target=post_large) for _ in range(bodies)]
         for thread in threads:
@@ -112,7 +118,7 @@ def one_arm(model: str, unbounded: bool, bodies: int, zeros: int) -> dict:
         return {"arm": "unbounded" if unbounded else "bounded", "alone_s": alone, "n": len(latencies),
                 "median_s": statistics.median(latencies) if latencies else float("nan"),
                 "max_s": max(latencies, default=float("nan")), "peak_rss_mib": _peak_rss_mib(proc.pid),
-                "large_answers": sorted(set(answered)), "body_mib": len(large) / 2**20}
+                "large_answers": dict(sorted(Counter(answered).items())), "body_mib": len(large) / 2**20}
     finally:
         proc.kill()
         proc.wait()

@@ -7,9 +7,11 @@ import argparse
 import ast
 import importlib
 import json
+import os
 import re
 import subprocess
 import sys
+import threading
 import tracemalloc
 from pathlib import Path
 
@@ -383,3 +385,40 @@ def test_eval_client_writes_its_out_file_into_a_folder_it_makes(bench_module, mo
     out = tmp_path / "runs" / "bench" / "eval_client.json"
     assert eval_client.main(["--items", "32", "--rounds", "1", "--out", str(out)]) == 0
     assert json.loads(out.read_text(encoding="utf-8"))["summary"]["items_per_s"]["median"] == 32
+
+
+def test_serve_large_bodies_counts_a_large_body_that_got_no_answer(bench_module, monkeypatch):
+    """A large body whose request failed (here: the first of four timed out) died with its thread and was left out:
+    the arm reported `[400]`, as if every body had been refused. Each body is counted now, by its status or by the
+    client error that ended it. The server and the HTTP client stand in."""
+    import httpx
+
+    large_bodies = bench_module("serve_large_bodies")
+    timed_out = threading.Lock()
+
+    class Response:
+        def __init__(self, status_code: int):
+            self.status_code = status_code
+
+    def post(url, *, headers, json=None, content=None, timeout):
+        if content is not None and timed_out.acquire(blocking=False):
+            raise httpx.ReadTimeout("no answer")
+        return Response(400 if content is not None else 200)
+
+    class Server:
+        pid = os.getpid()
+
+        def poll(self):
+            return None
+
+        def kill(self):
+            return None
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(httpx, "get", lambda url, timeout: Response(200))
+    monkeypatch.setattr(httpx, "post", post)
+    monkeypatch.setattr(large_bodies.subprocess, "Popen", lambda *args, **kwargs: Server())
+    result = large_bodies.one_arm("tiny-judge", unbounded=False, bodies=4, zeros=8)
+    assert result["large_answers"] == {"400": 3, "ReadTimeout": 1}
