@@ -36,7 +36,7 @@ for path in (REPO / "bench", REPO):
         sys.path.remove(str(path))
     sys.path.insert(0, str(path))
 
-from measure import fmt, machine_line, spread  # noqa: E402
+from measure import fmt, machine_line, positive_int, spread  # noqa: E402
 from suite_processes import tree_cpu_by_kind  # noqa: E402
 
 from judge.plumbing.processes import free_port, start_process  # noqa: E402
@@ -52,7 +52,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--bounds", default="16", help="comma-separated feedback_max_chars arms")
     p.add_argument("--backends", default="xgrammar,guidance",
                    help="comma-separated structured_outputs_backend arms (auto, xgrammar, guidance)")
-    p.add_argument("--rounds", type=int, default=1, help="runs per arm, each arm leading in turn")
+    p.add_argument("--rounds", type=positive_int, default=1, help="runs per arm, each arm leading in turn")
     p.add_argument("--limit", type=int, default=0, help="judge only the first N sample items (0: all)")
     p.add_argument("--timeout-s", type=float, default=600.0, help="readiness deadline per judge-serve")
     args = p.parse_args(argv)

@@ -32,7 +32,7 @@ for path in (REPO / "bench", REPO):
         sys.path.remove(str(path))
     sys.path.insert(0, str(path))
 
-from measure import fmt, interleaved_rounds, machine_line, spreads  # noqa: E402
+from measure import fmt, interleaved_rounds, machine_line, positive_int, spreads  # noqa: E402
 
 from judge.plumbing.processes import free_port  # noqa: E402
 from serve.engine_client import engine_session  # noqa: E402
@@ -67,7 +67,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = ExactArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--requests", type=int, default=3000, help="Requests per arm per round.")
     p.add_argument("--concurrency", type=int, default=32, help="Requests in flight.")
-    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--rounds", type=positive_int, default=6)
     return p.parse_args(argv)
 
 

@@ -34,7 +34,7 @@ for path in (REPO / "bench", REPO):
         sys.path.remove(str(path))
     sys.path.insert(0, str(path))
 
-from measure import busy_cpu_seconds, fmt, machine_line, spread  # noqa: E402
+from measure import busy_cpu_seconds, fmt, machine_line, positive_int, spread  # noqa: E402
 from suite_processes import tree_cpu_by_kind  # noqa: E402
 
 from judge.plumbing.processes import free_port, start_process  # noqa: E402
@@ -50,7 +50,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     from judge.plumbing.config_files import ExactArgumentParser
 
     p = ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--rounds", type=int, default=2, help="starts per arm, interleaved")
+    p.add_argument("--rounds", type=positive_int, default=2, help="starts per arm, interleaved")
     p.add_argument("--timeout-s", type=float, default=600.0, help="readiness deadline per start")
     p.add_argument("--arms", default="vllm,judge-serve", help=f"comma-separated, of {', '.join(ARMS)}")
     args = p.parse_args(argv)

@@ -39,7 +39,7 @@ for path in (REPO, REPO / "bench"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from measure import fmt, machine, machine_line, spreads  # noqa: E402
+from measure import fmt, machine, machine_line, positive_int, spreads  # noqa: E402
 
 from judge.plumbing.processes import free_port, start_process  # noqa: E402
 
@@ -188,7 +188,7 @@ def main(argv=None) -> int:
     p.add_argument("--backend", choices=["auto", "judge-serve", "chat"], default="auto")
     p.add_argument("--concurrency", type=int, default=8, help="judge-eval run --concurrency.")
     p.add_argument("--batch-size", type=int, default=16, help="judge-eval run --batch-size.")
-    p.add_argument("--rounds", type=int, default=2, help="Rounds of (fresh run, resumed run).")
+    p.add_argument("--rounds", type=positive_int, default=2, help="Rounds of (fresh run, resumed run).")
     p.add_argument("--out", default="", help="JSON results file.")
     args = p.parse_args(argv)
     # A timeout's SIGTERM unwinds through the finally blocks, which stop the servers this bench started.

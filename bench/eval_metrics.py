@@ -162,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     # editable install points (its finder comes after sys.path's entries).
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from measure import not_a_checkout, positive_int
+
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(description=__doc__.splitlines()[0])
@@ -170,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vc-repeats", type=int, default=100, help="Verdict Confidence replacements")
     parser.add_argument("--regression", action="store_true", help="real-valued judge scores (compared to the mean)")
     parser.add_argument("--end-to-end", action="store_true", help="also time `judge-eval score` on JSONL files")
-    parser.add_argument("--rounds", type=int, default=None,
+    parser.add_argument("--rounds", type=positive_int, default=None,
                         help="with --end-to-end: runs per checkout (default 3; median and min-max reported)")
     parser.add_argument("--baseline", default="", help="with --end-to-end: another checkout to time in the same run")
     parser.add_argument("--rationale-chars", type=int, default=0,
@@ -187,8 +189,6 @@ def main(argv: list[str] | None = None) -> int:
     given = [flag for flag, value in end_to_end_only.items() if value]
     if given and not args.end_to_end:
         parser.error(f"{', '.join(given)}: only with --end-to-end (they time `judge-eval score` end to end)")
-    from measure import not_a_checkout
-
     if args.baseline and (why := not_a_checkout(args.baseline, ("judge", "eval"))):
         parser.error(why)
     args.rounds = 3 if args.rounds is None else args.rounds

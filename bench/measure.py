@@ -8,6 +8,7 @@ each other's ranges.
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import resource
@@ -116,3 +117,12 @@ def not_a_checkout(folder: str, packages: Sequence[str]) -> str | None:
     if missing:
         return f"--baseline {folder}: not a checkout of this project (no {', '.join(f'{m}/' for m in missing)})"
     return None
+
+
+def positive_int(text: str) -> int:
+    """The argparse type of a count of rounds or repeats: an integer of at least 1 (zero rounds measure nothing, and
+    their summary has no median: refused while parsing, not as a traceback after the bench's set-up)."""
+    value = int(text)  # a ValueError: argparse's own "invalid positive_int value"
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: give at least 1")
+    return value

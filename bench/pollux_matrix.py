@@ -38,6 +38,7 @@ def synthetic_items(instructions: int, metas: int, criteria: int, per_instructio
 
 def main() -> None:
     from eval.ranking.matrix import pollux_matrix
+    from measure import positive_int
 
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
@@ -47,7 +48,7 @@ def main() -> None:
     parser.add_argument("--criteria", type=int, default=60)
     parser.add_argument("--per-instruction", type=int, default=6)
     parser.add_argument("--n-boot", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=positive_int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     items = synthetic_items(args.instructions, args.metas, args.criteria, args.per_instruction, args.seed)

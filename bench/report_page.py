@@ -76,6 +76,8 @@ def build_run(n_items: int, folder: Path, seed: int = 0):
 
 
 def main(argv: list[str] | None = None) -> int:
+    from measure import positive_int
+
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(description=__doc__.split("\n\n")[0])
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--text-items", type=int, default=None,
                         help="items whose texts the page embeds (default: the page's default; -1: all)")
     parser.add_argument("--out", default=None, help="folder for the run and the page (default: a temporary one)")
-    parser.add_argument("--repeats", type=int, default=3, help="page loads to time (the median is printed)")
+    parser.add_argument("--repeats", type=positive_int, default=3, help="page loads to time (the median is printed)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))
     from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS

@@ -44,7 +44,7 @@ for path in (REPO / "bench", REPO):  # REPO first: bench/serve.py must never sha
         sys.path.remove(str(path))
     sys.path.insert(0, str(path))
 
-from measure import fmt, interleaved_rounds, machine, machine_line, spreads  # noqa: E402
+from measure import fmt, interleaved_rounds, machine, machine_line, positive_int, spreads  # noqa: E402
 
 REWARD_KEY = "bench-reward-key-0123456789"
 ENGINE_KEY = "bench-engine-key"
@@ -59,7 +59,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--items", type=int, default=32, help="samples of the overhead comparison")
     p.add_argument("--criteria", type=int, default=2, help="criteria per sample")
     p.add_argument("--concurrency", type=int, default=64, help="one-sample requests in flight at once (openrlhf)")
-    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds per comparison")
+    p.add_argument("--rounds", type=positive_int, default=5, help="interleaved rounds per comparison")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="", help="write the rounds and spreads as JSON here")
     return p.parse_args(argv)

@@ -70,7 +70,7 @@ for path in (REPO / "bench", REPO):
         sys.path.remove(str(path))
     sys.path.insert(0, str(path))
 
-from measure import fmt, interleaved_rounds, machine, machine_line, spreads  # noqa: E402
+from measure import fmt, interleaved_rounds, machine, machine_line, positive_int, spreads  # noqa: E402
 
 from judge.plumbing.processes import start_process  # noqa: E402
 
@@ -101,7 +101,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--kv-cache", default=None,
                    help="vLLM --kv-cache-memory-bytes (default: 1 GiB via VLLM_CPU_KVCACHE_SPACE for overhead; 16M, "
                         "about 4,000 tokens of the small judge: fewer than the 8 answers prefixes, for ordering).")
-    p.add_argument("--rounds", type=int, default=None, help="Rounds, each one A and one B (default: 6 overhead, 3 ordering).")
+    p.add_argument("--rounds", type=positive_int, default=None, help="Rounds, each one A and one B (default: 6 overhead, 3 ordering).")
     p.add_argument("--profile", default="",
                    help="overhead: run judge-serve under py-spy (all threads, raw samples to this file) and print where "
                         "its CPU goes. Sampling costs judge-serve time: leave it off for the figures.")

@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.measure import machine_line  # noqa: E402
+from bench.measure import machine_line, positive_int  # noqa: E402
 
 KEY = "bench-key-large-bodies"
 ITEM = {"instruction": "Напиши стих", "answer": "Стих", "criteria": ["Креативность"], "task_type": "Literary text"}
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds of both arms")
+    parser.add_argument("--rounds", type=positive_int, default=2, help="interleaved rounds of both arms")
     parser.add_argument("--bodies", type=int, default=16, help="large bodies sent at once")
     parser.add_argument("--zeros", type=int, default=4 * 1024 * 1024 - 16, help="entries of each large body's array")
     parser.add_argument("--serve", type=int, default=0, help=argparse.SUPPRESS)

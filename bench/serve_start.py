@@ -28,7 +28,7 @@ for path in (REPO / "bench", REPO):
         sys.path.remove(str(path))
     sys.path.insert(0, str(path))
 
-from measure import fmt, interleaved, machine_line, not_a_checkout, spread  # noqa: E402
+from measure import fmt, interleaved, machine_line, not_a_checkout, positive_int, spread  # noqa: E402
 
 from judge.plumbing.processes import free_port, start_process  # noqa: E402
 
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
 
     p = ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0],
                             formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--rounds", type=int, default=4, help="starts per side, interleaved")
+    p.add_argument("--rounds", type=positive_int, default=4, help="starts per side, interleaved")
     p.add_argument("--baseline", default="", help="another checkout to time in the same run")
     p.add_argument("--timeout-s", type=float, default=120.0, help="readiness deadline per start")
     args = p.parse_args(argv)

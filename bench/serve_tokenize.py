@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.measure import machine, machine_line, spreads  # noqa: E402
+from bench.measure import machine, machine_line, positive_int, spreads  # noqa: E402
 from judge import apply_chat, render_prompt  # noqa: E402
 from serve.jobs import build_jobs  # noqa: E402
 from serve.schema import parse_judge_request  # noqa: E402
@@ -52,8 +52,8 @@ def main(argv: list[str] | None = None) -> None:
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--repeats", type=int, default=20, help="items tokenized per arm and round")
+    parser.add_argument("--rounds", type=positive_int, default=5)
+    parser.add_argument("--repeats", type=positive_int, default=20, help="items tokenized per arm and round")
     parser.add_argument("--criteria", type=int, default=16)
     args = parser.parse_args(argv)
     print(machine_line(), flush=True)

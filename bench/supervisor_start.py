@@ -22,7 +22,7 @@ for path in (REPO / "bench", REPO):
         sys.path.remove(str(path))
     sys.path.insert(0, str(path))
 
-from measure import fmt, interleaved, machine_line, run_child, spread  # noqa: E402
+from measure import fmt, interleaved, machine_line, positive_int, run_child, spread  # noqa: E402
 
 ARMS = ("bare", "supervised")
 SUPERVISOR = REPO / "judge" / "plumbing" / "supervisor.py"
@@ -33,7 +33,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
     p = ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0],
                             formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--rounds", type=int, default=10, help="rounds, each running both arms once")
+    p.add_argument("--rounds", type=positive_int, default=10, help="rounds, each running both arms once")
     return p.parse_args(argv)
 
 

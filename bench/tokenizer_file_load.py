@@ -28,7 +28,7 @@ for path in (REPO / "bench", REPO):
         sys.path.remove(str(path))
     sys.path.insert(0, str(path))
 
-from measure import fmt, interleaved, machine_line, run_child, spread  # noqa: E402
+from measure import fmt, interleaved, machine_line, positive_int, run_child, spread  # noqa: E402
 
 ARMS = ("indented", "compact")
 CHILD = """
@@ -52,7 +52,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
     p = ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0],
                             formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--rounds", type=int, default=3, help="processes per arm, interleaved")
+    p.add_argument("--rounds", type=positive_int, default=3, help="processes per arm, interleaved")
     return p.parse_args(argv)
 
 

@@ -25,7 +25,7 @@ for path in (REPO / "bench", REPO):
         sys.path.remove(str(path))
     sys.path.insert(0, str(path))
 
-from measure import fmt, interleaved, machine_line, run_child, spread  # noqa: E402
+from measure import fmt, interleaved, machine_line, positive_int, run_child, spread  # noqa: E402
 
 ARMS = ("every position", "labelled only")
 #: What the child runs: the recipe's CLI, with the context manager left in place or replaced by a no-op.
@@ -43,7 +43,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     from judge.plumbing.config_files import ExactArgumentParser
 
     p = ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--rounds", type=int, default=2, help="runs per arm, interleaved")
+    p.add_argument("--rounds", type=positive_int, default=2, help="runs per arm, interleaved")
     p.add_argument("--config", default="configs/train/tiny/seq2seq.yaml", help="seq2seq config to train")
     p.add_argument("--max-steps", type=int, default=12, help="optimizer steps per run")
     return p.parse_args(argv)

@@ -26,7 +26,7 @@ for path in (REPO / "bench", REPO):
         sys.path.remove(str(path))
     sys.path.insert(0, str(path))
 
-from measure import fmt, interleaved, machine_line, spread  # noqa: E402
+from measure import fmt, interleaved, machine_line, positive_int, spread  # noqa: E402
 
 ARMS = ("as loaded", "copies dropped")
 
@@ -35,7 +35,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     from judge.plumbing.config_files import ExactArgumentParser
 
     p = ExactArgumentParser(description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--rounds", type=int, default=3, help="rounds per arm, interleaved")
+    p.add_argument("--rounds", type=positive_int, default=3, help="rounds per arm, interleaved")
     return p.parse_args(argv)
 
 

@@ -26,7 +26,7 @@ for path in (REPO / "bench", REPO):
         sys.path.remove(str(path))
     sys.path.insert(0, str(path))
 
-from measure import fmt, interleaved, machine_line, spread  # noqa: E402
+from measure import fmt, interleaved, machine_line, positive_int, spread  # noqa: E402
 
 ARMS = ("xgrammar", "guidance")
 
@@ -39,7 +39,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--model", default="", help="a judge export or hub id whose tokenizer to use (default: a random "
                                                "tiny judge on the Qwen2.5 vocabulary, built here)")
     p.add_argument("--bounds", default="16,256,2000", help="comma-separated feedback_max_chars values")
-    p.add_argument("--rounds", type=int, default=3, help="rounds, each compiling every bound under both backends")
+    p.add_argument("--rounds", type=positive_int, default=3,
+                   help="rounds, each compiling every bound under both backends")
     args = p.parse_args(argv)
     args.bounds = [int(b) for b in args.bounds.split(",") if b.strip()]
     return args

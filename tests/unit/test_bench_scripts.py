@@ -422,3 +422,17 @@ def test_serve_large_bodies_counts_a_large_body_that_got_no_answer(bench_module,
     monkeypatch.setattr(large_bodies.subprocess, "Popen", lambda *args, **kwargs: Server())
     result = large_bodies.one_arm("tiny-judge", unbounded=False, bodies=4, zeros=8)
     assert result["large_answers"] == {"400": 3, "ReadTimeout": 1}
+
+
+def test_zero_rounds_are_refused_while_parsing():
+    """`--rounds 0` (or `--repeats 0`) measured nothing and then failed on the summary's empty median, as a traceback
+    (IndexError in supervisor_start.py, UnboundLocalError in pollux_matrix.py) after the bench's set-up, which for
+    engine_start.py is an engine start: each script refuses it while parsing (exit 2)."""
+    counted = [(path.stem, flag) for path in _scripts() for flag in ("--rounds", "--repeats")
+               if f'"{flag}", type=' in path.read_text(encoding="utf-8")]  # fmt: skip
+    assert {"supervisor_start", "pollux_matrix", "engine_start", "report_page", "serve"} <= {n for n, _ in counted}
+    before = {"serve": ["overhead"], "eval_metrics": ["--end-to-end"]}
+    commands = [(name, [*before.get(name, []), flag, "0"]) for name, flag in counted]
+    refused = unparsed(commands)
+    assert len(refused) == len(commands), refused
+    assert all(": exit 2: " in r and "give at least 1" in r for r in refused), refused
