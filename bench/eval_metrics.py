@@ -6,7 +6,8 @@
 A synthetic table (seeded) with the POLLUX shape: 2-5 experts per item (mean ~2.94), scales 0-1 / 0-2 / 0-3 / 0-4,
 11 evaluated models, the taxonomy's 35 task types and 60 criterion names (Zero-Shot by the real rule: about
 30 % of the items), 3 % parse failures, experts named from a pool of ``EXPERT_POOL`` (``expert_ids``, for the
-validity section's alternative annotator test). The timed step is `eval.scoring.item_table.evaluate`: every metric cell of the report (3 splits x overall / model /
+validity section's alternative annotator test). The timed step is `eval.scoring.item_table.evaluate`, with BLAS on one
+thread as `judge-eval score` runs it: every metric cell of the report (3 splits x overall / model /
 task type / criterion), the 100-fold Verdict Confidence, 1,000-resample bootstrap intervals for MAE and Spearman,
 Kendall, confusion matrices. ``--end-to-end`` also writes the table as JSONL data + predictions and times the whole
 `judge-eval score` command (loading and validating 160k records, metrics.json, Markdown, report.html; no PNGs,
@@ -193,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(why)
     args.rounds = 3 if args.rounds is None else args.rounds
 
+    from threadpoolctl import threadpool_limits
+
     from eval.scoring import item_table, metrics
 
     table = synthetic_table(args.items, regression=args.regression)
@@ -201,28 +204,31 @@ def main(argv: list[str] | None = None) -> int:
           f"{'regression (vs mean)' if args.regression else 'verdicts (vs mode)'}  cores: {os.cpu_count()}  "
           f"load average before: {os.getloadavg()[0]:.1f}")
     if not (args.skip_metrics and args.end_to_end):
-        # Wall time and this process's CPU time: on a shared machine the wall time grows with the load, the CPU time
-        # much less (the metrics run on one core).
-        start, cpu = time.perf_counter(), time.process_time()
-        vc = metrics.verdict_confidence_judge(table.experts, table.judge, repeats=args.vc_repeats, seed=0)
-        print(f"verdict confidence ({args.vc_repeats}-fold, all items): {time.perf_counter() - start:.2f} s wall, "
-              f"{time.process_time() - cpu:.2f} s CPU  (mean {np.nanmean(vc):.4f})")
-
-        units = ("item", "instruction") if args.bootstrap_unit == "both" else (args.bootstrap_unit,)
-        cpu_of = {}
-        for unit in units:
+        # BLAS on one thread, as `judge-eval score` computes the metrics (eval/scoring/score.py): its default threads
+        # would add the helper thread's spinning between the bootstraps' small products, CPU that score never spends.
+        with threadpool_limits(limits=1, user_api="blas"):
+            # Wall time and this process's CPU time: on a shared machine the wall time grows with the load, the CPU
+            # time much less (the metrics run on one core).
             start, cpu = time.perf_counter(), time.process_time()
-            result = item_table.evaluate(table, n_boot=args.n_boot, vc_repeats=args.vc_repeats, bootstrap_unit=unit)
-            eval_s, cpu_of[unit] = time.perf_counter() - start, time.process_time() - cpu
-            cells = sum(1 + sum(len(block.by(g)) for g in item_table.GROUPINGS) for block in result.splits.values())
-            overall = result.splits["all"].overall
-            print(f"score metrics incl. VC ({cells} cells, {args.n_boot} bootstrap resamples each, by {unit}): "
-                  f"{eval_s:.2f} s wall, {cpu_of[unit]:.2f} s CPU")
-            print(f"  all: MAE {overall.mae:.4f} [{overall.mae_ci[0]:.4f}, {overall.mae_ci[1]:.4f}]  "
-                  f"Spearman {overall.spearman:.4f}  "
-                  f"VC judge {overall.vc_judge:.4f} / experts {overall.vc_experts:.4f}  n_failed {overall.n_failed}")
-        if len(units) == 2:
-            print(f"  by instruction / by item, CPU: x{cpu_of['instruction'] / cpu_of['item']:.2f}")
+            vc = metrics.verdict_confidence_judge(table.experts, table.judge, repeats=args.vc_repeats, seed=0)
+            print(f"verdict confidence ({args.vc_repeats}-fold, all items): {time.perf_counter() - start:.2f} s wall, "
+                  f"{time.process_time() - cpu:.2f} s CPU  (mean {np.nanmean(vc):.4f})")
+
+            units = ("item", "instruction") if args.bootstrap_unit == "both" else (args.bootstrap_unit,)
+            cpu_of = {}
+            for unit in units:
+                start, cpu = time.perf_counter(), time.process_time()
+                result = item_table.evaluate(table, n_boot=args.n_boot, vc_repeats=args.vc_repeats, bootstrap_unit=unit)
+                eval_s, cpu_of[unit] = time.perf_counter() - start, time.process_time() - cpu
+                cells = sum(1 + sum(len(block.by(g)) for g in item_table.GROUPINGS) for block in result.splits.values())
+                overall = result.splits["all"].overall
+                print(f"score metrics incl. VC ({cells} cells, {args.n_boot} bootstrap resamples each, by {unit}): "
+                      f"{eval_s:.2f} s wall, {cpu_of[unit]:.2f} s CPU")
+                print(f"  all: MAE {overall.mae:.4f} [{overall.mae_ci[0]:.4f}, {overall.mae_ci[1]:.4f}]  "
+                      f"Spearman {overall.spearman:.4f}  VC judge {overall.vc_judge:.4f} / experts "
+                      f"{overall.vc_experts:.4f}  n_failed {overall.n_failed}")
+            if len(units) == 2:
+                print(f"  by instruction / by item, CPU: x{cpu_of['instruction'] / cpu_of['item']:.2f}")
 
     if args.end_to_end:
         end_to_end(table, args.n_boot, args.rounds, args.baseline, args.rationale_chars)

@@ -436,3 +436,25 @@ def test_zero_rounds_are_refused_while_parsing():
     refused = unparsed(commands)
     assert len(refused) == len(commands), refused
     assert all(": exit 2: " in r and "give at least 1" in r for r in refused), refused
+
+
+def test_eval_metrics_times_the_metrics_with_blas_on_one_thread(bench_module, monkeypatch):
+    """`judge-eval score` computes its metrics with BLAS on one thread (eval/scoring/score.py); the bench's metrics
+    step ran them on BLAS's default threads, so its CPU figure also counted OpenBLAS's helper thread spinning between
+    the bootstraps' small products, CPU that score never spends. The step now runs as score runs it."""
+    from threadpoolctl import threadpool_info
+
+    from eval.scoring import item_table, metrics
+
+    threads = []
+
+    def spy(function):
+        def called(*args, **kwargs):
+            threads.append(max(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"))
+            return function(*args, **kwargs)
+        return called
+
+    monkeypatch.setattr(item_table, "evaluate", spy(item_table.evaluate))
+    monkeypatch.setattr(metrics, "verdict_confidence_judge", spy(metrics.verdict_confidence_judge))
+    assert bench_module("eval_metrics").main(["--items", "200", "--n-boot", "5", "--vc-repeats", "2"]) == 0
+    assert len(threads) >= 2 and set(threads) == {1}, threads  # the bench's VC, and evaluate (which calls VC too)
