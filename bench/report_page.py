@@ -12,6 +12,8 @@ bootstrap: the metric step is benchmarked in ``bench/eval_metrics.py``), writes 
 
 Printed: the page's size, the time to write it, and the time until the explorer shows its first page, both as
 the page measures it (``performance.now()`` since navigation start) and as the wall clock around ``driver.get``.
+Without ``--out`` the run, the page and Chromium's profile are in temporary folders removed at the end; ``--out``
+keeps the run and the page, with a screenshot.
 """
 
 from __future__ import annotations
@@ -75,6 +77,25 @@ def build_run(n_items: int, folder: Path, seed: int = 0):
     return records, predictions
 
 
+def _time_loads(driver, page: Path, repeats: int, By, WebDriverWait) -> tuple[list, list, int, str, bool]:
+    """Load the page ``repeats`` times: seconds to the explorer's first page in the page and around ``driver.get``,
+    the rows shown, the match count's text, and whether the first item opens."""
+    driver.set_page_load_timeout(300)
+    in_page, wall = [], []
+    for _ in range(repeats):
+        driver.get("about:blank")
+        started = time.perf_counter()
+        driver.get(page.as_uri())
+        WebDriverWait(driver, 300).until(lambda d: d.execute_script("return document.body.dataset.ready") == "1")
+        wall.append(time.perf_counter() - started)
+        in_page.append(driver.execute_script("return window.__firstPageMs") / 1000)
+        shown = len(driver.find_elements(By.CSS_SELECTOR, "#items tr.item"))
+        matched = driver.find_element(By.ID, "match-count").text
+    driver.find_element(By.CSS_SELECTOR, "#items tr.item").click()
+    opened = bool(driver.find_elements(By.CSS_SELECTOR, "tr.detail-row .detail"))
+    return in_page, wall, shown, matched, opened
+
+
 def main(argv: list[str] | None = None) -> int:
     from measure import positive_int
 
@@ -84,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=160_000, help="items in the synthetic run")
     parser.add_argument("--text-items", type=int, default=None,
                         help="items whose texts the page embeds (default: the page's default; -1: all)")
-    parser.add_argument("--out", default=None, help="folder for the run and the page (default: a temporary one)")
+    parser.add_argument("--out", default=None, help="folder that keeps the run, the page and a screenshot (default: "
+                                                    "a temporary one, removed at the end)")
     parser.add_argument("--repeats", type=positive_int, default=3, help="page loads to time (the median is printed)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))
@@ -96,46 +118,42 @@ def main(argv: list[str] | None = None) -> int:
     if reason:
         print(f"cannot run: {reason}", file=sys.stderr)
         return 2
-    folder = Path(args.out or tempfile.mkdtemp(prefix="report-page-bench-"))
+    # Without --out the run, the page and the browser profile live in temporary folders, removed at the end.
+    scratch = None if args.out else tempfile.TemporaryDirectory(prefix="report-page-bench-", ignore_cleanup_errors=True)
+    folder = Path(args.out or scratch.name)
     folder.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    records, predictions = build_run(args.items, folder)
-    print(f"synthetic run of {args.items} items scored in {time.perf_counter() - started:.1f} s")
-    text_items = DEFAULT_TEXT_ITEMS if args.text_items is None else args.text_items
-    started = time.perf_counter()
-    page = write_report_page(folder, records, predictions, text_items)
-    write_s = time.perf_counter() - started
-    size_mb = page.stat().st_size / 2**20
-    print(f"report.html: {size_mb:.1f} MiB, written in {write_s:.1f} s ({text_items} items with texts)")
-
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=chrome_options(profile))
-    driver.set_page_load_timeout(300)
-    in_page, wall = [], []
     try:
-        for _ in range(args.repeats):
-            driver.get("about:blank")
-            started = time.perf_counter()
-            driver.get(page.as_uri())
-            WebDriverWait(driver, 300).until(lambda d: d.execute_script("return document.body.dataset.ready") == "1")
-            wall.append(time.perf_counter() - started)
-            in_page.append(driver.execute_script("return window.__firstPageMs") / 1000)
-            shown = len(driver.find_elements(By.CSS_SELECTOR, "#items tr.item"))
-            matched = driver.find_element(By.ID, "match-count").text
-        driver.find_element(By.CSS_SELECTOR, "#items tr.item").click()
-        opened = bool(driver.find_elements(By.CSS_SELECTOR, "tr.detail-row .detail"))
-        screenshot = folder / "report-page-bench.png"
-        driver.save_screenshot(str(screenshot))
+        started = time.perf_counter()
+        records, predictions = build_run(args.items, folder)
+        print(f"synthetic run of {args.items} items scored in {time.perf_counter() - started:.1f} s")
+        text_items = DEFAULT_TEXT_ITEMS if args.text_items is None else args.text_items
+        started = time.perf_counter()
+        page = write_report_page(folder, records, predictions, text_items)
+        write_s = time.perf_counter() - started
+        size_mb = page.stat().st_size / 2**20
+        print(f"report.html: {size_mb:.1f} MiB, written in {write_s:.1f} s ({text_items} items with texts)")
+
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        with tempfile.TemporaryDirectory(prefix="chromium-profile-", ignore_cleanup_errors=True) as profile:
+            driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=chrome_options(profile))
+            try:
+                in_page, wall, shown, matched, opened = _time_loads(driver, page, args.repeats, By, WebDriverWait)
+                screenshot = folder / "report-page-bench.png" if args.out else None
+                if screenshot is not None:
+                    driver.save_screenshot(str(screenshot))
+            finally:
+                driver.quit()
+        print(f"first page of the explorer: {np.median(in_page):.2f} s in the page (median of {args.repeats}: "
+              f"{', '.join(f'{v:.2f}' for v in in_page)}), {np.median(wall):.2f} s wall clock around driver.get")
+        print(f"rows shown: {shown}; {matched}; first item opens: {opened}; "
+              f"{f'screenshot: {screenshot}' if screenshot else 'the run, the page and a screenshot: with --out'}")
     finally:
-        driver.quit()
-    print(f"first page of the explorer: {np.median(in_page):.2f} s in the page (median of {args.repeats}: "
-          f"{', '.join(f'{v:.2f}' for v in in_page)}), {np.median(wall):.2f} s wall clock around driver.get")
-    print(f"rows shown: {shown}; {matched}; first item opens: {opened}; screenshot: {screenshot}")
+        if scratch is not None:
+            scratch.cleanup()
     return 0
 
 

@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 import tracemalloc
 from pathlib import Path
@@ -458,3 +459,56 @@ def test_eval_metrics_times_the_metrics_with_blas_on_one_thread(bench_module, mo
     monkeypatch.setattr(metrics, "verdict_confidence_judge", spy(metrics.verdict_confidence_judge))
     assert bench_module("eval_metrics").main(["--items", "200", "--n-boot", "5", "--vc-repeats", "2"]) == 0
     assert len(threads) >= 2 and set(threads) == {1}, threads  # the bench's VC, and evaluate (which calls VC too)
+
+
+class _StandInDriver:
+    """What report_page.py asks of selenium's Chrome driver, answered at once: the page ready, its first page in 5 ms,
+    one row shown, the item's detail open."""
+
+    def __init__(self, **kwargs):
+        self.profile = next(a.split("=", 1)[1] for a in kwargs["options"].arguments if a.startswith("--user-data-dir="))
+        Path(self.profile, "Default").mkdir(parents=True, exist_ok=True)  # what Chromium writes there
+
+    def set_page_load_timeout(self, seconds):
+        return None
+
+    def get(self, url):
+        return None
+
+    def execute_script(self, script):
+        return "1" if "dataset.ready" in script else 5.0
+
+    def find_elements(self, *locator):
+        return [self]
+
+    def find_element(self, *locator):
+        return self
+
+    text = "1 of 1 items match"
+
+    def click(self):
+        return None
+
+    def save_screenshot(self, path):
+        Path(path).write_bytes(b"png")
+
+    def quit(self):
+        return None
+
+
+def test_report_page_leaves_no_folder_behind_without_out(bench_module, monkeypatch, tmp_path):
+    """Without --out the run, the page (tens of MiB at the default size) and Chromium's profile stayed in the
+    temporary folder after every run; they are removed at the end, and --out keeps the run, the page and a
+    screenshot. Chromium stands in (the page is timed by tests/integration/browser)."""
+    from selenium import webdriver
+
+    monkeypatch.setattr(webdriver, "Chrome", _StandInDriver)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    report_page = bench_module("report_page")
+    assert report_page.main(["--items", "60", "--repeats", "1"]) == 0
+    assert list((tmp_path / "tmp").iterdir()) == []
+    kept = tmp_path / "kept"
+    assert report_page.main(["--items", "60", "--repeats", "1", "--out", str(kept)]) == 0
+    assert {"report.html", "report-page-bench.png"} <= {p.name for p in kept.iterdir()}
+    assert list((tmp_path / "tmp").iterdir()) == []
