@@ -140,6 +140,9 @@ def main(argv=None) -> int:
                 break
             except httpx.TransportError:
                 time.sleep(0.1)
+        else:
+            state = "still running" if server.poll() is None else f"exited {server.returncode}"
+            raise SystemExit(f"engine_hop.py: the stand-in engine at {url} did not answer in 10 s ({state})")
         print(f"{args.requests} requests per arm per round, {args.concurrency} in flight", flush=True)
         rounds = asyncio.run(run(args, url))
     finally:

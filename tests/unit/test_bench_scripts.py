@@ -512,3 +512,17 @@ def test_report_page_leaves_no_folder_behind_without_out(bench_module, monkeypat
     assert report_page.main(["--items", "60", "--repeats", "1", "--out", str(kept)]) == 0
     assert {"report.html", "report-page-bench.png"} <= {p.name for p in kept.iterdir()}
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_engine_hop_says_so_when_its_stand_in_engine_never_answers(bench_module, monkeypatch, capsys):
+    """The stand-in engine is polled 100 times; when none answered, the bench went on to its rounds and failed in
+    them with aiohttp's connection error as a traceback. It stops saying what did not answer (a server that exits at
+    once stands in for one that cannot listen; the polls do not wait here)."""
+    engine_hop = bench_module("engine_hop")
+    popen = subprocess.Popen
+    monkeypatch.setattr(engine_hop.subprocess, "Popen",
+                        lambda cmd, **kwargs: popen([sys.executable, "-c", "import sys; sys.stdin.read()"], **kwargs))
+    monkeypatch.setattr(engine_hop.time, "sleep", lambda seconds: None)
+    with pytest.raises(SystemExit) as exit_:
+        engine_hop.main(["--requests", "10", "--rounds", "1"])
+    assert "the stand-in engine" in str(exit_.value.code) and "did not answer" in str(exit_.value.code)
