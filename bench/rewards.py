@@ -90,10 +90,10 @@ def reward_body(samples: list[dict]) -> dict:
 
 async def post(session: aiohttp.ClientSession, url: str, body: dict, headers: dict | None = None) -> dict:
     async with session.post(url, json=body, headers=headers or {}) as response:
-        answer = await response.json()
-        if response.status != 200:
-            raise RuntimeError(f"{url.split('/get_reward/')[0]} answered {response.status}: {str(answer)[:300]}")
-        return answer
+        if response.status != 200:  # the server's words as sent, JSON or not
+            said = await response.text(errors="replace")
+            raise RuntimeError(f"{url.split('/get_reward/')[0]} answered {response.status}: {said[:300]}")
+        return await response.json()
 
 
 async def reset_prefix_cache(engine_url: str) -> None:

@@ -526,3 +526,37 @@ def test_engine_hop_says_so_when_its_stand_in_engine_never_answers(bench_module,
     with pytest.raises(SystemExit) as exit_:
         engine_hop.main(["--requests", "10", "--rounds", "1"])
     assert "the stand-in engine" in str(exit_.value.code) and "did not answer" in str(exit_.value.code)
+
+
+def test_rewards_reports_an_error_answered_as_text(bench_module):
+    """An answer other than 200 is the bench's error naming the status and the server's words, whatever their
+    content type: the body was decoded as JSON first, so a text answer (a proxy's 502, a plain 500) ended in
+    aiohttp's ContentTypeError traceback instead."""
+    import asyncio
+
+    import aiohttp
+    from aiohttp import web
+
+    rewards = bench_module("rewards")
+
+    async def bad_gateway(request):
+        return web.Response(status=502, text="bad gateway")
+
+    async def scenario() -> str:
+        app = web.Application()
+        app.router.add_post("/get_reward/key", bad_gateway)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        try:
+            async with aiohttp.ClientSession() as session:
+                with pytest.raises(RuntimeError) as error:
+                    await rewards.post(session, f"http://127.0.0.1:{port}/get_reward/key", {"query": []})
+            return str(error.value)
+        finally:
+            await runner.cleanup()
+
+    said = asyncio.run(scenario())
+    assert "answered 502" in said and "bad gateway" in said
