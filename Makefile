@@ -130,8 +130,9 @@ setup-gpu:
 # as a snap, not a deb: there the browser tests (which look for /usr/bin/chromium and /usr/bin/chromedriver) skip.
 system-packages: $(APT_STAMP)
 
-# A group is there when dpkg says each of its packages is "install ok installed": `dpkg -s` also exits 0 for a
-# package removed but not purged (its configuration files kept), which is not installed.
+# A group is there when dpkg's state of each of its packages (the last word of its Status) is "installed", whatever
+# is wanted of it ("hold ok installed" after apt-mark hold is installed): `dpkg -s` also exits 0 for a package removed
+# but not purged ("config-files", its configuration files kept), which is not installed.
 # The stamp is written only once every group is there: a run that could not install one (not root, or apt-get
 # failed on it) warns and leaves none, so a later run, as root or with the package available, installs what is
 # missing instead of finding the target done. A group this distribution has no package for (apt-get: "has no
@@ -147,7 +148,7 @@ $(APT_STAMP): Makefile
 	for group in $(APT_GROUPS); do \
 		name=$${group%%:*}; packages=$$(echo $${group#*:} | tr , ' '); \
 		ok=1; for p in $$packages; do \
-			[ "$$(dpkg-query -W -f='$${Status}' $$p 2>/dev/null)" = "install ok installed" ] || ok=; done; \
+			[ "$$(dpkg-query -W -f='$${db:Status-Status}' $$p 2>/dev/null)" = installed ] || ok=; done; \
 		[ -n "$$ok" ] && continue; \
 		if [ -z "$$root" ]; then why="not root or no apt-get"; \
 		elif grep -qx "$$name" $(APT_UNAVAILABLE) 2>/dev/null; then \

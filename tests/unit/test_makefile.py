@@ -21,6 +21,15 @@ def _stub(folder: Path, name: str, body: str) -> None:
     path.chmod(0o755)
 
 
+def _dpkg_query(bin_dir: Path, status: str) -> None:
+    """A dpkg-query that answers `-W -f=FORMAT PACKAGE...` as dpkg's does, for packages whose whole Status ("want ok
+    state") the shell command `status` prints for "$p" (failing for a package dpkg does not know): the field FORMAT
+    names, db:Status-Want its first word and db:Status-Status its last."""
+    _stub(bin_dir, "dpkg-query", f'''fmt=$2; shift 2; for p in "$@"; do s=$({status}) || exit 1
+  case "$fmt" in *db:Status-Status*) echo "${{s##* }}";; *db:Status-Want*) echo "${{s%% *}}";; *) echo "$s";; esac
+done''')
+
+
 def _python(path: Path, version: str, log: Path, *, pip: bool = True, venv_python: Path | None = None,
             failing: str = "") -> None:
     """A python that answers the Makefile's version and pip checks as `version` would, logs `-m` calls (pip, pytest)
@@ -67,7 +76,7 @@ def test_system_packages_installs_as_root_after_a_run_that_could_not(tmp_path):
     bin_dir.mkdir()
     shutil.copy(REPO / "Makefile", work / "Makefile")
     calls = tmp_path / "apt-calls"
-    _stub(bin_dir, "dpkg-query", f'[ -f "{calls}" ] && echo "install ok installed"')  # installed once apt-get ran
+    _dpkg_query(bin_dir, f'[ -f "{calls}" ] && echo "install ok installed"')  # installed once apt-get ran
     _stub(bin_dir, "apt-get", f'echo "$*" >> "{calls}"')
     _stub(bin_dir, "id", "echo 1000")
     first = _make(work, bin_dir, "system-packages")
@@ -89,8 +98,7 @@ def test_an_apt_failure_as_root_is_a_warning_and_the_other_groups_still_install(
     calls, installed = tmp_path / "apt-calls", tmp_path / "installed"
     installed.touch()
     _stub(bin_dir, "id", "echo 0")
-    _stub(bin_dir, "dpkg-query", f'shift 2; for p in "$@"; do grep -qx "$p" "{installed}" || exit 1; '
-                                 'echo "install ok installed"; done')
+    _dpkg_query(bin_dir, f'grep -qx "$p" "{installed}" && echo "install ok installed"')
     _stub(bin_dir, "apt-get", f"""echo "$*" >> "{calls}"
 case "$*" in *chromium*) echo "E: Package 'chromium' has no installation candidate" >&2; exit 100;; esac
 [ "$1" = install ] || exit 0
@@ -252,9 +260,8 @@ def test_a_package_removed_but_not_purged_is_installed_again(tmp_path):
     _stub(bin_dir, "id", "echo 0")
     # bubblewrap removed, not purged: dpkg knows it (as the real `dpkg -s` does, exit 0), and says its state
     _stub(bin_dir, "dpkg", 'exit 0')
-    _stub(bin_dir, "dpkg-query", f"""shift 2; for p in "$@"; do
-  if grep -qx "$p" "{installed}"; then echo "install ok installed"; else echo "deinstall ok config-files"; fi
-done""")
+    _dpkg_query(bin_dir, f'if grep -qx "$p" "{installed}"; then echo "install ok installed"; '
+                         'else echo "deinstall ok config-files"; fi')
     _stub(bin_dir, "apt-get", f"""echo "$*" >> "{calls}"
 [ "$1" = install ] || exit 0
 for p in "$@"; do case "$p" in -*|install) ;; *) echo "$p" >> "{installed}";; esac; done""")
@@ -262,6 +269,21 @@ for p in "$@"; do case "$p" in -*|install) ;; *) echo "$p" >> "{installed}";; es
     assert run.returncode == 0, run.stderr
     assert calls.read_text(encoding="utf-8") == "update -qq\ninstall -y -qq --no-install-recommends bubblewrap\n"
     assert (work / ".apt-installed").exists() and "warning" not in run.stdout
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_a_package_on_hold_is_installed(tmp_path):
+    """`apt-mark hold` changes what dpkg wants of a package ("hold ok installed"), not whether it is installed. Such a
+    package is there: the stamp is written with no warning, instead of a warning and an install try on every make
+    (one that fails as root too, apt-get refusing to change a held package that has an upgrade)."""
+    work, bin_dir, log = _repo(tmp_path)
+    calls = tmp_path / "apt-calls"
+    _dpkg_query(bin_dir, 'echo "hold ok installed"')
+    _stub(bin_dir, "apt-get", f'echo "$*" >> "{calls}"; exit 100')
+    run = _make(work, bin_dir, "system-packages")
+    assert run.returncode == 0, run.stderr
+    assert (work / ".apt-installed").exists() and "warning" not in run.stdout, run.stdout
+    assert not calls.exists()
 
 
 def test_everything_the_makefile_and_the_set_up_docs_create_is_ignored_by_git():
