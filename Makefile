@@ -89,8 +89,12 @@ endef
 
 # Re-runs when the dependency files change, and when the stamped venv's python no longer passes the check above (its
 # interpreter removed or replaced since, as a system Python upgrade does): the stamp alone would keep every later
-# target on a venv that cannot run, while this rule's first step makes it again.
-VENV_BROKEN := $(if $(wildcard $(STAMP)),$(if $(shell $(PY) $(VENV_OK) >/dev/null 2>&1 && echo ok),,FORCE))
+# target on a venv that cannot run, while this rule's first step makes it again. Asked only when a goal needs the
+# stamp (VENV_GOALS; no goal is `setup`): make expands a rule's prerequisites as it reads the Makefile, for every
+# goal, and a target that does not use the venv (clean, docs, system-packages) should not start its python.
+VENV_GOALS   = setup demo test test-fast $(STAMP)
+VENV_BROKEN := $(if $(filter $(VENV_GOALS),$(or $(MAKECMDGOALS),setup)),$(if $(wildcard $(STAMP)),$(if \
+	$(shell $(PY) $(VENV_OK) >/dev/null 2>&1 && echo ok),,FORCE)))
 # Nothing is byte-compiled at install (--no-compile): compiling the whole venv ahead made the set-up over half as
 # long again, while a full test run imports a third of its modules (measured: docs/performance.md, row "set-up
 # without byte-compiling ahead"). A module is compiled when first imported instead, and its .pyc written for the

@@ -31,13 +31,16 @@ done''')
 
 
 def _python(path: Path, version: str, log: Path, *, pip: bool = True, venv_python: Path | None = None,
-            failing: str = "") -> None:
+            failing: str = "", checks: Path | None = None) -> None:
     """A python that answers the Makefile's version and pip checks as `version` would, logs `-m` calls (pip, pytest)
     with its version, and for `-m venv DIR` makes DIR a venv whose python is `venv_python` (else itself). A call whose
-    arguments start with `failing` (say "-m pip uninstall") is logged and exits 1."""
+    arguments start with `failing` (say "-m pip uninstall") is logged and exits 1. With `checks`, each `-c` call (the
+    version and pip checks) is logged there."""
     ok = tuple(int(part) for part in version.split(".")) >= (3, 11)
     fail = f'"{failing}"*) echo "{version} $* (failed)" >> "{log}"; exit 1;;' if failing else ""
-    _stub(path.parent, path.name, f"""case "$*" in {fail} esac
+    check = f'[ "$1" = -c ] && echo "$*" >> "{checks}"' if checks else ":"
+    _stub(path.parent, path.name, f"""{check}
+case "$*" in {fail} esac
 case "$1 $2" in
   "-m venv") mkdir -p "$3/bin" && touch "$3/pyvenv.cfg" && cp "{venv_python or path}" "$3/bin/python"; exit $?;;
   -m*) echo "{version} $*" >> "{log}"; exit 0;;
@@ -284,6 +287,25 @@ def test_a_package_on_hold_is_installed(tmp_path):
     assert run.returncode == 0, run.stderr
     assert (work / ".apt-installed").exists() and "warning" not in run.stdout, run.stdout
     assert not calls.exists()
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.parametrize("target", ["clean", "docs", "system-packages"])
+def test_a_target_that_does_not_use_the_venv_does_not_start_its_python(tmp_path, target):
+    """Whether a set-up venv's python still works is asked only for a target that uses that venv: `make clean`,
+    `make docs` and `make system-packages` start no .venv/bin/python (each start costs every make call its import of
+    pip), while the set-up still asks."""
+    work, bin_dir, log = _repo(tmp_path)
+    python = f"PYTHON={bin_dir / 'python3.11'}"
+    assert _make(work, bin_dir, python, "setup").returncode == 0
+    checks = tmp_path / "venv-python-checks"
+    _python(work / ".venv" / "bin" / "python", "3.11", log, checks=checks)
+    run = _make(work, bin_dir, python, target)
+    assert run.returncode == 0, run.stderr
+    assert not checks.exists(), checks.read_text(encoding="utf-8")
+    if target != "clean":
+        assert _make(work, bin_dir, python, "setup").returncode == 0
+        assert "import sys, pip" in checks.read_text(encoding="utf-8")  # the set-up's check logs where it runs
 
 
 def test_everything_the_makefile_and_the_set_up_docs_create_is_ignored_by_git():
