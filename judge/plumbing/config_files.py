@@ -293,7 +293,8 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
 
     Returns:
         The mapping, to merge over the dataclass defaults. With ``fields_of``, a text field (``str``, ``str | None``)
-        set to an unquoted YAML number holds the text written (``0755``, ``1.10``), not the number YAML 1.1 reads.
+        set to an unquoted YAML number holds the text written (``0755``, ``1.10``), not the number YAML 1.1 reads; so
+        does each such item of a list of text (``list[str]``), and a field set through a ``<<:`` merge.
 
     Raises:
         ConfigError: the file is missing (or a pipe, a device: ``special_file_kind``), empty, not YAML or not a
@@ -310,7 +311,7 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
                           "file first)")
     if not path.is_file():
         raise ConfigError(f"config file {path} not found{_from_the_repository_root(path)}")
-    written: dict[str, str] = {}
+    written: dict[str, Any] = {}
     try:
         raw = _bounded_yaml(path.read_text(encoding="utf-8"), path, written)
     except yaml.YAMLError as err:  # the parser's own words carry the line and column
@@ -336,8 +337,15 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
         if unknown:
             raise ConfigError(f"{path}: unknown keys {unknown} for {fields_of.__name__}; "
                               f"{suggest_keys(unknown, known)}")
-        texts = {name for name, tp in field_types(fields_of).items() if _base_type(tp)[0] is str}
-        raw.update({key: text for key, text in written.items() if key in texts and key in raw})
+        types_of = {name: _base_type(tp)[0] for name, tp in field_types(fields_of).items()}
+        for key, text in written.items():
+            if key not in raw:
+                continue
+            if types_of.get(key) is str and isinstance(text, str):
+                raw[key] = text
+            elif (types_of.get(key) == list[str] and isinstance(text, list) and isinstance(raw[key], list)
+                  and len(raw[key]) == len(text)):
+                raw[key] = [value if item is None else item for value, item in zip(raw[key], text)]
     return raw
 
 
@@ -373,13 +381,22 @@ def _from_the_repository_root(path: Path) -> str:
 _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 
 
-def _bounded_yaml(text: str, path: Path, written: dict[str, str] | None = None) -> Any:
+def _is_written_number(node: Any) -> bool:
+    """Whether a composed YAML node is an unquoted scalar that YAML 1.1 reads as a number."""
+    import yaml
+
+    return isinstance(node, yaml.ScalarNode) and node.style is None and node.tag in _NUMBER_TAGS
+
+
+def _bounded_yaml(text: str, path: Path, written: dict[str, Any] | None = None) -> Any:
     """``yaml.safe_load`` of ``text`` that counts the composed nodes, aliases expanded, before building any value,
     and refuses a key given twice in one mapping.
 
     ``written``, when given, is filled with the text as written of each top-level value that YAML reads as a number
-    (``0755``: octal 493; ``1.10``: 1.1; ``10:30``: sexagesimal 630; ``2024_01_05``: 20240105), keyed by its key:
-    a text field takes that text, not the number's digits (``read_config_file``).
+    (``0755``: octal 493; ``1.10``: 1.1; ``10:30``: sexagesimal 630; ``2024_01_05``: 20240105), keyed by its key,
+    a key merged in by ``<<:`` included; for a top-level list holding such items, the list of each item's text (None
+    for the other items): a text field, or a list of text, takes that text, not the number's digits
+    (``read_config_file``).
 
     Raises:
         ConfigError: past ``MAX_CONFIG_NODES`` or ``MAX_CONFIG_DEPTH``, an alias inside the value it names, or a key
@@ -396,9 +413,18 @@ def _bounded_yaml(text: str, path: Path, written: dict[str, str] | None = None) 
         _check_node_count(node, path)
         _refuse_repeated_keys(node, path)
         if written is not None and isinstance(node, yaml.MappingNode):
-            written.update((key.value, value.value) for key, value in node.value
-                           if isinstance(key, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode)
-                           and value.style is None and value.tag in _NUMBER_TAGS)
+            # The keys a `<<:` merge brings in are in the node only once merged: PyYAML's own step, which the
+            # construction below repeats as a no-op. The merged pairs come first, so a key also given beside the
+            # merge takes its own value, as the constructed mapping does.
+            loader.flatten_mapping(node)
+            values = {key.value: value for key, value in node.value if isinstance(key, yaml.ScalarNode)}
+            for key, value in values.items():
+                if _is_written_number(value):
+                    written[key] = value.value
+                elif isinstance(value, yaml.SequenceNode):
+                    items = [item.value if _is_written_number(item) else None for item in value.value]
+                    if any(item is not None for item in items):
+                        written[key] = items
         return loader.construct_document(node)
     finally:
         loader.dispose()

@@ -504,6 +504,27 @@ def test_an_unquoted_yaml_number_in_a_text_field_is_the_text_written(tmp_path, w
     assert (config.output_dir, config.deepspeed, config.max_steps) == (written, written, 493)
 
 
+def test_unquoted_yaml_numbers_in_a_text_list_are_the_text_written(tmp_path):
+    """Items of a list of text (engine_args: `--tokenizer-revision 1.10`) are text as the field is: 1.10 stays 1.10,
+    not 1.1, and 0755 not 493; a quoted item and a number list (k) are read as YAML reads them."""
+    path = tmp_path / "demo.yaml"
+    path.write_text("engine_args: [--seed, 0755, '1.10', 1.10]\nk: [0755, 2]\n", encoding="utf-8")
+    config = resolve_config(Demo, path)
+    assert (config.engine_args, config.k) == (["--seed", "0755", "1.10", "1.10"], [493, 2])
+
+
+def test_an_unquoted_yaml_number_merged_in_by_a_merge_key_is_the_text_written(tmp_path):
+    """A text field set through `<<:` takes the text as written, as one set directly does; a key given beside the
+    merge wins over the merged one, quoted or not."""
+    from judge.plumbing.config_files import read_config_file
+
+    path = tmp_path / "demo.yaml"
+    path.write_text("<<: {output_dir: 0755, deepspeed: 1.10, engine_args: [1.10], mode: 0755, max_steps: 0755}\n"
+                    "mode: 'chat'\n", encoding="utf-8")
+    assert read_config_file(path, Demo) == {"output_dir": "0755", "deepspeed": "1.10", "engine_args": ["1.10"],
+                                            "mode": "chat", "max_steps": 493}
+
+
 def test_a_config_path_that_is_a_device_or_a_pipe_is_named_for_what_it_is(tmp_path):
     """judge-eval --config, judge-serve --config and the training recipes read YAML through read_config_file:
     /dev/null or a process substitution's pipe was "not found", a path that exists. A missing file still is."""
