@@ -44,7 +44,9 @@ def write_atomically(path: str | Path, content: bytes | Callable[[BinaryIO], Non
         ``path``.
 
     Raises:
-        OSError: as the writes, fsync or rename raise; ``path`` is then as it was, and no temporary file is left.
+        OSError: as the writes, fsync or rename raise (``path`` then as it was, no temporary file left); or as the
+            fsync of its folder raises after the rename (``path`` then already replaced, its new name perhaps not yet
+            on disk).
     """
     return write_atomically_together([(path, content)], mode=mode)[0]
 
@@ -65,8 +67,9 @@ def write_atomically_together(files: Sequence[tuple[str | Path, bytes | Callable
         The paths as given, in order.
 
     Raises:
-        OSError: as a write, fsync or rename raises; the files before the failed rename are replaced, the others are
-            as they were, and no temporary file is left.
+        OSError: as a write, fsync or rename raises (the files before the failed rename replaced, the others as they
+            were, no temporary file left); or as the fsync of a folder raises after every rename (every file then
+            already replaced, its new name perhaps not yet on disk).
     """
     given = [Path(path) for path, _ in files]
     paths, temps = [_file_itself(path) for path in given], []

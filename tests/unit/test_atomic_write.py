@@ -117,6 +117,8 @@ def test_a_file_system_that_cannot_fsync_a_folder_is_passed_over_and_an_io_error
     monkeypatch.setattr(os, "fsync", refuse_folders(errno.EIO))
     with pytest.raises(OSError, match=os.strerror(errno.EIO)):
         write_atomically(tmp_path / "out.bin", b"y")
+    # The folder is fsynced after the rename: the file already holds the new bytes, and no temporary is left
+    assert (tmp_path / "out.bin").read_bytes() == b"y" and sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
 
 
 def test_replace_folder_fsyncs_the_parent_once_the_new_folder_holds_the_name(tmp_path, monkeypatch):
