@@ -85,6 +85,7 @@ from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_dat
 from judge.plumbing.api_keys import client_api_key
 from judge.checkpoints import (EXPORT_MANIFEST, export_training_record, export_weights_fingerprint, is_hub_id,
                                names_generator_model)
+from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter
 from judge.plumbing.json_reading import counted
@@ -721,8 +722,8 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         if cut_scored:
             log.info("%d rows written now scored by the regression head on a rationale max_tokens cut (cut_rationale "
                      "score, as POLLUX scores them); their finish_reason is length", cut_scored)
-    if not predictions.exists():
-        predictions.touch()
+    if not predictions.exists():  # named on disk, as a journal made by its first rows is
+        write_atomically(predictions, b"")
     return {"n_items": len(records), "n_done_before": n_done if pairwise else len(done), **counts, "predictions": str(predictions),
             "judge": config.name}
 

@@ -6,7 +6,8 @@ them. The folder is fsynced after the rename (``sync_folder``), so that the new 
 on: a run's ``run_key.json`` renamed into place and then fsynced journal rows could otherwise come back from a crash
 of the machine as rows without their key. Every file a later step trusts as whole (stage outputs, ``summary.json``, ``run.json``, ``metrics.json``, an
 embedding cache) is written through ``write_atomically``; files read as one set (``build-data``'s rows and their
-dropped verdicts) through ``write_atomically_together``. A folder (a training run's export) is written beside the
+dropped verdicts) through ``write_atomically_together``. A run folder is made through ``make_folder``, which names
+it on disk before the files fsynced in it count on that name. A folder (a training run's export) is written beside the
 one it replaces and put in its place whole (``replace_folder``).
 """
 
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 __all__ = ["write_atomically", "write_atomically_together", "replace_folder", "staging_dir", "aside_dir",
-           "sync_folder"]
+           "sync_folder", "make_folder"]
 
 #: Random names tried before giving up (each is 12 hex digits: a clash means another writer holds that name now).
 _ATTEMPTS = 100
@@ -137,6 +138,26 @@ def sync_folder(folder: str | Path) -> None:
             raise
     finally:
         os.close(fd)
+
+
+def make_folder(path: str | Path, mode: int = 0o777) -> list[Path]:
+    """Make the folder ``path`` and its missing parents (``mode`` less the umask), each then named on disk: the
+    folder holding each one made is fsynced (``sync_folder``), so that files later fsynced in a new run folder are not
+    lost with the folder's own name in a crash (a file system that does not order its metadata writes, XFS or
+    btrfs, may write the files and not the entry naming the folder).
+
+    Returns:
+        The folders made, ``path`` first; none where it was there.
+
+    Raises:
+        OSError: as ``mkdir`` or a folder's fsync raise.
+    """
+    path = Path(path)
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    path.mkdir(parents=True, exist_ok=True, mode=mode)
+    for folder in missing:
+        sync_folder(folder.parent)
+    return missing
 
 
 def _create_beside(path: Path, mode: int) -> tuple[int, Path]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge.plumbing.atomic_write import sync_folder, write_atomically
+from judge.plumbing.atomic_write import make_folder, sync_folder, write_atomically
 from judge.plumbing.json_reading import JSON_REFUSALS, UTF8_BOM, unreadable_json, value_words
 
 __all__ = ["JournalContents", "JournalError", "JournalWriter", "iter_journal", "iter_journal_lines",
@@ -244,7 +244,7 @@ class JournalWriter:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(self.path.parent)
         self._lock = threading.Lock()
         self.torn_tails = 0
 
@@ -252,7 +252,8 @@ class JournalWriter:
         """Append rows (one write, one fsync), after cutting a torn last line."""
         data = b"".join(_line(row) for row in rows)
         with self._lock:
-            new = not self.path.exists()
+            # An empty file counts as new: made by another step (touch) with its name perhaps not on disk yet
+            new = not self.path.exists() or self.path.stat().st_size == 0
             with self.path.open("a+b") as handle:
                 if _end_cleanly(handle, self.path) == "cut":
                     self.torn_tails += 1

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import unquote_plus
 
-from judge.plumbing.atomic_write import write_atomically
+from judge.plumbing.atomic_write import make_folder, write_atomically
 
 __all__ = [
     "PROVENANCE_FILE",
@@ -310,7 +310,8 @@ def redact(value: Any, name: str | None = None) -> Any:
 
 
 def make_private_dir(path: str | Path) -> Path:
-    """Create a run folder (and missing parents) owner-only (0700); an existing folder is left as it is.
+    """Create a run folder (and missing parents) owner-only (0700), each named on disk (``make_folder``); an existing
+    folder is left as it is.
 
     Returns:
         The folder.
@@ -318,9 +319,7 @@ def make_private_dir(path: str | Path) -> Path:
     path = Path(path)
     if not path.is_dir():
         # Parents the toolkit creates are private too; mkdir's mode is masked by the umask, so chmod after.
-        missing = [p for p in (path, *path.parents) if not p.exists()]
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for folder in missing:
+        for folder in make_folder(path, mode=0o700):
             os.chmod(folder, 0o700)
     return path
 

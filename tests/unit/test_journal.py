@@ -158,7 +158,7 @@ def test_an_append_after_a_whole_row_without_its_newline_keeps_that_row(tmp_path
 
 def test_writer_appends_rows_whole_from_many_threads(tmp_path, monkeypatch):
     """Each append is one write of whole lines and one fsync (and the first, which creates the file, one of its
-    folder); concurrent appends never interleave."""
+    folder; the writer itself one of the folder naming the folder it made); concurrent appends never interleave."""
     import judge.plumbing.journal as journal
 
     synced = []
@@ -166,6 +166,8 @@ def test_writer_appends_rows_whole_from_many_threads(tmp_path, monkeypatch):
     monkeypatch.setattr(journal.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
     path = tmp_path / "sub" / "j.jsonl"
     writer = JournalWriter(path)
+    assert len(synced) == 1
+    synced.clear()
     threads = [threading.Thread(target=writer.append, args=({"t": t, "i": 0}, {"t": t, "i": 1})) for t in range(8)]
     for thread in threads:
         thread.start()
@@ -248,6 +250,32 @@ def test_a_byte_order_mark_past_the_first_line_is_refused_naming_the_line_by_eve
         assert str(caught.value) == said, read
     path.write_bytes(first)  # on the first line it is the file's own, which every reader skips
     assert [r["id"] for r in read_predictions(path)] == ["a"] == read_prediction_table(path).column("id").to_pylist()
+
+
+def test_the_first_rows_in_an_empty_journal_fsync_the_folder_that_names_it(tmp_path, monkeypatch):
+    """An empty journal made by another step (a run with no row to write makes an empty predictions file) may not be
+    named on disk yet: the append that first puts rows in it fsyncs the folder, as for a journal it creates, and
+    journals made in a new folder have that folder named on disk too."""
+    import os
+
+    from judge.plumbing.provenance import make_private_dir
+
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.fstat(fd).st_ino), real_fsync(fd))[1])
+    (tmp_path / "j.jsonl").touch()
+    JournalWriter(tmp_path / "j.jsonl").append({"a": 1})
+    assert synced == [(tmp_path / "j.jsonl").stat().st_ino, tmp_path.stat().st_ino]
+
+    synced.clear()
+    JournalWriter(tmp_path / "new" / "deeper" / "j.jsonl")
+    assert set(synced) == {tmp_path.stat().st_ino, (tmp_path / "new").stat().st_ino}
+    synced.clear()
+    make_private_dir(tmp_path / "run" / "inner")
+    assert set(synced) == {tmp_path.stat().st_ino, (tmp_path / "run").stat().st_ino}
+    synced.clear()
+    make_private_dir(tmp_path / "run" / "inner")  # there already: nothing made, nothing to sync
+    assert synced == []
 
 
 def test_the_first_append_fsyncs_the_folder_that_now_names_the_journal(tmp_path, monkeypatch):
