@@ -68,7 +68,7 @@ from eval.scoring.metrics import expert_mean, verdict_confidence_experts
 from judge.plumbing.json_reading import counted
 from judge.record_columns import as_columns
 from eval.reports import html_text
-from eval.reports.names import one_line, shown_name, shown_names
+from eval.reports.names import page_name, shown_names
 from eval.reports.report import fmt, markdown_table, md_text
 from judge.plumbing.atomic_write import write_atomically
 
@@ -311,7 +311,7 @@ def _shown(keys: Sequence[Any]) -> dict[Any, str]:
 
 def _english(english: dict[str, str], row: str) -> str:
     """A criterion's English name as the pages show a name (one line, cut to ``NAME_CHARS``)."""
-    return shown_name(one_line(english.get(row, "")))
+    return page_name(english.get(row, ""))
 
 
 def _cross_table(rows: dict, english: dict[str, str] | None) -> tuple[list[str], list[list[str]], int]:

@@ -290,9 +290,10 @@ def pairwise_markdown(metrics: dict[str, Any], name: str = "") -> str:
     """The pairwise section of ``report.md``: counts, then one row per rate with its interval and n. The judge's name
     and the failure codes come from the run's files: inert Markdown (``md_text``, ``md_code``), as the other
     reports write them."""
+    from eval.reports.names import page_name
     from eval.reports.report import md_code, md_text
 
-    lines = [f"## Pairwise judging{f' — {md_text(_shown_judge(name))}' if name else ''}", "",
+    lines = [f"## Pairwise judging{f' — {md_text(page_name(name))}' if name else ''}", "",
              f"{metrics['n_pairs']} pairs ({metrics['n_labelled']} labelled), {metrics['n_judgments']} judgments, "
              f"{metrics['n_parsed']} parsed, {metrics['n_failed']} failed"
              + (f" ({', '.join(f'{md_code(k)}: {v}' for k, v in metrics['failures'].items())})"
@@ -347,18 +348,11 @@ def _coverage_row(block: dict[str, Any], row: str, escape=lambda text: text) -> 
                       why=escape(block.get("why_empty", "")))
 
 
-def _shown_judge(name: str) -> str:
-    """The judge's name as every report shows it (``eval.reports.names``): one line, without bidirectional controls,
-    cut to ``NAME_CHARS`` characters; the caller makes it inert for its format."""
-    from eval.reports.names import one_line, shown_name
-
-    return shown_name(one_line(name))
-
-
 def pairwise_html(metrics: dict[str, Any], name: str = "") -> str:
     """The same section as an HTML fragment (a ``<section>`` with a table), for ``report.html``: every text through
     the pages' ``escape`` (which drops bidirectional controls), the judge's name cut, the failures by code."""
     from eval.reports.html_text import escape
+    from eval.reports.names import page_name
 
     rows = "".join(
         f"<tr><td>{escape(TITLES[k])}</td><td>{escape(_fmt(metrics[k]))}</td><td>{metrics[k]['n']}</td>"
@@ -367,7 +361,7 @@ def pairwise_html(metrics: dict[str, Any], name: str = "") -> str:
                          escape) if k == "agreement" and "coverage" in metrics else "")
         for k in RATES
     )
-    title = escape(f"Pairwise judging{f' — {_shown_judge(name)}' if name else ''}")
+    title = escape(f"Pairwise judging{f' — {page_name(name)}' if name else ''}")
     failures = metrics.get("failures") or {}
     # report.md's failures by code (``pairwise_markdown``): a parse failure is told from a refused request here too
     by_code = (" (" + ", ".join(f"<code>{escape(k)}</code>: {escape(v)}" for k, v in failures.items()) + ")"
@@ -465,11 +459,12 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
     # ``compare`` reads metrics.json back: replaced whole, never left cut by a kill.
     write_atomically(target / "metrics.json", (json.dumps(metrics, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
     from eval.reports.html_text import escape
+    from eval.reports.names import page_name
     from eval.reports.report import md_text
 
-    write_atomically(target / "report.md", (f"# {md_text(_shown_judge(name)) or 'Judge'}: pairwise report\n\n"
+    write_atomically(target / "report.md", (f"# {md_text(page_name(name)) or 'Judge'}: pairwise report\n\n"
                                             + pairwise_markdown(metrics)).encode("utf-8"))
-    page = (f"<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>{escape(_shown_judge(name))} pairwise"
+    page = (f"<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>{escape(page_name(name))} pairwise"
             f"</title><body>{pairwise_html(metrics, name)}</body></html>\n")
     write_atomically(target / "report.html", page.encode("utf-8"))
     return metrics

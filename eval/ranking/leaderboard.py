@@ -328,7 +328,7 @@ def _lines(result: dict[str, Any], esc: Any, chars: int) -> tuple[list[str], lis
     folder, at the end, kept."""
     from eval.ranking.compare import judge_note_lines
     from eval.ranking.report import sign_flip_p_text, unjudged_answer_lines, why_not_called
-    from eval.reports.names import one_line, shown_name, shown_names
+    from eval.reports.names import page_name, shown_names
 
     shown = shown_names(_labels(result).values(), chars)
     raw = {run: shown[label] for run, label in _labels(result).items()}
@@ -345,7 +345,7 @@ def _lines(result: dict[str, Any], esc: Any, chars: int) -> tuple[list[str], lis
         swaps = f"exact, all {test['n_swaps']} swaps" if test["exact"] else f"{test['n_swaps']} drawn swaps"
         intervals += (f"; a pair is called when its paired sign-flip test's p is below alpha / {result['n_pairs']} "
                       f"({swaps}) and its interval excludes 0 on the same side")
-    judge = esc(shown_name(one_line(result["judge"]), chars))
+    judge = esc(page_name(result["judge"], chars))
     summary = [f"{len(result['models'])} candidates on {result['n_instructions']} instructions with an item every run "
                f"scored ({result['n_items']} items; {result['n_rated_instructions']} with a non-binary score, the win "
                f"rates' instructions); judge {judge}; normalisation {result['normalize']}; {intervals}.",
@@ -412,7 +412,7 @@ def _labels(result: dict[str, Any]) -> dict[str, str]:
 def _names_cut(result: dict[str, Any]) -> list[tuple[str, str]]:
     """compare.md's cut names (``_lines`` at ``MD_RUN_NAME_CHARS``), each as shown and whole: the candidates', then
     the judge's."""
-    from eval.reports.names import one_line, shown_name, shown_names
+    from eval.reports.names import one_line, page_name, shown_names
     from eval.reports.report import md_text
     from eval.scoring.compare import MD_RUN_NAME_CHARS, md_run_name
 
@@ -420,8 +420,8 @@ def _names_cut(result: dict[str, Any]) -> list[tuple[str, str]]:
     shown = shown_names(labels, MD_RUN_NAME_CHARS)
     cut = [(md_text(shown[label]), label) for label in labels if shown[label] != one_line(label)]
     judge = result["judge"]
-    return cut + ([(f"judge {md_run_name(judge)}", judge)] if shown_name(one_line(judge), MD_RUN_NAME_CHARS)
-                  != one_line(judge) else [])
+    return cut + ([(f"judge {md_run_name(judge)}", judge)] if page_name(judge, MD_RUN_NAME_CHARS) != one_line(judge)
+                  else [])
 
 
 BOARD_HEADER = ["rank", "candidate (run)", "mean", "interval", "win rate", "interval", "not distinguishable from",

@@ -781,7 +781,8 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
 def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
     """The explorer's data for a comparison: per compared run, the ``top`` items where its judge and the
     baseline's differ most (then the items only one of them scored), each with both judges' feedback."""
-    from eval.scoring.compare import named_as, page_name
+    from eval.reports.names import page_name
+    from eval.scoring.compare import named_as
 
     folders = [Path(f) for f in result.folders]
     names = list(named_as(result, page_name).runs)  # as the page shows them

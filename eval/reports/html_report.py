@@ -524,7 +524,8 @@ def _named_for_page(result: Comparison) -> Comparison:
     ``eval.scoring.compare.named_as``), so that every part of compare.html written from it (tables, headings, the
     headline sentences, the validity part) writes a run's name as the explorer's data (``compare_items``, from the
     same names) does."""
-    from eval.scoring.compare import named_as, page_name
+    from eval.reports.names import page_name
+    from eval.scoring.compare import named_as
 
     return named_as(result, page_name)
 

@@ -15,7 +15,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["BIDI_CONTROLS", "NAME_CHARS", "all_read_apart", "one_line", "reads_as", "shown_name", "shown_names"]
+__all__ = ["BIDI_CONTROLS", "NAME_CHARS", "all_read_apart", "one_line", "page_name", "reads_as", "shown_name",
+           "shown_names"]
 
 # Bidirectional controls (embeddings, overrides, isolates, marks): one in a name would show the rest of its line in
 # another order than it is written. Other control characters (an escape sequence) have no place in a report either.
@@ -69,6 +70,12 @@ def shown_name(name: Any, chars: int = NAME_CHARS) -> str:
     return text[: chars - 1 - tail] + "…" + text[-tail:]
 
 
+def page_name(name: Any, chars: int = NAME_CHARS) -> str:
+    """A name from the data (a judge, a run, a criterion) as a page writes it: its ``one_line`` text cut to ``chars``
+    characters (``shown_name``); the caller makes it inert for its format (HTML, Markdown)."""
+    return shown_name(one_line(name), chars)
+
+
 #: The hex digits of the SHA-256 a mark holds: 8 first (one pair in about four billion reads alike, and 160,000 codes
 #: of one cut held three such pairs), then 16 for the names whose 8-digit marks still repeat, then the whole digest.
 _MARK_DIGITS = (8, 16, 64)
@@ -90,7 +97,7 @@ def shown_names(names: Iterable[Any], chars: int = NAME_CHARS,
     lengthens it). A name whose label reads as one of ``reserved`` (a label the page gives a row of its own, as the
     experts' pooled "Avg.") is marked the same way, so that it cannot stand for that row."""
     distinct = list(dict.fromkeys(str(name) for name in names))
-    cut = {name: as_text(name) if as_text else shown_name(one_line(name), chars) for name in distinct}
+    cut = {name: as_text(name) if as_text else page_name(name, chars) for name in distinct}
     labels = dict(cut)
     # Every cut of a longer name is ``chars`` long, so the labels read alike all are: a marked label is then longer
     # than any name left whole, and two marks of different lengths never read alike.

@@ -1245,7 +1245,7 @@ def distinct_names(names: list[str], folders: list, as_text=str) -> list[str]:
 
 def named_as(result: Comparison, as_text: Callable[[str], str]) -> Comparison:
     """``result`` with its run names as ``as_text`` writes them (compare.md: inert Markdown cut to
-    ``MD_RUN_NAME_CHARS``, ``md_run_name``; compare.html and its explorer: ``page_name``), so that no run's column,
+    ``MD_RUN_NAME_CHARS``, ``md_run_name``; compare.html and its explorer: ``eval.reports.names.page_name``), so that no run's column,
     row, heading or filter value stands for another's: names that read alike once written (two apart only by a line
     break or a bidirectional mark, which writing drops, or only in the middle a cut leaves out) are told apart by
     their folders' names, written and cut with them, and where those read alike too, each by the mark the pages give
@@ -1264,13 +1264,6 @@ def named_as(result: Comparison, as_text: Callable[[str], str]) -> Comparison:
     return with_run_names(result, dict(zip(result.runs, shown)), as_text)
 
 
-def page_name(name: str) -> str:
-    """A run's name as compare.html writes it: on one line and cut (``eval.reports.names``)."""
-    from eval.reports.names import one_line, shown_name
-
-    return shown_name(one_line(name))
-
-
 def console_name(name: str) -> str:
     """A run's name as ``judge-eval compare`` prints it: every character a terminal would act on (an ESC sequence, a
     line break, a bidirectional override) written as its escape (``visible``), then cut as the pages cut names, so a
@@ -1287,9 +1280,9 @@ def md_run_name(name: str) -> str:
     """A run's name as compare.md writes it in a heading or a table: on one line, cut to ``MD_RUN_NAME_CHARS``
     characters (``shown_name``) before it is made inert Markdown (``md_text``), so that the cut counts the characters
     a reader sees, not their escapes."""
-    from eval.reports.names import one_line, shown_name
+    from eval.reports.names import page_name
 
-    return md_text(shown_name(one_line(name), MD_RUN_NAME_CHARS))
+    return md_text(page_name(name, MD_RUN_NAME_CHARS))
 
 
 def _named_for_markdown(result: Comparison) -> Comparison:
