@@ -238,7 +238,11 @@ def replace_folder(staging: str | Path, export_dir: str | Path) -> Path:
         aside = aside_dir(export_dir)
         shutil.rmtree(aside, ignore_errors=True)
         export_dir.rename(aside)
-        staging.rename(export_dir)
+        try:
+            staging.rename(export_dir)
+        except BaseException:
+            aside.rename(export_dir)  # the earlier folder back under its name, not left aside with none in place
+            raise
         sync_folder(export_dir.parent)
         shutil.rmtree(aside, ignore_errors=True)
     return export_dir

@@ -329,6 +329,34 @@ def test_an_export_that_fails_after_staging_removes_the_staging_folder_and_names
     assert (tmp_path / "export" / "model.safetensors").read_text(encoding="utf-8") == "earlier"
 
 
+def test_a_swap_whose_second_rename_fails_puts_the_earlier_export_back(tmp_path, monkeypatch):
+    """Where folders cannot be swapped in one step the earlier export is renamed aside, then the staged one renamed to
+    export/; when that second rename fails, export/ is the earlier export again (not left absent with it aside), the
+    run folder's run.json has no result, and the error raised is the rename's own."""
+    import errno
+    import json
+    from pathlib import Path
+
+    from judge.plumbing import atomic_write
+
+    monkeypatch.setattr(atomic_write, "_exchange", lambda first, second: False)
+    rename = Path.rename
+
+    def staging_rename_fails(self, target):
+        if self.name == ".export.staging":
+            raise OSError(errno.EIO, "I/O error")
+        return rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", staging_rename_fails)
+    _stub_export_steps(monkeypatch, lambda *args, **kwargs: {"mode": "seq2seq"})
+    _exported_run(tmp_path)
+    with pytest.raises(OSError, match="I/O error"):
+        _export(tmp_path)
+    assert (tmp_path / "export" / "model.safetensors").read_text(encoding="utf-8") == "earlier"
+    assert not atomic_write.aside_dir(tmp_path / "export").exists()
+    assert "result" not in json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+
+
 @pytest.mark.parametrize("swap", ["in one step", "renamed aside first"])
 def test_an_export_replaces_the_earlier_one_whole_and_keeps_its_cards_evaluation(tmp_path, monkeypatch, swap):
     """A checked export takes the earlier one's place (swapped in one step where the filesystem can, else the earlier
