@@ -383,10 +383,14 @@ def slurm_time_s(limit: str | None) -> int | None:
     if not all(p.isascii() and p.isdigit() for p in parts) or (dash and not (days.isascii() and days.isdigit())) \
             or len(parts) > 3:
         return None
-    numbers = [int(p) for p in parts]
+    try:  # past 4,300 digits int() refuses a decimal string
+        numbers = [int(p) for p in parts]
+        whole_days = int(days) if dash else 0
+    except ValueError:
+        return None
     if dash:  # days-hours[:minutes[:seconds]]
         hours, minutes, seconds = (numbers + [0, 0])[:3]
-        return ((int(days) * 24 + hours) * 60 + minutes) * 60 + seconds
+        return ((whole_days * 24 + hours) * 60 + minutes) * 60 + seconds
     if len(numbers) == 3:
         return (numbers[0] * 60 + numbers[1]) * 60 + numbers[2]
     minutes, seconds = (numbers + [0])[:2]

@@ -155,7 +155,9 @@ def test_a_refused_submission_removes_its_kept_script_and_the_folders_made_for_i
 # --- --time that submit cannot read -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("limit", ["24h", "1:2:3:4", "-5", "2-x", "", "9\u00b2", "\u00b9-0"])  # superscripts: isdigit, not int
+# superscripts: isdigit, not int; past 4,300 digits int() refuses a decimal string
+@pytest.mark.parametrize("limit", ["24h", "1:2:3:4", "-5", "2-x", "", "9\u00b2", "\u00b9-0", pytest.param("9" * 5000, id="5000 digits"),
+                                   pytest.param("1-" + "9" * 5000, id="1-(5000 digits)")])
 def test_a_time_limit_submit_cannot_read_is_refused_before_the_data_checks(tmp_path, submit_config, capsys,
                                                                           monkeypatch, limit):  # fmt: skip
     """`--time 24h` read as no limit skipped the check of --signal-before-s against it, and sbatch refused the job
