@@ -275,6 +275,10 @@ def read_prediction_table(path: str | Path) -> pa.Table:
                 # no key left to add: the line reader names a bad row, and reads a file it accepts
                 return prediction_table(iter_predictions(path))
             keys = found
+    if _null_probability_may_hide(body, table.column("score_probs")):
+        # its struct column holds an absent key and a null value alike, as null: the line reader tells them apart.
+        # Looked for before the keys no row gives are dropped, a key null in every row among them.
+        return prediction_table(iter_predictions(path))
     table = _without_absent_keys(table)
     if table.num_rows != lines:  # two objects on one line, read as two rows: json.loads refuses the line
         _raise_first_bad_row(path, None)
@@ -294,9 +298,6 @@ def read_prediction_table(path: str | Path) -> pa.Table:
     if table.column("id").null_count:
         _raise_first_bad_row(path, None)
     probs = table.column("score_probs") if "score_probs" in table.column_names else None
-    if probs is not None and _null_probability_may_hide(body, probs):
-        # its struct column holds an absent key and a null value alike, as null: the line reader tells them apart
-        return prediction_table(iter_predictions(path))
     numbers = [table.column(n) for n, kind in _JSON_KINDS.items() if kind == _NUMBER and n in table.column_names]
     if probs is not None:
         numbers += [pc.struct_field(probs, [k]) for k in range(probs.type.num_fields)]

@@ -347,6 +347,20 @@ def test_a_null_probability_in_score_probs_is_refused_by_both_readers(tmp_path, 
             read(path)
 
 
+@pytest.mark.parametrize("rows", [['{"id": "a", "score_probs": {"1": null}}'],
+                                  ['{"id": "a", "score_probs": {"1": 0.5, "2": null}}',
+                                   '{"id": "b", "score_probs": {"1": 0.5, "2": null}}']])
+def test_a_score_probs_key_null_in_every_row_is_refused_by_both_readers(tmp_path, rows):
+    """A key whose value is null in every row is no key any row gives to the struct column, which the table reader
+    drops; the null is still a null probability, which the line reader refuses naming the first row: the table
+    reader names it too, rather than reading the row's score_probs without that key."""
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    for read in (read_prediction_table, lambda p: list(iter_predictions(p))):
+        with pytest.raises(ValueError, match=r"line 1\.score_probs: expected an object of finite numbers"):
+            read(path)
+
+
 @pytest.mark.parametrize("big", [1, 2**53 + 1])
 def test_integer_probabilities_read_as_floats_on_both_paths_of_the_table_reader(tmp_path, big):
     """``{"1": 1, "2": 0}``: Arrow's JSON reader reads it under the explicit schema's float64 fields, the line
