@@ -56,6 +56,7 @@ __all__ = [
     "has_think_tag",
     "leading_reasoning",
     "split_at_last_think_close",
+    "blocks_replaced",
     "read_served_verdict",
     "inline_reasoning",
     "failed_by_the_cut",
@@ -546,9 +547,9 @@ def split_at_last_think_close(text: str) -> tuple[str | None, str]:
 # the integer format (Pollux-4B-Judge)
 # ---------------------------------------------------------------------------------------------------------------
 
-# Searched only up to the text's last </think> (``_think_blocks``): past it no block can close, and an open tag with
-# no close after it sends the lazy body to the text's end before failing, at every such tag: quadratic
-# ("<think>" * 16,000 took 8 s, holding the GIL, and an output is a model's text).
+# Searched only up to the text's last </think> (``blocks_replaced``): past it no block can close, and an open tag
+# with no close after it sends the lazy body to the text's end before failing, at every such tag: quadratic in a
+# model's text, holding the GIL.
 _THINK_BLOCK = re.compile(r"<think\s*>(.*?)</think\s*>", re.IGNORECASE | re.DOTALL)
 # ASCII digits only (``_foreign_digit``), here and in _TRAILING_INTEGER, whose look-behind sees any script's digit:
 # "٢1" is no "1".
@@ -576,20 +577,35 @@ def _think_blocks(text: str) -> tuple[str | None, str]:
     the last reasoning), where POLLUX's client (``demo/serve_pollux_demo.py``, ``re.sub(..., "", ...)``) joins them
     into an integer the judge never wrote (12).
 
-    Every match ends at a ``</think>``, so all of them lie before the end of the last one, and there every open tag
-    has a close after it: each attempt succeeds and the attempts do not overlap. The matches are those of the whole
-    text (``endpos`` reads as if the text ended there; the pattern has no lookaround to see past it).
+    The blocks are found only up to the last ``</think>`` (``blocks_replaced``), in linear time.
     """
-    last = None
-    for last in _THINK_CLOSE.finditer(text):
-        pass
-    if last is None:
-        return None, text
-    cut = last.end()
-    first = _THINK_BLOCK.search(text, 0, cut)
+    cut = _end_of_last(_THINK_CLOSE, text)
+    first = _THINK_BLOCK.search(text, 0, cut) if cut else None
     if first is None:
         return None, text
-    return first.group(1), _THINK_BLOCK.sub(" ", text[:cut]) + text[cut:]
+    return first.group(1), blocks_replaced(text, _THINK_BLOCK, _THINK_CLOSE, " ")
+
+
+def _end_of_last(pattern: re.Pattern[str], text: str) -> int:
+    """Where ``pattern``'s last match in ``text`` ends; 0 without one."""
+    last = None
+    for last in pattern.finditer(text):
+        pass
+    return 0 if last is None else last.end()
+
+
+def blocks_replaced(text: str, block: re.Pattern[str], close: re.Pattern[str], gap: str) -> str:
+    """``text`` with every match of ``block`` (a lazy ``<think>.*?</think>`` pattern) replaced by ``gap``: the same
+    text as ``block.sub(gap, text)`` for a ``block`` whose every match ends with a match of ``close`` (its closing
+    tag), found in time linear in the text.
+
+    The search stops at the end of ``close``'s last match: past it no block can close. Before it every open tag
+    has a close after it, so each attempt succeeds and the attempts do not overlap; an open tag with no close after
+    it would instead send the lazy body to the text's end before failing, at every such tag (quadratic in a
+    model's looping output). ``block`` must have no lookaround, which would see past the cut.
+    """
+    cut = _end_of_last(close, text)
+    return block.sub(gap, text[:cut]) + text[cut:] if cut else text
 
 
 def parse_integer_verdict(content: str | None, reasoning: str | None = None, scale: Scale | None = None) -> Verdict:

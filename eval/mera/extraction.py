@@ -26,6 +26,8 @@ import re
 import textwrap
 from collections.abc import Iterable, Sequence
 
+from judge.verdicts import blocks_replaced
+
 __all__ = ["MERA_STOPS", "EXTRACTIONS", "truncate_at_stops", "extract_code", "strip_markdown_cover", "after_reasoning",
            "build_program"]
 
@@ -206,12 +208,7 @@ def after_reasoning(completion: str, gap: str = "") -> str | None:
     as not, are never the program (the first fence defining the entry point would otherwise be a discarded draft),
     and a digit in it is never ruTiE's answer (``eval.mera.rutie.parse_answer``, whose ``gap`` " " keeps "1<think>
     ...</think>2" two answers, not 12)."""
-    # Every block ends at a </think>: searched only up to the last one, the same blocks are found in linear time. An
-    # open tag with no close after it (a model looping on "<think>") would send the lazy body to the text's end at
-    # every such tag: quadratic in the model's output.
-    closes = [close.end() for close in _THINK_CLOSE.finditer(completion)]
-    if closes:
-        completion = _THINK_BLOCK.sub(gap, completion[:closes[-1]]) + completion[closes[-1]:]
+    completion = blocks_replaced(completion, _THINK_BLOCK, _THINK_CLOSE, gap)  # linear in a looping model's output
     visible = _THINK_CLOSE.split(completion)[-1]
     return None if _THINK_OPEN.search(visible) else visible
 

@@ -86,6 +86,7 @@ from judge.plumbing.json_reading import JSON_REFUSALS
 from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 from judge.plumbing.run_folder import content_key
 from judge.records import RecordError, row_place, value_words
+from judge.verdicts import blocks_replaced
 
 __all__ = ["ANSWERS", "EARLIER_RANKING_RESULT", "ITEMS", "MATRIX", "NOT_A_RANKING", "RANKED_FILES", "RANKING_RESULT",
            "UNJUDGED", "AnswerRow", "InstructionError", "InstructionRow", "RankConfig", "load_instructions", "rank",
@@ -360,6 +361,7 @@ def say_no_meta(rows: Sequence[InstructionRow], source: str | Path) -> None:
 
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
+_THINK_CLOSE = re.compile(r"</think>")
 _THINK_OPEN = re.compile(r"<think>.*", re.DOTALL)
 
 
@@ -372,11 +374,7 @@ def strip_think(text: str | None) -> tuple[str | None, bool]:
     """
     if not text:
         return text, False
-    # Every block ends at a </think>: searched only up to the last one, the same blocks are found in linear time (an
-    # open tag with no close after it, a candidate looping on "<think>", would send the lazy body to the text's end
-    # at every such tag: quadratic in the answer).
-    end = text.rfind("</think>")
-    closed = text if end < 0 else _THINK_BLOCK.sub("", text[:end + len("</think>")]) + text[end + len("</think>"):]
+    closed = blocks_replaced(text, _THINK_BLOCK, _THINK_CLOSE, "")  # linear in a candidate looping on "<think>"
     cut = _THINK_OPEN.sub("", closed)
     return cut.strip(), cut != closed
 
