@@ -41,7 +41,7 @@ The seq2seq target is ``judge.render_target(feedback, score)`` with the verdict'
 carries ``judge.render_rationale_target(feedback)`` and, as its label, the record's ``criteria_score`` (mean over
 experts, or the teacher's score) or, with ``score_target="expert"``, the verdict's own score.
 
-Why one module of ~910 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
+Why one module of ~920 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
 which prints that report and refuses what no recipe could train on, are one path; the recipes' data step
 (``rows_for_config``) and ``judge-train run``'s early check take the same rules from here.
 """
@@ -815,16 +815,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{prog}: error: {what}" + ("; nothing written" if args.out else ""), file=sys.stderr)
         return 2
     if args.out:
+        earlier = _inode(args.out)
         try:
             written, dropped = write_rows_and_dropped(rows, report.dropped_rows, args.out)
         except OSError as err:  # no permission, a read-only disk, a parent that is a file: named, the rows kept
-            # The rows file is renamed last, so it is never replaced on a failure; the dropped file may have been.
-            print(f"{prog}: error: --out {args.out}: cannot write ({err.strerror or err}); {args.out} not replaced",
-                  file=sys.stderr)
+            # The rows file is renamed last, so a failed write or rename leaves it (the dropped file may have been
+            # replaced); the folder's fsync comes after both renames, so its failure leaves both files replaced.
+            if _inode(args.out) not in (None, earlier):
+                print(f"{prog}: error: --out {args.out}: {args.out} replaced, but not yet synced to disk "
+                      f"({err.strerror or err})", file=sys.stderr)
+            else:
+                print(f"{prog}: error: --out {args.out}: cannot write ({err.strerror or err}); {args.out} not "
+                      "replaced", file=sys.stderr)
             return 2
         print(f"wrote {written}")
         print(f"wrote {dropped} ({len(report.dropped_rows)} dropped verdict(s), each with its drop_reason)")
     return 0
+
+
+def _inode(path: str | Path) -> int | None:
+    """The inode of the file ``path`` names (where a symlink points); None where there is none. A file replaced by
+    a rename has another."""
+    try:
+        return Path(path).stat().st_ino
+    except OSError:
+        return None
 
 
 def write_rows_and_dropped(rows: list[dict], dropped: list[dict], out: str | Path) -> tuple[Path, Path]:
@@ -836,7 +851,8 @@ def write_rows_and_dropped(rows: list[dict], dropped: list[dict], out: str | Pat
         (the rows file, the dropped file).
 
     Raises:
-        OSError: as a write or rename raises; the files written aside are removed.
+        OSError: as a write or rename raises (the files written aside are removed), or the folder's fsync after
+            both renames (both files replaced).
     """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

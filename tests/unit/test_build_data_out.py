@@ -116,3 +116,24 @@ def test_a_rename_failing_between_the_two_says_only_what_is_true(tmp_path, monke
     assert build_data.dropped_path(out).read_text(encoding="utf-8") != "earlier dropped\n"
     assert f"{out} not replaced" in err and "neither" not in err and str(build_data.dropped_path(out)) not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == files  # no file written aside is left
+
+
+def test_a_folder_fsync_failing_after_both_renames_says_the_rows_were_replaced(tmp_path, monkeypatch, capsys):
+    """Both files are renamed into place before their folder is fsynced: an I/O error from that fsync comes after
+    the rows file was replaced, and the message says so (not yet synced to disk), never that it was not replaced."""
+    import errno
+
+    from judge.plumbing import atomic_write
+
+    def sync_fails(folder):
+        raise OSError(errno.EIO, "Input/output error")
+
+    data = _records(tmp_path)
+    out = tmp_path / "rows.jsonl"
+    out.write_text("earlier\n", encoding="utf-8")
+    monkeypatch.setattr(atomic_write, "sync_folder", sync_fails)
+    assert build_data.main(["--data", str(data), "--out", str(out), "--zero-shot", "allow"]) == 2
+    err = capsys.readouterr().err
+    assert out.read_text(encoding="utf-8") != "earlier\n" and build_data.dropped_path(out).is_file()
+    assert "not replaced" not in err
+    assert f"{out} replaced, but not yet synced to disk (Input/output error)" in err
