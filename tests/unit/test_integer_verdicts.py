@@ -699,9 +699,8 @@ def _old_think_blocks(text):
 
 
 def test_think_blocks_are_read_in_linear_time(monkeypatch):
-    """16,000 unclosed "<think>" tags (the lazy block pattern ran to the text's end from each: 8.2 s; 8,000 took
-    2.1 s) read as the unclosed_think failure they are; one close after them, or before them, changes the reading as
-    before. What makes the reading linear is which text the block pattern sees: only the text up to the last close
+    """16,000 unclosed "<think>" tags read as the unclosed_think failure they are; one close after them, or before
+    them, changes the reading as the whole-text pattern does. What makes the reading linear is which text the block pattern sees: only the text up to the last close
     (where every open tag has a close after it, so each attempt matches and no two overlap), never the unclosed
     tags past it, and nothing at all without a close. The pattern is wrapped to record the text each call is given."""
     from judge import verdicts
