@@ -432,8 +432,8 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
         and each run's own metrics.json.
 
     Raises:
-        ValueError: fewer than two runs, or runs whose shared ids are different items (other expert scores, answer
-            length, criterion, task type or evaluated model: scored on different data), or ``instruction``
+        ValueError: fewer than two runs, or runs whose shared ids are different items (other expert scores or
+            experts, answer length, criterion, task type or evaluated model: scored on different data), or ``instruction``
             resampling of a baseline whose items.parquet predates the instructions' keys.
     """
     if len(folders) < 2:
@@ -504,8 +504,8 @@ def _refuse_other_items(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, 
     another compared two judges on different answers under one id, and called the difference the judges'.
 
     Raises:
-        ValueError: the first thing that differs (the expert labels, then ``_SAME_ITEM``'s columns), with how many
-            shared items it differs on and the first one's id and values.
+        ValueError: the first thing that differs (the expert labels, their experts' ids, then ``_SAME_ITEM``'s
+            columns), with how many shared items it differs on and the first one's id and values.
     """
     ta, tb = base.table, other.table
     ea, eb = ta.experts[index_a], tb.experts[index_b]
@@ -517,6 +517,7 @@ def _refuse_other_items(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, 
         shown = [_quoted_value([int(v) if float(v).is_integer() else float(v) for v in row[~np.isnan(row)]])
                  for row in (ea[differ[0]], eb[differ[0]])]
         _refuse(base, other, "the expert labels", differ, index_a, shown)
+    _refuse_other_experts(base, other, index_a, index_b)
     for column, said in _SAME_ITEM.items():
         a, b = getattr(ta, column), getattr(tb, column)
         if a is None or b is None:  # an items.parquet written before the column: nothing to compare
@@ -533,6 +534,24 @@ def _refuse_other_items(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, 
                     "an item's test)") if column == "split" else ""
             _refuse(base, other, f"the {said}", differ, index_a, [_quoted_value(v[differ[0]]) for v in (a, b)], hint)
     _refuse_other_scales(base, other, index_a, index_b)
+
+
+def _refuse_other_experts(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray) -> None:
+    """Refuse runs whose shared items name other experts beside the same scores (``expert_ids``, parallel to the
+    scores): the alternative annotator test and the paired rho read each expert's own items, and the paired figures
+    take the baseline's ids for both runs, so the same scores given by another panel are another item's labels. A
+    table that names no experts (the released POLLUX data, an items.parquet written before the ids were kept) is
+    not known to differ, as an optional column is not."""
+    ids_a, ids_b = base.table.expert_ids, other.table.expert_ids
+    if ids_a is None or ids_b is None:
+        return
+    ids_a, ids_b = ids_a[index_a], ids_b[index_b]
+    width = max(ids_a.shape[1], ids_b.shape[1])
+    ids_a, ids_b = (np.pad(ids, ((0, 0), (0, width - ids.shape[1])), constant_values=None) for ids in (ids_a, ids_b))
+    differ = np.flatnonzero((ids_a != ids_b).any(axis=1))
+    if len(differ):
+        shown = [str([v for v in row if v is not None]) for row in (ids_a[differ[0]], ids_b[differ[0]])]
+        _refuse(base, other, "the experts' ids", differ, index_a, shown)
 
 
 def _refuse_other_scales(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray) -> None:
@@ -557,7 +576,7 @@ def _refuse(base: ScoredRun, other: ScoredRun, what: str, differ: np.ndarray, in
             shown: list[str], hint: str = "") -> None:
     raise ValueError(
         f"{base.folder} and {other.folder} hold different items under the same ids: {what} differ"
-        f"{'' if what.endswith('labels') else 's'} on {len(differ)} of the {len(index_a)} items both hold (item "
+        f"{'' if what.endswith(('labels', 'ids')) else 's'} on {len(differ)} of the {len(index_a)} items both hold (item "
         f"{base.table.ids[index_a[differ[0]]]!r}: {shown[0]} in {base.folder}, {shown[1]} in {other.folder}); score "
         f"both against the same data file (judge-eval score --data){hint}")
 
