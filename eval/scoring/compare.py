@@ -433,7 +433,8 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
 
     Raises:
         ValueError: fewer than two runs, or runs whose shared ids are different items (other expert scores or
-            experts, answer length, criterion, task type or evaluated model: scored on different data), or ``instruction``
+            experts, answer length, criterion, task type or evaluated model: scored on different data), or
+            ``instruction``
             resampling of a baseline whose items.parquet predates the instructions' keys.
     """
     if len(folders) < 2:
@@ -576,7 +577,8 @@ def _refuse(base: ScoredRun, other: ScoredRun, what: str, differ: np.ndarray, in
             shown: list[str], hint: str = "") -> None:
     raise ValueError(
         f"{base.folder} and {other.folder} hold different items under the same ids: {what} differ"
-        f"{'' if what.endswith(('labels', 'ids')) else 's'} on {len(differ)} of the {len(index_a)} items both hold (item "
+        f"{'' if what.endswith(('labels', 'ids')) else 's'} on {len(differ)} of the {len(index_a)} items both hold "
+        f"(item "
         f"{base.table.ids[index_a[differ[0]]]!r}: {shown[0]} in {base.folder}, {shown[1]} in {other.folder}); score "
         f"both against the same data file (judge-eval score --data){hint}")
 
