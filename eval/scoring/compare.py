@@ -534,7 +534,25 @@ def _refuse_other_items(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, 
             hint = ("; or re-score both runs with the same toolkit version (the version that scored a run decides "
                     "an item's test)") if column == "split" else ""
             _refuse(base, other, f"the {said}", differ, index_a, [_quoted_value(v[differ[0]]) for v in (a, b)], hint)
+    _refuse_other_texts(base, other, index_a, index_b)
     _refuse_other_scales(base, other, index_a, index_b)
+
+
+def _refuse_other_texts(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray) -> None:
+    """Refuse runs whose shared ids were judged on other texts (items.parquet's ``text_key``, each prediction's
+    ``content_key``: a digest of the instruction, reference answer, answer, criterion and rubric the judge was sent):
+    an answer edited to another text of the same length, or a reworded instruction or rubric, between two revisions
+    of the data asked the judges other questions. Compared on the items both runs have a key for: an item without a
+    prediction in either is in no pair, and a table or prediction written before the key is compared on the rest."""
+    keys_a, keys_b = base.table.text_key, other.table.text_key
+    if keys_a is None or keys_b is None:
+        return
+    keys_a, keys_b = keys_a[index_a], keys_b[index_b]
+    differ = np.flatnonzero(np.not_equal(keys_a, None) & np.not_equal(keys_b, None) & (keys_a != keys_b))
+    if len(differ):
+        shown = [f"content key {keys[differ[0]]!r}" for keys in (keys_a, keys_b)]
+        _refuse(base, other, "the texts judged", differ, index_a, shown,
+                "; the texts are the instruction, reference answer, answer, criterion and rubric the judge was sent")
 
 
 def _refuse_other_experts(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray) -> None:
@@ -577,10 +595,9 @@ def _refuse(base: ScoredRun, other: ScoredRun, what: str, differ: np.ndarray, in
             shown: list[str], hint: str = "") -> None:
     raise ValueError(
         f"{base.folder} and {other.folder} hold different items under the same ids: {what} differ"
-        f"{'' if what.endswith(('labels', 'ids')) else 's'} on {len(differ)} of the {len(index_a)} items both hold "
-        f"(item "
-        f"{base.table.ids[index_a[differ[0]]]!r}: {shown[0]} in {base.folder}, {shown[1]} in {other.folder}); score "
-        f"both against the same data file (judge-eval score --data){hint}")
+        f"{'' if what.endswith(('labels', 'ids', 'judged')) else 's'} on {len(differ)} of the {len(index_a)} items "
+        f"both hold (item {base.table.ids[index_a[differ[0]]]!r}: {shown[0]} in {base.folder}, {shown[1]} in "
+        f"{other.folder}); score both against the same data file (judge-eval score --data){hint}")
 
 
 def _quoted_value(value: Any) -> str:

@@ -75,7 +75,8 @@ MINUS_ONE_FAILED = "minus_one_off_scale"
 #: What the metrics' bootstrap intervals resample (``evaluate``'s ``bootstrap_unit``).
 BOOTSTRAP_UNITS = ("item", "instruction")
 # The prediction fields build_table reads for every item (the raw output only where an old row is read again).
-_TABLE_FIELDS = ["error", "score_source", "score", "parse_ok", "in_scale", "regression_score", "finish_reason"]
+_TABLE_FIELDS = ["error", "score_source", "score", "parse_ok", "in_scale", "regression_score", "finish_reason",
+                 "content_key"]
 _OK, _PARSE_FAILED, _REQUEST_FAILED, _MISSING = range(len(STATUSES))
 
 
@@ -103,6 +104,11 @@ class ItemTable:
         answer_chars: the evaluated answer's length in characters (the length-bias check); None when unknown.
         instruction_key: per item, a number its instruction's text alone has in this table (the clusters of
             ``evaluate(..., bootstrap_unit="instruction")``); None when unknown (an items.parquet written before it).
+        text_key: per item, its prediction's ``content_key``: a digest of the texts the judge was asked about
+            (``eval.judging.predictions.record_content_key``: instruction, reference answer, answer, criterion and
+            rubric), the same in every run of the same data, so that compare tells two revisions of one item apart;
+            None for an item without a prediction or whose prediction predates the key, and the whole column None
+            where no item has one (an items.parquet written before it, a hand-built table).
     """
 
     ids: np.ndarray
@@ -125,6 +131,7 @@ class ItemTable:
     best_low: np.ndarray | None = None
     answer_chars: np.ndarray | None = None
     instruction_key: np.ndarray | None = None
+    text_key: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.in_scale is None:  # a hand-built table: every score taken as inside its scale
@@ -144,7 +151,8 @@ class ItemTable:
 
 _COLUMNS = ("ids", "judge", "status", "error", "score_source", "experts", "split", "model_id", "task_type",
             "task_group", "criteria_name", "in_scale", "n_abstained")
-_OPTIONAL = ("expert_ids", "scale_low", "scale_high", "best_low", "answer_chars", "instruction_key")
+_OPTIONAL = ("expert_ids", "scale_low", "scale_high", "best_low", "answer_chars", "instruction_key", "text_key")
+
 
 
 def pad_expert_ids(id_lists, width: int) -> np.ndarray | None:
@@ -262,7 +270,7 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
             out[found] = values.to_pylist()
         return out
 
-    error, source = column("error"), column("score_source")
+    error, source, text_key = column("error"), column("score_source"), column("content_key")
     rescue = np.flatnonzero(error == OUT_OF_SCALE)
     if len(rescue):
         raw_outputs = predictions.column("raw_output").take(pa.array(match[rescue])).to_pylist()
@@ -325,6 +333,8 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
         best_low=_best_low(criteria),
         answer_chars=columns.text_lengths("answer"),
         instruction_key=columns.distinct(["instruction"])[0],
+        # what the judge was sent (the stale check has dropped a row whose key is not its record's now)
+        text_key=text_key if np.not_equal(text_key, None).any() else None,
     )
     unknown = first.keys() - set(record_ids)
     notes = {"n_unknown_ids": len(unknown), "n_repeated_ids": repeated}
@@ -469,6 +479,8 @@ def arrow_table(table: ItemTable, extra: Mapping[str, np.ndarray] | None = None)
     }
     if table.instruction_key is not None:  # `compare --bootstrap-unit instruction` resamples by it
         columns["instruction_key"] = pa.array(np.asarray(table.instruction_key, dtype=np.int64))
+    if table.text_key is not None:  # compare refuses to pair two runs' items judged on other texts
+        columns["text_key"] = pa.array(table.text_key.tolist(), type=pa.string())
     if table.scale_low is not None and table.scale_high is not None:  # compare's paired validity reads the item's
         # own scale, as score's section did, not the widest of its criterion's scales (null: unreadable)
         for name in ("scale_low", "scale_high"):
@@ -506,7 +518,8 @@ def _column_type_error(name: str, kind) -> str | None:
         return lambda t: pa.types.is_null(t) or (pa.types.is_list(t) or pa.types.is_large_list(t)) and test(t.value_type)
 
     expected = {"judge_score": (number, "numbers"), "n_abstained": (pa.types.is_integer, "integers"),
-                "instruction_key": (pa.types.is_integer, "integers"), "answer_chars": (pa.types.is_integer, "integers"),
+                "instruction_key": (pa.types.is_integer, "integers"), "text_key": (text, "strings"),
+                "answer_chars": (pa.types.is_integer, "integers"),
                 "in_scale": (lambda t: pa.types.is_boolean(t) or number(t), "booleans"),
                 "expert_scores": (listed(number), "lists of numbers"), "expert_ids": (listed(text), "lists of strings"),
                 **{name: (text, "strings") for name in _REQUIRED_COLUMNS if name not in ("judge_score", "expert_scores")}}
@@ -593,8 +606,8 @@ _ITEM_SPLITS = tuple(split for split in SPLITS if split != "all")
 
 def _check_item_columns(path: str | Path, arrow) -> None:
     """Refuse a null ``n_abstained`` or ``instruction_key`` (integers numpy cannot hold a null in: the read would
-    fail in ``np.array``) and a ``split`` that is not one of ``_ITEM_SPLITS`` (a ``Standard`` would put the item in no
-    test, and compare would find the runs sharing none), naming the first such row."""
+    fail in ``np.array``) and a ``split`` that is not one of ``_ITEM_SPLITS`` (a ``Standard`` would put
+    the item in no test, and compare would find the runs sharing none), naming the first such row."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -695,6 +708,7 @@ def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
         expert_ids=(pad_expert_ids(data["expert_ids"], max(map(len, data["expert_scores"]), default=0))
                     if "expert_ids" in data else None),
         instruction_key=np.array(data["instruction_key"], dtype=np.int64) if "instruction_key" in data else None,
+        text_key=np.array(data["text_key"], dtype=object) if "text_key" in data else None,
         answer_chars=(np.array([np.nan if v is None else v for v in data["answer_chars"]], dtype=np.float64)
                       if "answer_chars" in data else None),  # None: a table written before it was kept
         # Tables written before the scales were kept: compare falls back to the criterion's widest scale.
@@ -703,7 +717,7 @@ def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
     )
     known = {"id", "judge_score", "status", "error", "score_source", "expert_scores", "split", "model_id",
              "task_type", "task_group", "criteria_name", "in_scale", "n_abstained", "expert_ids", "instruction_key",
-             "scale_low", "scale_high", "answer_chars"}
+             "text_key", "scale_low", "scale_high", "answer_chars"}
     extra = {name: np.array([np.nan if v is None else v for v in values], dtype=np.float64)
              for name, values in data.items() if name not in known and name != "why_unscored"}
     return table, extra
