@@ -4,31 +4,17 @@ whose tables name no experts, or that name the same ones, are paired as before."
 
 from __future__ import annotations
 
-import dataclasses
-import json
-
 import pytest
 
-from eval.scoring import item_table
 from tests.unit.test_compare_reference_and_counts import EXPERTS, JUDGE
-from tests.unit.test_eval_metrics import _table
+from tests.unit.test_compare_unequal_runs import _run_with
 
 
 def _named_run(folder, name, expert_ids):
     """A scored run of the forty hand items (as ``_scored_run``) whose experts are named ``expert_ids`` (one list
     per item, parallel to its scores; None: the table names no experts)."""
-    table = _table(JUDGE, ["ok"] * len(JUDGE), EXPERTS)
-    if expert_ids is not None:
-        table = dataclasses.replace(table, expert_ids=item_table.pad_expert_ids(expert_ids, 3))
-    derived = item_table.derive(table, "mode")
-    result = json.loads(item_table.dumps(item_table.evaluate(table, target="mode", n_boot=50, derived=derived)))
-    result["judge"] = name
-    folder.mkdir()
-    item_table.write_table(table, folder / "items.parquet",
-                           extra={"reference": derived.reference, "vc_judge": derived.vc_judge,
-                                  "vc_experts": derived.vc_experts})
-    (folder / "metrics.json").write_text(json.dumps(result), encoding="utf-8")
-    return folder
+    return _run_with(folder, name, [f"i{k}" for k in range(len(JUDGE))], JUDGE, EXPERTS, ["standard"] * len(JUDGE),
+                     expert_ids=expert_ids)
 
 
 PANEL = [["e1", "e2", "e3"]] * len(JUDGE)

@@ -16,11 +16,14 @@ from tests.unit.test_eval_metrics import _table
 NAN = float("nan")
 
 
-def _run_with(folder, name, ids, judge_scores, experts, split, status=None):
-    """A scored run (as ``_scored_run``) whose items have the ids and splits given."""
+def _run_with(folder, name, ids, judge_scores, experts, split, status=None, expert_ids=None):
+    """A scored run (as ``_scored_run``) whose items have the ids and splits given; ``expert_ids``: each item's
+    experts' ids, parallel to its scores (None: the table names no experts)."""
     status = status or ["ok"] * len(judge_scores)
     table = dataclasses.replace(_table(judge_scores, status, experts, split=split),
                                 ids=np.array(ids, dtype=object))
+    if expert_ids is not None:
+        table = dataclasses.replace(table, expert_ids=item_table.pad_expert_ids(expert_ids, table.experts.shape[1]))
     derived = item_table.derive(table, "mode")
     result = json.loads(item_table.dumps(item_table.evaluate(table, target="mode", n_boot=50, derived=derived)))
     result["judge"] = name
