@@ -489,9 +489,19 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
                 failures=_paired_failures(ta.status[ia], tb.status[ib], alpha))
         comparisons.append(RunComparison(other.name, other.folder, len(common), splits,
                                          _paired_validity(base, other, index_a, index_b, n_boot, seed, clusters,
-                                                          alpha=alpha)))
+                                                          alpha=alpha),
+                                         first_only_baseline=_first_outside(ta, index_a),
+                                         first_only_run=_first_outside(tb, index_b)))
     return Comparison(base.name, [r.name for r in runs], [r.folder for r in runs], alpha, n_boot, comparisons,
                       [r.metrics for r in runs], bootstrap_unit=bootstrap_unit, ci_level=1.0 - alpha)
+
+
+def _first_outside(table: item_table.ItemTable, shared: np.ndarray) -> str | None:
+    """The id of the first item of ``table`` (in its order) outside the rows ``shared``, None where there is none:
+    what the headline names beside the count of a run's items the other run does not hold."""
+    outside = np.ones(len(table), dtype=bool)
+    outside[shared] = False
+    return str(table.ids[outside.argmax()]) if outside.any() else None
 
 
 #: What one item is beside its expert labels, as the item table holds it: a shared id whose answer (its length, the
@@ -1095,14 +1105,20 @@ def _holds_other_items(comp: RunComparison, own: Metrics, result: Comparison) ->
 
 def _outside(comp: RunComparison, own: Metrics, result: Comparison) -> str:
     """How many of each run's items lie outside the ``n_common`` both runs hold (the items the pairs are drawn
-    from), from each run's own counts (``_totals``): where the runs hold partly different items, and where two runs
-    share no scored items of a split, whether they were judged on other items or did not score the same ones."""
+    from), from each run's own counts (``_totals``), and the first of them by id where there are any: where the runs
+    hold partly different items, and where two runs share no scored items of a split, whether they were judged on
+    other items or did not score the same ones."""
     totals = _totals(own, result)
     if None in totals:
         return ""
     base, run = (total - comp.n_common for total in totals)
-    return (f" ({result.baseline}: {base} of its {totals[0]} items outside the {comp.n_common} both runs hold; "
-            f"{comp.run}: {run} of its {totals[1]})")
+
+    def first(count: int, item: str | None) -> str:
+        return f", the first {item!r}" if count and item is not None else ""
+
+    return (f" ({result.baseline}: {base} of its {totals[0]} items outside the {comp.n_common} both runs hold"
+            f"{first(base, comp.first_only_baseline)}; {comp.run}: {run} of its {totals[1]}"
+            f"{first(run, comp.first_only_run)})")
 
 
 def _settings_apart(comp: RunComparison, own: Metrics, result: Comparison) -> list[str]:

@@ -132,13 +132,17 @@ class SplitComparison(_ComparisonRecord):
 class RunComparison(_ComparisonRecord):
     """A run against the baseline: ``n_common``, the items both runs' tables hold (predicted or not; the paired
     statistics' ``n`` counts those of them both scored), per test the paired statistics, and the paired validity
-    figures (empty when the baseline was scored without a validity section)."""
+    figures (empty when the baseline was scored without a validity section); ``first_only_baseline`` /
+    ``first_only_run``: the id of the first item (in that run's table) the other run does not hold, None where it
+    holds none (or in a compare.json written before they were kept)."""
 
     run: str
     folder: str
     n_common: int
     splits: dict[str, SplitComparison]
     validity: dict[str, PairedValidity]
+    first_only_baseline: str | None = optional_field()
+    first_only_run: str | None = optional_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunComparison:

@@ -86,7 +86,7 @@ def test_a_split_the_runs_share_no_item_of_is_said(tmp_path):
     from eval.scoring.compare import headline
 
     assert ("On the Zero-Shot test, b and a share no scored items (a: 20 of its 40 items outside the 20 both runs "
-            "hold; b: 0 of its 20).") in headline(_half_runs(tmp_path))
+            "hold, the first 'i0'; b: 0 of its 20).") in headline(_half_runs(tmp_path))
 
 
 def test_a_split_neither_run_scored_is_said_without_counting_items_outside(tmp_path):
@@ -144,7 +144,8 @@ def test_a_split_one_run_lacks_is_shown_in_compare_md_with_a_dash(tmp_path):
 def test_runs_holding_partly_different_items_are_said_to(tmp_path):
     """a holds forty Standard items, b twenty of them: the pairs cover those twenty while each run's own figures
     cover all of its items, and the headline said nothing of it (only compare.md's count of items in both runs
-    showed it). Now one sentence with each run's items outside the shared ones; none where both hold the same."""
+    showed it). Now one sentence with each run's items outside the shared ones, counted and the first of them named
+    (in that run's order); none where both hold the same."""
     from eval.scoring.compare import compare, headline
 
     ids = [f"i{k}" for k in range(40)]
@@ -153,11 +154,24 @@ def test_runs_holding_partly_different_items_are_said_to(tmp_path):
     c = _run_with(tmp_path / "C", "c", ids, JUDGE, EXPERTS, ["standard"] * 40)
     said = headline(compare([a, b], n_boot=50))
     assert ("b and a do not hold the same items: the pairs are drawn from the 20 both hold (a: 20 of its 40 items "
-            "outside the 20 both runs hold; b: 0 of its 20); each run's own figures are over all of its items.") in said
+            "outside the 20 both runs hold, the first 'i20'; b: 0 of its 20); each run's own figures are over all of "
+            "its items.") in said
     # the other way round: the baseline the smaller one
     said = headline(compare([b, a], n_boot=50))
     assert ("a and b do not hold the same items: the pairs are drawn from the 20 both hold (b: 0 of its 20 items "
-            "outside the 20 both runs hold; a: 20 of its 40); each run's own figures are over all of its items.") in said
+            "outside the 20 both runs hold; a: 20 of its 40, the first 'i20'); each run's own figures are over all of "
+            "its items.") in said
+    # each run holding items the other does not: both counted and named, and kept in compare.json
+    d = _run_with(tmp_path / "D", "d", ids[5:] + ["j0", "j1"], JUDGE[5:] + JUDGE[:2], EXPERTS[5:] + EXPERTS[:2],
+                  ["standard"] * 37)
+    result = compare([a, d], n_boot=50)
+    assert ("(a: 5 of its 40 items outside the 35 both runs hold, the first 'i0'; d: 2 of its 37, the first 'j0')"
+            in headline(result)[0])
+    from eval.scoring.comparison import Comparison
+    from eval.scoring.item_table import dumps
+
+    again = Comparison.from_json(json.loads(dumps(result))).comparisons[0]
+    assert (again.first_only_baseline, again.first_only_run) == ("i0", "j0")
     assert not any("do not hold the same items" in line for line in headline(compare([a, c], n_boot=50)))
 
 
