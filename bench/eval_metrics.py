@@ -154,16 +154,18 @@ def write_files(table, folder: Path, rationale_chars: int = 0) -> tuple[Path, Pa
     return data, preds
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Generate the table, time the metrics (and optionally the whole `score` command), print the figures."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["--score-once"]:  # one end-to-end round, in the child end_to_end starts: before any import of
-        return _score_once(*argv[1:])  # the project's packages, which would come from the editable install's clone
+def _this_checkout_first() -> None:
+    """Put this checkout and bench/ first on sys.path."""
     # Time this checkout's code: run as a script, `judge` and `eval` would otherwise resolve to wherever the venv's
     # editable install points (its finder comes after sys.path's entries).
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from measure import not_a_checkout, positive_int
+
+
+def build_parser():
+    """The command line's parser (argparse's checks only; `parse_args` adds the ones between flags)."""
+    _this_checkout_first()
+    from measure import positive_int
 
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
@@ -184,14 +186,36 @@ def main(argv: list[str] | None = None) -> int:
                              "with the ratio")
     parser.add_argument("--skip-metrics", action="store_true",
                         help="with --end-to-end: skip the separate timing of the metrics step")
+    return parser
+
+
+def parse_args(argv: list[str] | None = None):
+    """The command line, with the end-to-end-only flags refused without --end-to-end.
+
+    The check between flags lives here rather than in `main` so that whatever parses a documented command (the
+    docs' command check) refuses what a reader's run would. Whether ``--baseline`` names a checkout is `main`'s to
+    check: a doc's placeholder folder must still parse.
+    """
+    parser = build_parser()
     args = parser.parse_args(argv)
     end_to_end_only = {"--baseline": args.baseline, "--rounds": args.rounds is not None,
                        "--skip-metrics": args.skip_metrics, "--rationale-chars": args.rationale_chars}  # fmt: skip
     given = [flag for flag, value in end_to_end_only.items() if value]
     if given and not args.end_to_end:
         parser.error(f"{', '.join(given)}: only with --end-to-end (they time `judge-eval score` end to end)")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Generate the table, time the metrics (and optionally the whole `score` command), print the figures."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--score-once"]:  # one end-to-end round, in the child end_to_end starts: before any import of
+        return _score_once(*argv[1:])  # the project's packages, which would come from the editable install's clone
+    args = parse_args(argv)
+    from measure import not_a_checkout
+
     if args.baseline and (why := not_a_checkout(args.baseline, ("judge", "eval"))):
-        parser.error(why)
+        build_parser().error(why)
     args.rounds = 3 if args.rounds is None else args.rounds
 
     from threadpoolctl import threadpool_limits

@@ -135,19 +135,22 @@ def test_every_command_of_the_performance_doc_parses():
 
 def test_the_command_check_catches_a_wrong_command():
     """By hand: a flag the script does not have, an abbreviated one, a value outside its choices, a missing
-    positional and a script that is not there are each refused; the right commands and a shell loop's are not."""
+    positional, a script that is not there and a flag the script refuses after parsing (eval_metrics.py's --rounds
+    without --end-to-end) are each refused; the right commands and a shell loop's are not."""
     text = ("`for i in 1 2 3; do python bench/serve.py overhead; done`, `python bench/dedup.py --sizes 10 "
             "--embedder hashed`, `bench/suite_cpu.py F --top 3`, `python bench/dedup.py --size 10`, "
             "`python bench/dedup.py --embed hashed`, `python bench/serve.py tokens`, `python bench/suite_cpu.py`, "
-            "`python bench/nowhere.py --rounds 2`")
+            "`python bench/nowhere.py --rounds 2`, `python bench/eval_metrics.py --rounds 3`")
     commands = doc_commands(text)
     assert commands[:3] == [("serve", ["overhead"]), ("dedup", ["--sizes", "10", "--embedder", "hashed"]),
                             ("suite_cpu", ["F", "--top", "3"])]  # fmt: skip
     refused = unparsed(commands)
-    assert len(refused) == 5 and refused[0] == "bench/nowhere.py: no such bench script"
+    assert len(refused) == 6 and refused[0] == "bench/nowhere.py: no such bench script"
     assert [r.split(":")[0].rsplit("/", 1)[-1] for r in refused[1:]] == [
-        "dedup.py --size 10", "dedup.py --embed hashed", "serve.py tokens", "suite_cpu.py"]
+        "dedup.py --size 10", "dedup.py --embed hashed", "serve.py tokens", "suite_cpu.py",
+        "eval_metrics.py --rounds 3"]
     assert all(": exit 2: " in r for r in refused[1:]) and "unrecognized arguments: --size" in refused[1]
+    assert "--rounds: only with --end-to-end" in refused[5]  # a check after argparse's own, in the script's parse_args
 
 
 def test_every_bench_script_is_cited_by_a_doc():
