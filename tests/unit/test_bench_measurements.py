@@ -195,7 +195,7 @@ def test_eval_metrics_times_the_metrics_with_blas_on_one_thread(bench_module, mo
     """`judge-eval score` computes its metrics with BLAS on one thread (eval/scoring/score.py); the bench's metrics
     step ran them on BLAS's default threads, so its CPU figure also counted OpenBLAS's helper thread spinning between
     the bootstraps' small products, CPU that score never spends. The step now runs as score runs it."""
-    from threadpoolctl import threadpool_info
+    from threadpoolctl import threadpool_info, threadpool_limits
 
     from eval.scoring import item_table, metrics
 
@@ -209,7 +209,11 @@ def test_eval_metrics_times_the_metrics_with_blas_on_one_thread(bench_module, mo
 
     monkeypatch.setattr(item_table, "evaluate", spy(item_table.evaluate))
     monkeypatch.setattr(metrics, "verdict_confidence_judge", spy(metrics.verdict_confidence_judge))
-    assert bench_module("eval_metrics").main(["--items", "200", "--n-boot", "5", "--vc-repeats", "2"]) == 0
+    # BLAS's default is one thread on a 1-core machine or under OPENBLAS_NUM_THREADS=1, where a bench without its
+    # own limit would pass too: two threads around the run make the bench's limit the only way the spy sees one.
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"} == {2}
+        assert bench_module("eval_metrics").main(["--items", "200", "--n-boot", "5", "--vc-repeats", "2"]) == 0
     assert len(threads) >= 2 and set(threads) == {1}, threads  # the bench's VC, and evaluate (which calls VC too)
 
 
