@@ -259,6 +259,11 @@ def test_report_page_leaves_no_folder_behind_without_out(bench_module, monkeypat
     from selenium import webdriver
 
     monkeypatch.setattr(webdriver, "Chrome", _StandInDriver)
+    # As on a machine without Chromium and chromedriver, which the stand-in replaces: the bench's check for them
+    # (imported when main runs) is told they are there.
+    monkeypatch.setattr("tests.support.browser.CHROMIUM", str(tmp_path / "no-chromium"))
+    monkeypatch.setattr("tests.support.browser.CHROMEDRIVER", str(tmp_path / "no-chromedriver"))
+    monkeypatch.setattr("tests.support.browser.missing_browser", lambda: "")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     report_page = bench_module("report_page")
