@@ -63,8 +63,9 @@ class Job:
         template: the pointwise template ``text``'s fields are rendered with.
         prefix_ids: the ids the item's criteria share (the chat template's opening, the instruction, answer and
             reference), one list per item that every job of it holds, not a copy each. Jobs wait for the engine
-            up to the request's timeout: a copy of a 30,000-token prefix per criterion held 126 MiB for 512 of
-            them; the whole prompt (``prompt_ids``) is made only when it is sent.
+            up to the request's timeout: a copy of the prefix per criterion holds many times what one shared list
+            does (docs/performance.md, the row on a request's jobs); the whole prompt (``prompt_ids``) is made only
+            when it is sent.
     """
 
     item: int
