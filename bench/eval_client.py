@@ -197,39 +197,42 @@ def main(argv=None) -> int:
     start_machine = machine()
     print(machine_line(start_machine), flush=True)
     scratch = Path(tempfile.mkdtemp(prefix="bench-eval-client-"))
-    data = scratch / "data.jsonl"
-    write_data(data, args.items, args.criteria, args.answer_chars)
-    port = free_port()
-    first_file = scratch / "first-request"
-    server = start_process([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO / 'bench')!r}); "
-                            f"import eval_client; eval_client.instant_server({port}, {str(first_file)!r})"],
-                           log_path=scratch / "instant-server.log", cwd=REPO, name="instant server")  # fmt: skip
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        server.wait_ready(url + "/models", 60, interval_s=0.2)
-        fresh, resumed = [], []
-        for r in range(args.rounds):
-            out = scratch / f"run-{r}"
-            shutil.rmtree(out, ignore_errors=True)
-            result = run_client(args, url, data, out, args.items, first_file)
-            fresh.append(result)
-            half = scratch / f"resume-{r}"
-            shutil.rmtree(half, ignore_errors=True)
-            half.mkdir()
-            with (out / "predictions.jsonl").open(encoding="utf-8") as src, (half / "predictions.jsonl").open("w", encoding="utf-8") as dst:
-                for k, line in enumerate(src):
-                    if k >= args.items // 2:
-                        break
-                    dst.write(line)
-            resumed.append(run_client(args, url, data, half, args.items, first_file))
-            print(f"  round {r + 1}: fresh {result['items_per_s']:.0f} items/s, {result['steady_items_per_s']:.0f} from 25 to "
-                  f"100 % ({result['wall_s']:.1f} s, CPU "
-                  f"{result['cpu_s']:.1f} s, peak {result['peak_rss_mib']:.0f} MiB, RSS by progress "
-                  f"{ {k: round(v) for k, v in result['rss_mib_by_progress'].items()} }); resumed half: "
-                  f"{resumed[-1]['wall_s']:.1f} s, first request after {resumed[-1]['first_request_s']:.1f} s "
-                  f"(fresh: {result['first_request_s']:.1f} s), peak {resumed[-1]['peak_rss_mib']:.0f} MiB", flush=True)
+    try:  # the scratch folder (the data, every run's predictions) goes whether or not the rounds succeed
+        data = scratch / "data.jsonl"
+        write_data(data, args.items, args.criteria, args.answer_chars)
+        port = free_port()
+        first_file = scratch / "first-request"
+        server = start_process([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO / 'bench')!r}); "
+                                f"import eval_client; eval_client.instant_server({port}, {str(first_file)!r})"],
+                               log_path=scratch / "instant-server.log", cwd=REPO, name="instant server")  # fmt: skip
+        url = f"http://127.0.0.1:{port}/v1"
+        try:
+            server.wait_ready(url + "/models", 60, interval_s=0.2)
+            fresh, resumed = [], []
+            for r in range(args.rounds):
+                out = scratch / f"run-{r}"
+                shutil.rmtree(out, ignore_errors=True)
+                result = run_client(args, url, data, out, args.items, first_file)
+                fresh.append(result)
+                half = scratch / f"resume-{r}"
+                shutil.rmtree(half, ignore_errors=True)
+                half.mkdir()
+                with (out / "predictions.jsonl").open(encoding="utf-8") as src, (half / "predictions.jsonl").open("w", encoding="utf-8") as dst:
+                    for k, line in enumerate(src):
+                        if k >= args.items // 2:
+                            break
+                        dst.write(line)
+                resumed.append(run_client(args, url, data, half, args.items, first_file))
+                print(f"  round {r + 1}: fresh {result['items_per_s']:.0f} items/s, {result['steady_items_per_s']:.0f} from 25 to "
+                      f"100 % ({result['wall_s']:.1f} s, CPU "
+                      f"{result['cpu_s']:.1f} s, peak {result['peak_rss_mib']:.0f} MiB, RSS by progress "
+                      f"{ {k: round(v) for k, v in result['rss_mib_by_progress'].items()} }); resumed half: "
+                      f"{resumed[-1]['wall_s']:.1f} s, first request after {resumed[-1]['first_request_s']:.1f} s "
+                      f"(fresh: {result['first_request_s']:.1f} s), peak {resumed[-1]['peak_rss_mib']:.0f} MiB", flush=True)
+        finally:
+            server.stop()
     finally:
-        server.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
     end_machine = machine()
     summary = spreads(fresh, {
         "items_per_s": lambda r: r["items_per_s"],
@@ -260,7 +263,6 @@ def main(argv=None) -> int:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps({"machine_start": start_machine, "machine_end": end_machine,
                                               "fresh": fresh, "resumed": resumed, "summary": summary}, indent=2) + "\n")
-    shutil.rmtree(scratch, ignore_errors=True)
     return 0
 
 

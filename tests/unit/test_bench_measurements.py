@@ -154,6 +154,34 @@ def test_eval_client_writes_its_out_file_into_a_folder_it_makes(bench_module, mo
     assert json.loads(out.read_text(encoding="utf-8"))["summary"]["items_per_s"]["median"] == 32
 
 
+def test_eval_client_removes_its_scratch_folder_when_a_round_fails(bench_module, monkeypatch, tmp_path):
+    """The scratch folder (the data and every run's predictions, of the full test by default) was removed only when
+    every round succeeded; a failed `judge-eval run` left it in the temporary folder. It goes whatever the rounds
+    do, and the failure still ends the bench. The server and the client stand in; the client fails at once."""
+    eval_client = bench_module("eval_client")
+    stopped = []
+
+    class Server:
+        def wait_ready(self, *args, **kwargs):
+            return None
+
+        def stop(self):
+            stopped.append(True)
+
+    def run_client(args, url, data, out, n_total, first_file):
+        assert data.exists()  # the scratch folder is there while the rounds run
+        raise RuntimeError("judge-eval run exited 1")
+
+    monkeypatch.setattr(eval_client.signal, "signal", lambda *args: None)  # main's SIGTERM handler: not this process's
+    monkeypatch.setattr(eval_client, "start_process", lambda *args, **kwargs: Server())
+    monkeypatch.setattr(eval_client, "run_client", run_client)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    with pytest.raises(RuntimeError, match="judge-eval run exited 1"):
+        eval_client.main(["--items", "32", "--rounds", "1"])
+    assert stopped == [True] and list((tmp_path / "tmp").iterdir()) == []
+
+
 def test_serve_large_bodies_counts_a_large_body_that_got_no_answer(bench_module, monkeypatch):
     """A large body whose request failed (here: the first of four timed out) died with its thread and was left out:
     the arm reported `[400]`, as if every body had been refused. Each body is counted now, by its status or by the
