@@ -134,15 +134,18 @@ def main(argv=None) -> int:
     server.stdin.close()
     url = f"http://127.0.0.1:{port}/v1/completions"
     try:
+        # Each poll has its own bound: a stand-in that listens but never answers would otherwise hold every poll
+        # for httpx's default timeout, and the wait would be many times what the message says.
         for _ in range(100):
             try:
-                httpx.post(url, json=PAYLOAD).raise_for_status()
+                httpx.post(url, json=PAYLOAD, timeout=1.0).raise_for_status()
                 break
             except httpx.TransportError:
                 time.sleep(0.1)
         else:
             state = "still running" if server.poll() is None else f"exited {server.returncode}"
-            raise SystemExit(f"engine_hop.py: the stand-in engine at {url} did not answer in 10 s ({state})")
+            raise SystemExit(f"engine_hop.py: the stand-in engine at {url} did not answer any of 100 polls (1 s each, "
+                             f"0.1 s apart; {state})")
         print(f"{args.requests} requests per arm per round, {args.concurrency} in flight", flush=True)
         rounds = asyncio.run(run(args, url))
     finally:

@@ -317,6 +317,30 @@ def test_engine_hop_says_so_when_its_stand_in_engine_never_answers(bench_module,
     assert "the stand-in engine" in str(exit_.value.code) and "did not answer" in str(exit_.value.code)
 
 
+def test_engine_hop_bounds_each_poll_of_a_stand_in_that_listens_but_never_answers(bench_module, monkeypatch):
+    """A stand-in engine that accepts the connection but never answers was polled with httpx's default timeout, each
+    poll's read timing out on its own: the bench's message spoke of 10 s where the polls took far longer. Each
+    poll now has its own bound and the message counts the polls. httpx's post stands in, timing out every time."""
+    import httpx
+
+    engine_hop = bench_module("engine_hop")
+    popen = subprocess.Popen
+    monkeypatch.setattr(engine_hop.subprocess, "Popen",
+                        lambda cmd, **kwargs: popen([sys.executable, "-c", "import sys; sys.stdin.read()"], **kwargs))
+    monkeypatch.setattr(engine_hop.time, "sleep", lambda seconds: None)
+    timeouts = []
+
+    def post(url, **kwargs):
+        timeouts.append(kwargs.get("timeout", "httpx's default"))
+        raise httpx.ReadTimeout("timed out")
+
+    monkeypatch.setattr(engine_hop.httpx, "post", post)
+    with pytest.raises(SystemExit) as exit_:
+        engine_hop.main(["--requests", "10", "--rounds", "1"])
+    assert len(timeouts) == 100 and set(timeouts) == {1.0}, timeouts[:3]
+    assert "did not answer any of 100 polls" in str(exit_.value.code)
+
+
 def test_rewards_reports_an_error_answered_as_text(bench_module):
     """An answer other than 200 is the bench's error naming the status and the server's words, whatever their
     content type: the body was decoded as JSON first, so a text answer (a proxy's 502, a plain 500) ended in
