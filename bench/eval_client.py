@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -39,7 +38,7 @@ for path in (REPO, REPO / "bench"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from measure import fmt, machine, machine_line, positive_int, spreads  # noqa: E402
+from measure import children_cpu_s, fmt, machine, machine_line, positive_int, spreads  # noqa: E402
 
 from judge.plumbing.processes import free_port, start_process  # noqa: E402
 
@@ -132,7 +131,7 @@ def run_client(args, url: str, data: Path, out: Path, n_total: int, first_file: 
     done_before = sum(1 for _ in predictions.open("rb")) if predictions.exists() else 0
     started = time.time()  # the epoch clock, as the server stamps the first request
     wall_started = time.perf_counter()
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    children = children_cpu_s()
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     ps = psutil.Process(proc.pid)
     peak, by_progress = 0, {}
@@ -158,8 +157,7 @@ def run_client(args, url: str, data: Path, out: Path, n_total: int, first_file: 
     proc.wait()
     wall = time.perf_counter() - wall_started
     # Reaped, the command's CPU is whole: its last moments and whatever it waited for, which a sample would miss.
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
+    cpu = children_cpu_s() - children
     if proc.returncode != 0:
         raise RuntimeError(f"judge-eval run exited {proc.returncode}:\n{stderr[-3000:]}")
     first = float(first_file.read_text()) - started if first_file.exists() else float("nan")

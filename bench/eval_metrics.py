@@ -341,7 +341,7 @@ def _score_once(checkout: str, predictions: str, data: str, out: str, n_boot: st
     on ``sys.path`` and this script's folder (the other checkout's ``bench/``) leaves it. Refuses (exit 3) when
     ``judge`` or ``eval``, or any module of ``PACKAGES`` loaded during the run, is not a file of ``checkout``.
     """
-    import resource
+    from measure import children_cpu_s  # this bench/'s, the script's folder, before it leaves sys.path
 
     root = Path(checkout).resolve()
     loaded = [name for name in sys.modules if name.split(".")[0] in PACKAGES]
@@ -363,14 +363,13 @@ def _score_once(checkout: str, predictions: str, data: str, out: str, n_boot: st
     stages: dict[str, list[float]] = {}
     undo = _timed_stages(stages)
     start, cpu = time.perf_counter(), time.process_time()
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    children = children_cpu_s()
     try:
         code = cli_main(["score", "--predictions", predictions, "--data", data, "--out", out, "--n-boot", n_boot])
     finally:
         undo()
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    child_cpu = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
+    child_cpu = children_cpu_s() - children
     if child_cpu > 0:
         stages["child processes"] = [float("nan"), child_cpu]
     foreign = _foreign_modules(root)

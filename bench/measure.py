@@ -95,15 +95,22 @@ async def interleaved_rounds(arm, names: tuple[str, str], n_rounds: int, compare
     return rounds
 
 
+def children_cpu_s() -> float:
+    """CPU seconds (user + system) of this process's reaped children and their reaped descendants so far: the
+    difference of two readings around a child's run is that child's whole CPU, its last moments and whatever it
+    waited for included, which sampling the running process would miss."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_child(cmd: Sequence[str], **popen) -> tuple[subprocess.CompletedProcess, float, float]:
     """Run ``cmd`` to its end (output captured as text); returns it with its wall seconds and the CPU seconds of
-    the child and its descendants (``resource.getrusage(RUSAGE_CHILDREN)``, once reaped)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    the child and its descendants (`children_cpu_s`, once reaped)."""
+    before = children_cpu_s()
     started = time.perf_counter()
     proc = subprocess.run(list(cmd), capture_output=True, text=True, check=False, **popen)
     wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return proc, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return proc, wall, children_cpu_s() - before
 
 
 def not_a_checkout(folder: str, packages: Sequence[str]) -> str | None:
