@@ -415,6 +415,8 @@ def end_to_end(table, n_boot: int, rounds: int, baseline: str = "", rationale_ch
                 if done.returncode != 0:
                     sys.exit(f"round {r + 1} {name} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
                 run = json.loads(done.stdout.strip().splitlines()[-1])
+                if run["code"] != 0:  # figures of a refused command would time its refusal, not the scoring
+                    sys.exit(f"round {r + 1} {name}: judge-eval score exited {run['code']}:\n{done.stderr[-4000:]}")
                 run["process_wall"] = time.perf_counter() - start
                 runs[name].append(run)
                 parts = ", ".join(f"{label} {w:.2f}/{c:.2f}" for label, (w, c) in run["stages"].items())

@@ -373,3 +373,15 @@ def test_rewards_reports_an_error_answered_as_text(bench_module):
 
     said = asyncio.run(scenario())
     assert "answered 502" in said and "bad gateway" in said
+
+
+def test_eval_metrics_end_to_end_stops_where_judge_eval_score_refuses(bench_module):
+    """The child reports the command's exit code in its JSON line; a refused `judge-eval score` (here `--n-boot 5`,
+    below its floor of 10) printed round figures timing the refusal, 'exit 2' among them, and went on. It stops now,
+    with the command's own error."""
+    eval_metrics = bench_module("eval_metrics")
+    with pytest.raises(SystemExit) as exit_:
+        eval_metrics.end_to_end(eval_metrics.synthetic_table(40), n_boot=5, rounds=1)
+    message = str(exit_.value.code)
+    assert message.startswith("round 1 this checkout: judge-eval score exited 2:")
+    assert "--n-boot: must be 0 (no intervals) or at least 10" in message
