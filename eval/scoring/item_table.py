@@ -1048,7 +1048,7 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     # The axes: the rubric's whole scale and every expert score, never the judge's levels (``off_scale_sides``).
     levels = np.unique(np.concatenate([table.experts[~np.isnan(table.experts)],
                                        value_levels(table, np.arange(len(table)))])) if len(table) else np.zeros(0)
-    judge_sides = off_scale_sides(table, levels)
+    judge_on, judge_sides = off_scale_sides(table, levels)
 
     settings = Settings(n_boot=n_boot, seed=seed, vc_repeats=vc_repeats, ci_level=ci_level,
                         spearman_target=spearman_target, bootstrap_unit=bootstrap_unit,
@@ -1082,7 +1082,7 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
             failures=code_counts(table.error[failed], labels),
             model_means=model_means(table, derived, split_idx, by["model"], overall,
                                     {k: v for k, v in by_model_index.items() if len(v)}),
-            confusion=_confusions(table, derived, split_idx, in_split, task_groups, levels, judge_sides),
+            confusion=_confusions(table, derived, split_idx, in_split, task_groups, levels, judge_on, judge_sides),
         )
     return Metrics(judge=table.judge_name, target=target, settings=settings, levels=[float(v) for v in levels],
                    splits=splits)
@@ -1178,32 +1178,35 @@ def model_means(table: ItemTable, derived: _Derived, index: np.ndarray, by_model
                       all=row(index, overall))
 
 
-def off_scale_sides(table: ItemTable, levels: np.ndarray) -> np.ndarray:
-    """Where each judge score, rounded half up, lies against its item's scale for the confusion matrices: -1 below
-    it (under the scale's lowest level; an item without a readable scale: under the axes' lowest, ``levels[0]``),
-    1 otherwise off it (past its highest level, or no level of ``levels``: between two axis levels of an item
-    without a readable scale), 0 on it or no score. The matrices count a -1 in their ``below_scale`` row and a 1 in
-    ``above_scale`` (``judge.metrics_json.metrics.Confusion``), so a judge's stray numbers never become levels of
-    the axes (a levels x levels matrix per panel, growing with the square of its distinct scores)."""
-    n = len(table)
-    judge = metrics.round_half_up(table.judge)
-    low = np.full(n, levels[0] if len(levels) else np.nan)
-    high = np.full(n, levels[-1] if len(levels) else np.nan)
-    if table.scale_low is not None and table.scale_high is not None:
-        scale_low, scale_high = (np.asarray(end, dtype=float) for end in (table.scale_low, table.scale_high))
-        known = np.isfinite(scale_low) & np.isfinite(scale_high)
-        low, high = np.where(known, scale_low, low), np.where(known, scale_high, high)
-    scored = np.isfinite(judge)
+def off_scale_sides(table: ItemTable, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each judge score as the confusion matrices read it: its level (NaN where it has none on the scale, or no
+    score) and its side, -1 below its item's scale, 1 above it, 0 on it or no score. On or off the scale by the
+    validity section's rule (``eval.validity.scale_reading``), so that the matrices and the section count the same
+    items off it: the item's own scale, else its criterion's expert range (``item_scale_ends``), the score rounded
+    half up, a regression head's raw value past an end at that end (its 2.6 on 0-2 is 2). A level on the item's
+    range that no axis holds (an item without a readable scale, where experts spread over more than a rubric's levels
+    leave the axes only the values seen, ``value_levels``) is a 1 too, so that no score is dropped. The matrices
+    count a -1 in their ``below_scale`` row and a 1 in ``above_scale`` (``judge.metrics_json.metrics.Confusion``),
+    so a judge's stray numbers never become levels of the axes (a levels x levels matrix per panel, growing with
+    the square of its distinct scores)."""
+    from eval.validity.ceiling import measured, scale_ends
+    from eval.validity.scale_reading import item_scale_ends, judge_levels, off_scale_levels, rating_ends
+
+    low, high = rating_ends(scale_ends(*item_scale_ends(table), table.experts))
+    head = measured(table.score_source)
+    on = judge_levels(table.judge, low, high, head)
+    off = off_scale_levels(table.judge, low, high, head)
+    stray = np.isfinite(on) & ~np.isin(on, levels)
     with np.errstate(invalid="ignore"):
-        below = scored & ~(judge >= low)  # NaN ends (no scale, no axis): every score is off, above
-        off = scored & (below | ~(judge <= high) | ~np.isin(judge, levels))
-    return np.where(below, -1, np.where(off, 1, 0)).astype(np.int8)
+        below = off < low
+    sides = np.where(below, -1, np.where(np.isfinite(off) | stray, 1, 0)).astype(np.int8)
+    return np.where(sides == 0, on, np.nan), sides
 
 
-def _confusions(table, derived, split_idx, in_split, task_groups, levels, sides) -> Confusions:
-    """Judge x expert-mode confusion matrices (items the judge scored that have a unique mode), the judge's scores
-    off the scale (``sides``, ``off_scale_sides``) in a row per side, written where any item of the table has one."""
-    judge_on = np.where(sides == 0, table.judge, np.nan)
+def _confusions(table, derived, split_idx, in_split, task_groups, levels, judge_on, sides) -> Confusions:
+    """Judge x expert-mode confusion matrices (items the judge scored that have a unique mode): the judge's levels on
+    the scale (``judge_on``) in the matrix, its scores off it (``sides``; both ``off_scale_sides``) in a row per
+    side, written where any item of the table has one."""
     mode_column = np.searchsorted(levels, np.nan_to_num(derived.mode, nan=0.0))
     counted = np.isfinite(table.judge) & np.isfinite(derived.mode)
     written = {"below_scale": (sides == -1).any(), "above_scale": (sides == 1).any()}

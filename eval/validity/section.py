@@ -1,8 +1,8 @@
 """The ``validity`` section of ``metrics.json``: can this judge stand in for an expert, and where is it biased?
 
-Why one module of ~670 lines: the rules below (which items every figure covers, how a judge's score becomes a level)
-hold for every cell at once, and the per-table precomputations that carry them feed every cell; split, each half
-would restate them.
+Why one module of ~580 lines: the rules below (which items every figure covers) hold for every cell at once, and the
+per-table precomputations that carry them feed every cell; split, each half would restate them. How a judge's score
+becomes a level is ``eval.validity.scale_reading``'s, shared with the confusion matrices.
 
 Built from the same column-wise item table as the headline metrics (``eval.scoring.item_table``), per test (split) and
 cell (overall, task type, criterion):
@@ -93,6 +93,10 @@ from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling,
 from eval.validity.ceiling import ceiling_resamples, scale_ends
 from judge.scales import MAX_LEVELS
 from eval.scoring.item_table import value_levels
+# The rule that reads a judge's score against its item's scale, shared with the confusion matrices; the section's
+# public names still, where the docs and compare cite them.
+from eval.validity.scale_reading import alt_test_judge, item_scale_ends, judge_levels, off_scale_levels, rating_ends
+from eval.validity.scale_reading import readable_scales
 from eval.validity.render import LEFT_OUT_WHY, alt_caveats, ceiling_coverage, counted, left_out_criteria
 from eval.validity.render import length_flag_text, signed
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
@@ -131,101 +135,6 @@ class ValiditySettings:
     level: float = 0.95
     bootstrap_unit: str = "item"
     ceiling_failures: str = "worst"
-
-
-def _rounded(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None,
-             measured: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The judge's scores rounded half up to levels, and where that level lies off the item's known scale; a
-    ``measured`` score (a regression head's raw value, ``ceiling.measured``) past an end is at that end, on the scale:
-    the ceiling's rule, so that a head's 2.6 on 0-2 is one answer everywhere (2, as 2.4 is)."""
-    from eval.scoring.metrics import round_half_up
-
-    levels = round_half_up(judge)
-    if low is None or high is None:
-        return levels, np.zeros(len(levels), dtype=bool)
-    with np.errstate(invalid="ignore"):
-        below, above = np.isfinite(low) & (levels < low), np.isfinite(high) & (levels > high)
-    if measured is not None:
-        near = np.asarray(measured, dtype=bool)
-        levels = np.where(near & below, low, np.where(near & above, high, levels))
-        below, above = below & ~near, above & ~near
-    return levels, below | above
-
-
-def judge_levels(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None,
-                 measured: np.ndarray | None = None) -> np.ndarray:
-    """The judge's scores as ratings of the scale, for kappa, alpha and the confusion margins: the level each rounds
-    to (half up) where that level lies in the item's scale, NaN where it lies off it. Not clipped into the scale: a
-    judge answering 5 on a 0-2 scale whose experts say 2 would read as agreeing with them (kappa 1), as
-    ``alt_test_judge`` explains; the off-scale levels are ``off_scale_levels``. ``measured``: a regression head's
-    value past an end is that end (``_rounded``)."""
-    levels, outside = _rounded(judge, low, high, measured)
-    return np.where(outside, np.nan, levels)
-
-
-def off_scale_levels(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None,
-                     measured: np.ndarray | None = None) -> np.ndarray:
-    """The levels the judge's scores round to where they lie off the item's scale, NaN elsewhere: no rating of the
-    scale, so out of kappa and alpha, but an answer (a miss in the exact agreement; ``agreement.agreement``'s
-    ``off_scale``), not a failure. A ``measured`` score is never off it (``_rounded``)."""
-    levels, outside = _rounded(judge, low, high, measured)
-    return np.where(outside, levels, np.nan)
-
-
-def alt_test_judge(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None, scoring: str,
-                   measured: np.ndarray | None = None) -> np.ndarray:
-    """The judge's values the alt-test compares: ``accuracy`` compares labels, so a regression head's 1.6 would never
-    equal an expert's 2 and the judge enters as the level its score rounds to (half up, as in kappa and alpha) where
-    that level lies in the item's scale; a score that rounds outside the scale stays as it is, so it equals no level
-    of the scale, as the authors' notebook compares labels (``alt_test_example.ipynb`` in the public repository
-    ``nitaytech/AltTest``: a 5 on a 0-2 scale is no 2). Clipping it into the scale would turn a judge that always
-    answers 5 into one that agrees with every expert's 2; a ``measured`` score (a regression head's value) past an
-    end is that end (``_rounded``). ``neg_rmse`` takes the score itself. The section and ``judge-eval compare``'s
-    paired rho (``eval.validity.paired``) both read it here, so that the two rho of one run agree."""
-    if scoring != "accuracy":
-        return judge
-    levels, outside = _rounded(judge, low, high, measured)
-    return np.where(outside, judge, levels)
-
-
-def readable_scales(table) -> np.ndarray:
-    """True on each item whose own scale is readable (both ends finite); all False for a table without scale ends
-    (an items.parquet written before it kept them)."""
-    if table.scale_low is None or table.scale_high is None:
-        return np.zeros(len(table), dtype=bool)
-    return np.isfinite(table.scale_low) & np.isfinite(table.scale_high)
-
-
-def item_scale_ends(table) -> tuple[np.ndarray, np.ndarray]:
-    """Each item's scale ends for the ceiling's ``worst`` failures: its own where readable, else the lowest and
-    highest expert score of its criterion over the table (NaN where its criterion has none, or only one level)."""
-    import pandas as pd
-
-    n = len(table)
-    low = np.full(n, np.nan) if table.scale_low is None else np.asarray(table.scale_low, dtype=float)
-    high = np.full(n, np.nan) if table.scale_high is None else np.asarray(table.scale_high, dtype=float)
-    known = readable_scales(table)
-    if known.all() or not n:
-        return low, high
-    experts = table.experts
-    valid = ~np.isnan(experts)
-    codes = pd.factorize(np.asarray(table.criteria_name, dtype=object))[0]
-    by = pd.DataFrame({"c": codes, "low": np.where(valid, experts, np.inf).min(axis=1),
-                       "high": np.where(valid, experts, -np.inf).max(axis=1)}).groupby("c")
-    seen_low, seen_high = (np.asarray(by[end].transform(how), dtype=float) for end, how in (("low", "min"),
-                                                                                          ("high", "max")))
-    # No expert (+-inf), or experts who all gave one level (a unanimous criterion): that tells no scale, and as ends
-    # it would make a failure cost 0 against them; NaN: the ceiling takes the table's (``ceiling.scale_ends``).
-    spread = np.isfinite(seen_low) & np.isfinite(seen_high) & (seen_high > seen_low)
-    seen_low, seen_high = (np.where(spread, e, np.nan) for e in (seen_low, seen_high))
-    return np.where(known, low, seen_low), np.where(known, high, seen_high)
-
-
-def rating_ends(ends: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The scale ends the judge's levels are read against: ``scale_ends``' (a readable scale's own, else the
-    experts' range), floor and ceiling, so that an inferred end at an expert's half-point (0.5) still holds the whole
-    level below it, as the value domain's span does (``_domain``)."""
-    return np.floor(ends[0]), np.ceil(ends[1])
 
 
 def too_wide_to_rate(table, ends: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
@@ -556,7 +465,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     if table.experts.shape[1] == 0:  # unlabelled data: one empty expert column, so that every figure reads "none"
         table = dataclasses.replace(table, experts=np.full((len(table), 1), np.nan), expert_ids=None)
     # Everything per item is computed once for the table; a cell selects its items' rows.
-    head = measured(table.score_source)  # a regression head's value past an end: that end (``_rounded``)
+    head = measured(table.score_source)  # a regression head's value past an end: that end (``judge_levels``)
     # Each item's scale ends as the ceiling reads them: its own where readable, else inferred from the experts'
     # scores (``item_scale_ends``, ``scale_ends``). The judge's levels are read against them, the inferred ones
     # widened to whole levels: an unreadable scale's stray answers are then off it and counted, as on a known

@@ -351,10 +351,10 @@ class Confusion(_MetricsRecord):
 
     ``levels`` (both axes) are the rubric's whole scale and every expert score: the judge's levels never widen them,
     so a judge writing 60 distinct numbers past the scale gives the same three columns as one writing a single one.
-    A judge's score (rounded half up) below its item's scale (its lowest level; an item without a readable scale:
-    the axis' lowest) is counted in ``below_scale``, any other score that is no level of its item's scale in
-    ``above_scale`` (past its highest level, or, on an item without a readable scale, between two axis levels): one
-    count per expert column each, never dropped, so the matrix and the two rows together count every item scored
+    A judge's score (rounded half up; a regression head's raw value past an end at that end) below its item's scale
+    (its lowest level; an item without a readable scale: its criterion's expert range, as the validity section reads
+    it) is counted in ``below_scale``, any other score that is no level of its item's scale in ``above_scale`` (past
+    its highest level, or a level of its range that no axis holds): one count per expert column each, never dropped, so the matrix and the two rows together count every item scored
     with a unique mode (``n_counted``). Each row is written only when some judge score of the run lies off the scale
     on its side (then in every matrix of the run, zeros included); absent (None): no such score, or a file written
     before the rows existed, whose judge's levels joined ``levels``.

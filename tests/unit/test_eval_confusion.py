@@ -210,3 +210,41 @@ def test_report_html_and_the_plots_draw_the_off_scale_rows_and_the_rest_as_befor
     assert constant_judge_score(item_table.evaluate(constant, n_boot=0).splits["all"], "mode") == 1.0
     assert constant_judge_score(item_table.evaluate(above, n_boot=0).splits["all"], "mode") is None
 
+
+
+def _validity_off_scale(table) -> int:
+    """The validity section's count of the judge's answers off the scale, on the same table's "all" items."""
+    from eval.validity.section import ValiditySettings, validity_section
+
+    section = validity_section(table, "mode", {"all": np.arange(len(table))}, ValiditySettings(n_boot=0, alpha_boot=0))
+    return section.splits["all"].overall.agreement.n_items_judge_off_scale
+
+
+def test_a_regression_heads_value_past_an_end_is_that_end_in_the_matrix_as_in_the_validity_section():
+    """A regression head's raw 2.4, 2.6 and 2.6 on 0..2 whose experts say 2, and its 0 where they say 0: the head's
+    value past the top is the top (``eval.validity.section.judge_levels`` with ``measured``), so all three are in row
+    2 and none is above the scale, the count the validity section gives; a seq2seq judge's 2.6 on the same items
+    rounds to 3 and is above it, in both."""
+    from judge.wire_fields import ScoreSource
+
+    verdicts = _scaled([2.4, 2.6, 2.6, 0.0], [[2, 2, 2], [2, 2, 2], [2, 2, 2], [0, 0, 0]], 0, 2)
+    head = dataclasses.replace(verdicts, score_source=np.array([ScoreSource.REGRESSION_HEAD] * 4, dtype=object))
+    confusion = item_table.evaluate(head, n_boot=0).splits["all"].confusion.all
+    assert confusion.above_scale is None and confusion.below_scale is None
+    assert confusion.matrix == [[1, 0, 0], [0, 0, 0], [0, 0, 3]] and _validity_off_scale(head) == 0
+    confusion = item_table.evaluate(verdicts, n_boot=0).splits["all"].confusion.all
+    assert confusion.above_scale == [0, 0, 2] and confusion.matrix == [[1, 0, 0], [0, 0, 0], [0, 0, 1]]
+    assert sum(confusion.above_scale) == _validity_off_scale(verdicts) == 2
+
+
+def test_an_item_without_a_readable_scale_is_read_against_its_criterions_expert_range_as_in_the_validity_section():
+    """No scale is read: criterion A's experts gave 0 and 1, B's 0 and 4. The judge's 3 on an A item (mode 0) lies
+    above A's range, so it is in the "above scale" row, as the validity section counts it, though 3 is a level of
+    the axes (0..4, from B); the 4 on a B item is on B's range, row 4."""
+    table = _table([3.0, 1.0, 0.0, 4.0], ["ok"] * 4, [[0, 0, 0], [1, 1, 1], [0, 0, 0], [4, 4, 4]])
+    table = dataclasses.replace(table, criteria_name=np.array(["A", "A", "B", "B"], dtype=object))
+    confusion = item_table.evaluate(table, n_boot=0).splits["all"].confusion.all
+    assert confusion.levels == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert confusion.above_scale == [1, 0, 0, 0, 0] and confusion.below_scale is None
+    assert confusion.matrix[3] == [0] * 5 and confusion.matrix[4] == [0, 0, 0, 0, 1]
+    assert sum(confusion.above_scale) == _validity_off_scale(table) == 1
