@@ -196,7 +196,8 @@ def constant_judge_score(block: SplitMetrics, target: str) -> float | None:
     constant one (``eval.scoring.metrics.spearman`` is undefined only when a side is constant; the experts' mode
     varies here), so the row is its score (rounded half up, as the table rounds it: a discrete judge's own score);
     every cell of the test then holds a subset of those items. A judge score off the scale is counted in a row that
-    gathers every such score (``Confusion.below_scale`` / ``above_scale``), which tells no one score: None.
+    gathers every such score (``Confusion.below_scale`` / ``above_scale``): when that row is the one, the constant
+    score lies off the scale on its side, ``math.inf`` above it and ``-math.inf`` below it.
     """
     c = block.overall
     if block.confusion is None or target != "mode" or c.n_spearman is not None or not c.has_correlations:
@@ -205,12 +206,11 @@ def constant_judge_score(block: SplitMetrics, target: str) -> float | None:
         return None
     confusion = block.confusion.all
     matrix, levels = confusion.matrix or [], confusion.levels or []
-    rows = [k for k, row in enumerate(matrix) if any(row)]
-    columns = {k for row in matrix for k, v in enumerate(row) if v}
-    # a score off the scale is no one level (its row gathers every such score): the judge's side is not known
-    off_scale = any(any(row) for _, row in confusion.off_scale_rows())
-    if c.n_scored and confusion.n_counted() == c.n_scored and len(rows) == 1 and len(columns) > 1 and not off_scale:
-        return float(levels[rows[0]])
+    # the judge's constant score as the matrix's one row: a level, or an off-scale row (below -inf, above inf)
+    sides = [(-math.inf, confusion.below_scale or []), *zip(levels, matrix), (math.inf, confusion.above_scale or [])]
+    rows = [(level, row) for level, row in sides if any(row)]
+    if c.n_scored and confusion.n_counted() == c.n_scored and len(rows) == 1 and sum(map(bool, rows[0][1])) > 1:
+        return float(rows[0][0])
     return None
 
 
@@ -219,7 +219,8 @@ def why_no_spearman(c: Cell, judge_score: float | None = None) -> str:
 
     Args:
         c: the cell.
-        judge_score: ``constant_judge_score`` of the cell's test (None: not known), to say which side is constant.
+        judge_score: ``constant_judge_score`` of the cell's test (None: not known), to say which side is constant;
+            ``math.inf`` / ``-math.inf``: one score above / below the scale.
     """
     if not c.has_correlations or (c.spearman is not None and math.isfinite(c.spearman)) or c.why_empty_text:
         return ""
@@ -230,6 +231,10 @@ def why_no_spearman(c: Cell, judge_score: float | None = None) -> str:
         return "no scored item has a defined reference to correlate with: a rank correlation needs two or more"
     if pairs == 1:
         return "one scored item: a rank correlation needs two or more"
+    if judge_score is not None and math.isinf(judge_score):
+        side = "above" if judge_score > 0 else "below"
+        return (f"the judge gave all {pairs} scored items the same score, one {side} the scale (the confusion matrix's "
+                f"\"{side} scale\" row), and a rank correlation needs the judge's scores to vary")
     if judge_score is not None:
         shown = fmt(int(judge_score)) if float(judge_score).is_integer() else fmt(judge_score, 1)
         return (f"the judge gave all {pairs} scored items the same score ({shown}), and a rank correlation needs "

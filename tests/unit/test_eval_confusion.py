@@ -187,8 +187,7 @@ ON_SCALE_CONFUSION_SHA256 = "1308fda616493355087ed42a2a134fb1aa2e06d3f8874c3fb71
 def test_report_html_and_the_plots_draw_the_off_scale_rows_and_the_rest_as_before(tmp_path):
     """report.html's panel of the off-scale run: the rubric's three levels as columns, the "below scale" row above
     them and the "above scale" row under them, each count of metrics.json in its cell, 5 rows (not 64); the PNG of
-    the same panels is drawn. report.md names no constant judge score for a test whose scores all lie above the
-    scale (its row gathers 60 different ones)."""
+    the same panels is drawn; report.md names a constant judge score on the scale."""
     import re
 
     from eval.reports.html_report import render_report_page
@@ -205,10 +204,23 @@ def test_report_html_and_the_plots_draw_the_off_scale_rows_and_the_rest_as_befor
     drawn = plot_confusions(result, tmp_path)  # 5 rows of 3 columns a panel
     assert [p.name for p in drawn] == [f"confusion_{split}.png" for split in ("zero_shot", "standard", "all")]
 
-    above = dataclasses.replace(_off_scale_run(), judge=np.array([100.0 + k for k in range(69)]))
-    constant = dataclasses.replace(above, judge=np.full(69, 1.0))
+    constant = dataclasses.replace(_off_scale_run(), judge=np.full(69, 1.0))
     assert constant_judge_score(item_table.evaluate(constant, n_boot=0).splits["all"], "mode") == 1.0
-    assert constant_judge_score(item_table.evaluate(above, n_boot=0).splits["all"], "mode") is None
+
+
+@pytest.mark.parametrize("score, side", [(5.0, "above"), (-3.0, "below")])
+def test_a_judge_writing_one_score_off_the_scale_on_every_item_is_named_as_constant(score, side):
+    """M-Prometheus's way: 5 on every one of 69 items on 0..2 (modes 0, 1, 2). Its matrix is all zeros and its one
+    off-scale row holds the 69 items across three columns, so Spearman's "—" says the judge gave them all the same
+    score, off the scale on its side, not that the judge's or the experts' side might be the constant one."""
+    from eval.reports.report import constant_judge_score, why_no_spearman
+
+    table = _scaled([score] * 69, [[k % 3] * 3 for k in range(69)], 0, 2)
+    block = item_table.evaluate(table, n_boot=0).splits["all"]
+    assert block.confusion.all.matrix == [[0] * 3] * 3
+    reason = why_no_spearman(block.overall, constant_judge_score(block, "mode"))
+    assert "all 69 scored items the same score" in reason and f"{side} the scale" in reason
+    assert "experts' reference" not in reason
 
 
 
