@@ -340,7 +340,8 @@ def _unknown_task_type(record) -> UnknownTaskTypeError:
     return UnknownTaskTypeError(
         source, row, "task_type",
         f"record {record.id!r}: {what}, so its Zero-Shot/Standard split is unknown; use a task type of the POLLUX "
-        "taxonomy (English or Russian name), or pass allow_unknown=True to put it in the 'unknown' split",
+        "taxonomy (English or Russian name), or pass allow_unknown=True to put it in the 'unknown' split (Zero-Shot "
+        "where its criterion is held out)",
     )
 
 

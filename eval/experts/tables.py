@@ -50,7 +50,8 @@ outputs say which was used.
 
 Task types are shown by their English taxonomy name where the taxonomy knows the record's (Russian) one, criteria
 by the record's name with the taxonomy's English name beside it. Items of a task type the taxonomy does not know
-form their own ``unknown`` split, outside ``all``, as in ``judge-eval score``.
+form their own ``unknown`` split (unless scored on a held-out criterion: Zero-Shot), outside ``all``, as in
+``judge-eval score``.
 """
 
 from __future__ import annotations

@@ -335,8 +335,9 @@ def _select(records: list, config: RunConfig) -> list:
     splits = [""] * len(records)  # --split all reads no record's split
     if config.split != "all":
         spec = judge.load_split_spec()
-        # An item whose task type the taxonomy does not know is in neither test: it runs only under --split all
-        # (score then reports it as the "unknown" split), never silently as Standard, and never aborts the run.
+        # An item whose task type the taxonomy does not know is in neither test, unless scored on a held-out
+        # criterion (Zero-Shot, so it runs under --split zero_shot): it runs only under --split all (score then
+        # reports it as the "unknown" split), never silently as Standard, and never aborts the run.
         splits = [judge.split_of(r, spec, allow_unknown=True) for r in records]
         if records and config.split not in splits:  # said, not refused: a Slurm shard of one split's rows has none
             log.warning("split: none of the %d records of %s is in the %s test (judge.split_of): nothing to judge; "

@@ -204,9 +204,8 @@ def run_notes(result: Metrics) -> list[str]:
     judge's ``-1`` verdicts off their scale (the release's abstention code), scored or failed
     (``minus_one_failed_note``), the
     experts' abstentions and the items with no expert score (``n_unlabelled``), over every item of the run: the
-    Zero-Shot + Standard cell and the items of unknown task type, which are in neither test; and the data's expert
-    scores off
-    their rubric's scale (``off_scale_note``), its duplicate rows left out (``duplicates_note``) and its scored
+    Zero-Shot + Standard cell and the items of unknown task type, which are in neither test (unless scored on a
+    held-out criterion: Zero-Shot); and the data's expert scores off their rubric's scale (``off_scale_note``), its duplicate rows left out (``duplicates_note``) and its scored
     items whose rubric has no readable scale (``no_scale_note``) or whose regression head scored a cut rationale
     (``cut_scored_note``). report.md, report.html and the score command's console summary all print these."""
     tests = [result.splits[split].overall for split in ("all", "unknown") if split in result.splits]
@@ -219,7 +218,7 @@ def run_notes(result: Metrics) -> list[str]:
     notes = []
     missing = sum(c.n_missing or 0 for c in tests)
     if missing:
-        among = (f"; {unknown.n_missing} of them of a task type the taxonomy does not know"
+        among = (f"; {unknown.n_missing} of them in neither test (a task type the taxonomy does not know)"
                  if unknown is not None and unknown.n_missing else "")
         have, they = ("has", "it is") if missing == 1 else ("have", "they are")
         notes.append(f"**{counted(missing, 'item')} {have} no prediction** ({_why_missing(result, missing)}{among}): "

@@ -189,7 +189,8 @@ def _labels(columns) -> tuple[np.ndarray, np.ndarray]:
     taxonomy = judge.load_taxonomy()
     spec = judge.load_split_spec()
     key, first = judge.split_groups(columns)
-    # An unresolvable task type is its own "unknown" split, shown apart in the report, never Standard.
+    # An unresolvable task type is its own "unknown" split (unless scored on a held-out criterion: Zero-Shot), shown
+    # apart in the report, never Standard.
     representatives = columns.records_at(first)
     splits = np.array([judge.split_of(r, spec, allow_unknown=True) for r in representatives], dtype=object)
     groups_of: dict[tuple[str, str], str] = {}
@@ -1035,7 +1036,8 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     derived = derived or derive(table, target, vc_repeats=vc_repeats, seed=seed, spearman_target=spearman_target)
     everything = np.arange(len(table))
     # "all" is the paper's two tests together (Zero-Shot + Standard); items of a task type the taxonomy does not
-    # know are reported on their own ("unknown"), never folded into either test or into their sum.
+    # know are reported on their own ("unknown"; Zero-Shot where scored on a held-out criterion), never folded into
+    # either test or into their sum.
     split_index = {"zero_shot": everything[table.split == "zero_shot"],
                    "standard": everything[table.split == "standard"]}
     if (table.split == "unknown").any():

@@ -107,15 +107,15 @@ def test_report_html_shows_the_counts_in_the_headline_columns():
 
 def test_a_note_counts_missing_predictions_of_every_test():
     """Ten items of unknown task type, five of them without a prediction, and two Standard items, one without: the
-    note counts 6, 5 of them of unknown task type; the unknown items alone (Standard all predicted) still get it."""
+    note counts 6, 5 of them in neither test; the unknown items alone (Standard all predicted) still get it."""
     experts = [[1, 1]] * 12
     status = ["ok"] * 5 + ["missing"] * 5 + ["ok", "missing"]
     split = ["unknown"] * 10 + ["standard"] * 2
     judge = [1.0 if s == "ok" else NAN for s in status]
     result = _read_back(item_table.evaluate(_table(judge, status, experts, split=split), n_boot=0, vc_repeats=2))
     assert (result.splits["unknown"].overall.n, result.splits["unknown"].overall.n_missing) == (5, 5)
-    assert run_notes(result)[0] == ("**6 items have no prediction** (the run is unfinished; 5 of them of a task "
-                                    "type the taxonomy does not know): they are not in `n`.")
+    assert run_notes(result)[0] == ("**6 items have no prediction** (the run is unfinished; 5 of them in neither "
+                                    "test (a task type the taxonomy does not know)): they are not in `n`.")
     only_unknown = _read_back(item_table.evaluate(_table(judge[:11], status[:11], experts[:11], split=split[:11]),
                                                   n_boot=0, vc_repeats=2))
     assert run_notes(only_unknown)[0].startswith("**5 items have no prediction**")

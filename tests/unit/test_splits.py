@@ -90,8 +90,8 @@ def test_a_held_out_criterion_written_decomposed_or_respelt_is_still_zero_shot()
 ])
 def test_unresolvable_task_type_is_an_error_naming_the_row_or_an_explicit_unknown_split(task_type, subtype, what,
                                                                                         allowed):
-    """A task type the taxonomy cannot resolve, or none, raises naming source, row and field; allow_unknown gives
-    "unknown"."""
+    """A task type the taxonomy cannot resolve, or none, raises naming source, row and field, and says what
+    allow_unknown gives: "unknown", or Zero-Shot on a held-out criterion."""
     row = {"id": "x7", "instruction": "Задание", "answer": "Ответ", "criteria_name": "Проактивность",
            "rubrics": "0: нет\n\n1: да", "task_type": task_type, "task_subtype": subtype}  # fmt: skip
     record = records_from_rows([{**row, "id": "x6", "task_type": "Editing"}, row], source="bench.jsonl")[1]
@@ -100,6 +100,7 @@ def test_unresolvable_task_type_is_an_error_naming_the_row_or_an_explicit_unknow
     err = info.value
     assert isinstance(err, RecordError) and (err.source, err.row, err.field) == ("bench.jsonl", 1, "task_type")
     assert what in str(err) and "'x7'" in str(err) and "allow_unknown=True" in str(err)
+    assert "'unknown' split (Zero-Shot where its criterion is held out)" in str(err)
     assert split_of(record, allow_unknown=True) == allowed
     with pytest.raises(UnknownTaskTypeError):  # the leakage guard cannot vouch for it either
         check_no_leakage([record])
