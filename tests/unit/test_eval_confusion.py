@@ -184,10 +184,10 @@ def test_an_on_scale_run_writes_the_confusion_matrices_it_wrote_before(tmp_path)
 ON_SCALE_CONFUSION_SHA256 = "1308fda616493355087ed42a2a134fb1aa2e06d3f8874c3fb71a9bcec44c1547"
 
 
-def test_report_html_and_the_plots_draw_the_off_scale_rows_and_the_rest_as_before(tmp_path):
+def test_report_html_and_the_plots_draw_the_off_scale_rows_and_the_rest_as_before(tmp_path, monkeypatch):
     """report.html's panel of the off-scale run: the rubric's three levels as columns, the "below scale" row above
-    them and the "above scale" row under them, each count of metrics.json in its cell, 5 rows (not 64); the PNG of
-    the same panels is drawn; report.md names a constant judge score on the scale."""
+    them and the "above scale" row under them, each count of metrics.json in its cell, 5 rows (not 64); every panel of
+    the PNGs draws the same 5 rows (their tick labels); report.md names a constant judge score on the scale."""
     import re
 
     from eval.reports.html_report import render_report_page
@@ -201,8 +201,20 @@ def test_report_html_and_the_plots_draw_the_off_scale_rows_and_the_rest_as_befor
     rows = [re.findall(r"<t[hd][^>]*>([^<]*)</t[hd]>", row) for row in panel.split("<tr>")[1:]]
     assert rows == [["judge \\ experts", "0", "1", "2"], ["below scale", "1", "1", "1"], ["0", "2", "0", "0"],
                     ["1", "0", "2", "0"], ["2", "0", "0", "2"], ["above scale", "20", "20", "20"]]
+    import matplotlib.axes
+
+    drawn_rows = []
+    set_yticks = matplotlib.axes.Axes.set_yticks
+
+    def recording(ax, ticks, labels=None, **kwargs):
+        drawn_rows.append(list(labels) if labels is not None else None)
+        return set_yticks(ax, ticks, labels, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_yticks", recording)
     drawn = plot_confusions(result, tmp_path)  # 5 rows of 3 columns a panel
     assert [p.name for p in drawn] == [f"confusion_{split}.png" for split in ("zero_shot", "standard", "all")]
+    n_panels = sum(1 + len(block.confusion.by_task_group) for block in result.splits.values())
+    assert n_panels == 7 and drawn_rows == [["below scale", "0", "1", "2", "above scale"]] * n_panels
 
     constant = dataclasses.replace(_off_scale_run(), judge=np.full(69, 1.0))
     assert constant_judge_score(item_table.evaluate(constant, n_boot=0).splits["all"], "mode") == 1.0
