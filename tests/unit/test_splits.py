@@ -137,14 +137,15 @@ def test_an_item_judged_on_the_fallback_set_is_split_by_its_criterion_alone(crit
     ("Unknown task", ""),
     ("", ""),  # none, and no criteria: auto choice
     ("ИИ как персонаж", ""),  # a group without its task type
+    ("ИИ как персонаж", "Спор / дискуссия"),  # the group with a subtype name of the taxonomy, still no task type
 ])
 @pytest.mark.parametrize("criteria_name", ["Качество рифмы", "Rhyme quality", "rhyme_quality__3", "Rhyme  quality!"])
 def test_a_held_out_criterion_is_zero_shot_whatever_its_task_type(task_type, subtype, criteria_name):
     """Paper, Appendix D.2: the held-out criteria "are present exclusively in the Zero-Shot Test", so a row scored on
-    one is Zero-Shot whatever its task type: with allow_unknown (judge-eval's --split, score and experts) it was
-    "unknown" when the taxonomy could not resolve its task type, skipped by --split zero_shot and left out of the
-    Zero-Shot figures. Without allow_unknown the unresolved task type is still an error naming the row, as before;
-    a Standard criterion under such a task type stays unknown."""
+    one is Zero-Shot whatever its task type: with allow_unknown (judge-eval's --split, score and experts) such a row
+    whose task type the taxonomy cannot resolve is judged by --split zero_shot and counted in the Zero-Shot figures,
+    not "unknown". Without allow_unknown the unresolved task type is an error naming the row; a Standard criterion
+    under such a task type stays unknown."""
     from judge.splits import splits_of
 
     record = _record(task_type, criteria_name, subtype)
