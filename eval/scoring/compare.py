@@ -515,8 +515,9 @@ def _refuse_other_items(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, 
     another compared two judges on different answers under one id, and called the difference the judges'.
 
     Raises:
-        ValueError: the first thing that differs (the expert labels, their experts' ids, then ``_SAME_ITEM``'s
-            columns), with how many shared items it differs on and the first one's id and values.
+        ValueError: the first thing that differs (the expert labels, their experts' ids, ``_SAME_ITEM``'s columns,
+            the rubric's scale, then the texts judged, whose digest says nothing of what changed), with how many
+            shared items it differs on and the first one's id and values.
     """
     ta, tb = base.table, other.table
     ea, eb = ta.experts[index_a], tb.experts[index_b]
@@ -544,8 +545,8 @@ def _refuse_other_items(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, 
             hint = ("; or re-score both runs with the same toolkit version (the version that scored a run decides "
                     "an item's test)") if column == "split" else ""
             _refuse(base, other, f"the {said}", differ, index_a, [_quoted_value(v[differ[0]]) for v in (a, b)], hint)
-    _refuse_other_texts(base, other, index_a, index_b)
     _refuse_other_scales(base, other, index_a, index_b)
+    _refuse_other_texts(base, other, index_a, index_b)
 
 
 def _refuse_other_texts(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray) -> None:

@@ -41,6 +41,15 @@ def _scored(root, name, data, keyed=True):
     return run
 
 
+def _refusal(baseline, run):
+    """What ``compare`` says refusing to pair ``run`` with ``baseline``."""
+    from eval.scoring.compare import compare
+
+    with pytest.raises(ValueError) as err:
+        compare([baseline, run], n_boot=50)
+    return str(err.value)
+
+
 def _reverse_answers(rows):
     for row in rows[:3]:  # another text of the same length: answer_chars cannot tell them apart
         row["answer"] = row["answer"][::-1]
@@ -60,10 +69,7 @@ def test_runs_judged_on_other_texts_under_the_same_ids_are_refused(tmp_path, bas
     from eval.scoring.compare import compare
 
     records = judge.load_records(judge.sample_data_path())
-    other = _scored(tmp_path, "B", _data_with(tmp_path, "answers.jsonl", _reverse_answers))
-    with pytest.raises(ValueError) as err:
-        compare([baseline, other], n_boot=50)
-    said = str(err.value)
+    said = _refusal(baseline, _scored(tmp_path, "B", _data_with(tmp_path, "answers.jsonl", _reverse_answers)))
     assert "hold different items under the same ids: the texts judged differ on 3 of the 341 items both hold" in said
     assert f"(item {records[0].id!r}: content key {record_content_key(records[0])!r} in {baseline}" in said
     assert said.endswith("the instruction, reference answer, answer, criterion and rubric the judge was sent")
@@ -93,3 +99,17 @@ def test_runs_of_the_same_data_and_runs_without_keys_are_paired(tmp_path, baseli
     unkeyed = _scored(tmp_path, "C", _data_with(tmp_path, "answers.jsonl", _reverse_answers), keyed=False)
     assert item_table.read_table(unkeyed / "items.parquet")[0].text_key is None
     assert compare([baseline, unkeyed], n_boot=50).comparisons[0].n_common == 341
+
+
+def test_a_widened_rubric_is_refused_by_its_scale_not_by_its_digest(tmp_path, baseline):
+    """A rubric rewritten from 0..2 to 0..4 changes the item's content key too (the key hashes the rubric): the
+    scale refusal, which names both ends, is the one the user reads, not the two digests that say nothing of what
+    changed."""
+    def widen(rows):
+        rows[0]["rubrics"] += "\n\n3: Сверх ожиданий.\n\n4: Безупречно."
+
+    widened = _scored(tmp_path, "B", _data_with(tmp_path, "widened.jsonl", widen))
+    said = _refusal(baseline, widened)
+    assert "the rubric's scale differs on 1 of the 341 items both hold" in said
+    assert f"0..2 in {baseline}, 0..4 in {widened}" in said
+    assert "content key" not in said
