@@ -570,15 +570,17 @@ def _refuse_other_experts(base: ScoredRun, other: ScoredRun, index_a: np.ndarray
     """Refuse runs whose shared items name other experts beside the same scores (``expert_ids``, parallel to the
     scores): the alternative annotator test and the paired rho read each expert's own items, and the paired figures
     take the baseline's ids for both runs, so the same scores given by another panel are another item's labels. A
-    table that names no experts (the released POLLUX data, an items.parquet written before the ids were kept) is
-    not known to differ, as an optional column is not."""
+    table that names no experts (the released POLLUX data, an items.parquet written before the ids were kept), or an
+    item naming none (a data revision that added ids to some items), is not known to differ, as an optional column
+    is not."""
     ids_a, ids_b = base.table.expert_ids, other.table.expert_ids
     if ids_a is None or ids_b is None:
         return
     ids_a, ids_b = ids_a[index_a], ids_b[index_b]
     width = max(ids_a.shape[1], ids_b.shape[1])
     ids_a, ids_b = (np.pad(ids, ((0, 0), (0, width - ids.shape[1])), constant_values=None) for ids in (ids_a, ids_b))
-    differ = np.flatnonzero((ids_a != ids_b).any(axis=1))
+    named = np.not_equal(ids_a, None).any(axis=1) & np.not_equal(ids_b, None).any(axis=1)
+    differ = np.flatnonzero(named & (ids_a != ids_b).any(axis=1))
     if len(differ):
         shown = [str([v for v in row if v is not None]) for row in (ids_a[differ[0]], ids_b[differ[0]])]
         _refuse(base, other, "the experts' ids", differ, index_a, shown)

@@ -51,3 +51,19 @@ def test_runs_naming_the_same_experts_or_none_are_paired(tmp_path):
     assert same.comparisons[0].splits["all"].overall["mae"].n == 40
     unnamed = compare([a, _named_run(tmp_path / "C", "c", None)], n_boot=50)
     assert unnamed.comparisons[0].splits["all"].overall["mae"].n == 40
+
+
+def test_an_item_naming_no_experts_beside_one_naming_them_is_paired(tmp_path):
+    """Item i3 names its experts in the baseline and none in the run (a data revision that added ids to some items):
+    its labels are the same, and an item naming none is not known to differ, as a table naming none is not; a
+    second item whose panel does differ is still refused."""
+    from eval.scoring.compare import compare
+
+    a = _named_run(tmp_path / "A", "a", PANEL)
+    unnamed = [list(ids) for ids in PANEL]
+    unnamed[3] = []
+    paired = compare([a, _named_run(tmp_path / "B", "b", unnamed)], n_boot=50)
+    assert paired.comparisons[0].splits["all"].overall["mae"].n == 40
+    unnamed[7] = ["e2", "e3", "e1"]
+    with pytest.raises(ValueError, match=r"the experts' ids differ on 1 of the 40 items both hold \(item 'i7'"):
+        compare([a, _named_run(tmp_path / "C", "c", unnamed)], n_boot=50)
