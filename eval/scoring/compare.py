@@ -1117,7 +1117,7 @@ def _outside(comp: RunComparison, own: Metrics, result: Comparison) -> str:
     base, run = (total - comp.n_common for total in totals)
 
     def first(count: int, item: str | None) -> str:
-        return f", the first {item!r}" if count and item is not None else ""
+        return f", the first '{item}'" if count and item is not None else ""
 
     return (f" ({result.baseline}: {base} of its {totals[0]} items outside the {comp.n_common} both runs hold"
             f"{first(base, comp.first_only_baseline)}; {comp.run}: {run} of its {totals[1]}"
@@ -1365,13 +1365,18 @@ def _names_in_full(shown: list[str], names: list[str]) -> list[str]:
 
 def with_run_names(result: Comparison, by_name: Mapping[str, str], other: Callable[[str], str]) -> Comparison:
     """``result`` with every run's name (the baseline's, each run's, each comparison's) as ``by_name`` gives it, a
-    name it lacks as ``other`` writes it: the one renaming compare.md (inert Markdown) and compare.html (cut names)
-    make before they write."""
+    name it lacks as ``other`` writes it, and the item ids the headline names (``first_only_baseline``,
+    ``first_only_run``: ids from the data) as ``other`` writes them: the one renaming compare.md (inert Markdown),
+    compare.html (cut names) and the console (escapes shown) make before they write."""
     def named(name: str) -> str:
         return by_name[name] if name in by_name else other(name)
 
+    def item(item_id: str | None) -> str | None:
+        return None if item_id is None else other(item_id)
+
     return replace(result, baseline=named(result.baseline), runs=[named(name) for name in result.runs],
-                   comparisons=[replace(comp, run=named(comp.run)) for comp in result.comparisons])
+                   comparisons=[replace(comp, run=named(comp.run), first_only_baseline=item(comp.first_only_baseline),
+                                        first_only_run=item(comp.first_only_run)) for comp in result.comparisons])
 
 
 def render_markdown(result: Comparison) -> str:

@@ -267,3 +267,21 @@ def test_runs_whose_shared_ids_have_other_rubric_scales_are_refused(tmp_path):
         compare([a, c], n_boot=50)
     assert compare([a, run("D", lows, highs)], n_boot=50).comparisons[0].n_common == 40
     assert compare([a, run("N", [NAN] + lows[1:], [NAN] + highs[1:])], n_boot=50).comparisons[0].n_common == 40
+
+
+def test_an_item_id_the_headline_names_reaches_compare_md_inert(tmp_path):
+    """The first item outside the shared ones is named in the headline, which compare.md writes as a list line: an id
+    from the data holding a tag and a link is written there as inert Markdown (as run names and criteria are), while
+    compare.json keeps the id as the data gave it."""
+    from eval.reports.report import md_text
+    from eval.scoring.compare import compare, render_markdown
+
+    ids = [f"i{k}" for k in range(40)]
+    ids[0] = "<img src=x> [a](b)"
+    a = _run_with(tmp_path / "A", "a", ids, JUDGE, EXPERTS, ["standard"] * 40)
+    b = _run_with(tmp_path / "B", "b", ids[5:], JUDGE[5:], EXPERTS[5:], ["standard"] * 35)
+    result = compare([a, b], n_boot=50)
+    text = render_markdown(result)
+    assert "<img" not in text and "[a](b)" not in text
+    assert f"the first '{md_text(ids[0])}'" in text
+    assert result.comparisons[0].first_only_baseline == ids[0]
