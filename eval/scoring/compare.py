@@ -23,7 +23,7 @@ their items.parquet under the baseline's (``_on_one_vc_draw``). Each test's fail
 both runs predicted and called by McNemar's exact test (``_paired_failures``): a delta over the items both scored
 says nothing of the items one judge failed on.
 
-Why one module of ~1,400 lines: the pairing and compare.md read the same rules, which reference each side of a
+Why one module of ~1,500 lines: the pairing and compare.md read the same rules, which reference each side of a
 metric is against (``_reference``, ``spearman_target``), when a delta may be called and how runs are named apart;
 apart, compare.md would restate what the comparison computed.
 """
@@ -1108,9 +1108,9 @@ def _holds_other_items(comp: RunComparison, own: Metrics, result: Comparison) ->
 
 def _outside(comp: RunComparison, own: Metrics, result: Comparison) -> str:
     """How many of each run's items lie outside the ``n_common`` both runs hold (the items the pairs are drawn
-    from), from each run's own counts (``_totals``), and the first of them by id where there are any: where the runs
-    hold partly different items, and where two runs share no scored items of a split, whether they were judged on
-    other items or did not score the same ones."""
+    from), from each run's own counts (``_totals``), and the first of them in that run's table where there are any:
+    where the runs hold partly different items, and where two runs share no scored items of a split, whether they
+    were judged on other items or did not score the same ones."""
     totals = _totals(own, result)
     if None in totals:
         return ""

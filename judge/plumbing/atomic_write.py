@@ -6,8 +6,9 @@ them. The folder is fsynced after the rename (``sync_folder``), so that the new 
 on: a run's ``run_key.json`` renamed into place and then fsynced journal rows could otherwise come back from a crash
 of the machine as rows without their key. Every file a later step trusts as whole (stage outputs, ``summary.json``, ``run.json``, ``metrics.json``, an
 embedding cache) is written through ``write_atomically``; files read as one set (``build-data``'s rows and their
-dropped verdicts) through ``write_atomically_together``. A run folder is made through ``make_folder``, which names
-it on disk before the files fsynced in it count on that name. A folder (a training run's export) is written beside the
+dropped verdicts) through ``write_atomically_together``. A run folder a journal or run.json is written in
+(``make_private_dir``, ``JournalWriter``) is made through ``make_folder``, which names it on disk before the files
+fsynced in it count on that name. A folder (a training run's export) is written beside the
 one it replaces and put in its place whole (``replace_folder``).
 """
 

@@ -252,7 +252,7 @@ class JournalWriter:
         """Append rows (one write, one fsync), after cutting a torn last line."""
         data = b"".join(_line(row) for row in rows)
         with self._lock:
-            # An empty file counts as new: made by another step (touch) with its name perhaps not on disk yet
+            # An empty file counts as new: made by another step or tool, with its name perhaps not on disk yet
             new = not self.path.exists() or self.path.stat().st_size == 0
             with self.path.open("a+b") as handle:
                 if _end_cleanly(handle, self.path) == "cut":
