@@ -822,7 +822,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             # The rows file is renamed last, so a failed write or rename leaves it (the dropped file may have been
             # replaced); the folder's fsync comes after both renames, so its failure leaves both files replaced.
             if _inode(args.out) not in (None, earlier):
-                print(f"{prog}: error: --out {args.out}: {args.out} replaced, but not yet synced to disk "
+                what = "written" if earlier is None else "replaced"  # no file was there before: none was replaced
+                print(f"{prog}: error: --out {args.out}: {args.out} {what}, but not yet synced to disk "
                       f"({err.strerror or err})", file=sys.stderr)
             else:
                 print(f"{prog}: error: --out {args.out}: cannot write ({err.strerror or err}); {args.out} not "

@@ -137,3 +137,24 @@ def test_a_folder_fsync_failing_after_both_renames_says_the_rows_were_replaced(t
     assert out.read_text(encoding="utf-8") != "earlier\n" and build_data.dropped_path(out).is_file()
     assert "not replaced" not in err
     assert f"{out} replaced, but not yet synced to disk (Input/output error)" in err
+
+
+def test_a_folder_fsync_failing_after_writing_a_new_rows_file_says_written_not_replaced(tmp_path, monkeypatch,
+                                                                                        capsys):
+    """--out named no file before: the fsync failing after both renames leaves a file that was created, not
+    replaced, and the message says written, not yet synced to disk."""
+    import errno
+
+    from judge.plumbing import atomic_write
+
+    def sync_fails(folder):
+        raise OSError(errno.EIO, "Input/output error")
+
+    data = _records(tmp_path)
+    out = tmp_path / "rows.jsonl"
+    monkeypatch.setattr(atomic_write, "sync_folder", sync_fails)
+    assert build_data.main(["--data", str(data), "--out", str(out), "--zero-shot", "allow"]) == 2
+    err = capsys.readouterr().err
+    assert out.is_file() and build_data.dropped_path(out).is_file()
+    assert f"{out} written, but not yet synced to disk (Input/output error)" in err
+    assert "replaced" not in err
