@@ -583,7 +583,7 @@ def _think_blocks(text: str) -> tuple[str | None, str]:
     first = _THINK_BLOCK.search(text, 0, cut) if cut else None
     if first is None:
         return None, text
-    return first.group(1), blocks_replaced(text, _THINK_BLOCK, _THINK_CLOSE, " ")
+    return first.group(1), blocks_replaced(text, _THINK_BLOCK, _THINK_CLOSE, " ", cut=cut)
 
 
 def _end_of_last(pattern: re.Pattern[str], text: str) -> int:
@@ -594,7 +594,8 @@ def _end_of_last(pattern: re.Pattern[str], text: str) -> int:
     return 0 if last is None else last.end()
 
 
-def blocks_replaced(text: str, block: re.Pattern[str], close: re.Pattern[str], gap: str) -> str:
+def blocks_replaced(text: str, block: re.Pattern[str], close: re.Pattern[str], gap: str, *,
+                    cut: int | None = None) -> str:
     """``text`` with every match of ``block`` (a lazy ``<think>.*?</think>`` pattern) replaced by ``gap``: the same
     text as ``block.sub(gap, text)`` for a ``block`` whose every match ends with a match of ``close`` (its closing
     tag), found in time linear in the text.
@@ -602,9 +603,10 @@ def blocks_replaced(text: str, block: re.Pattern[str], close: re.Pattern[str], g
     The search stops at the end of ``close``'s last match: past it no block can close. Before it every open tag
     has a close after it, so each attempt succeeds and the attempts do not overlap; an open tag with no close after
     it would instead send the lazy body to the text's end before failing, at every such tag (quadratic in a
-    model's looping output). ``block`` must have no lookaround, which would see past the cut.
+    model's looping output). ``block`` must have no lookaround, which would see past the cut. ``cut``: that end
+    where the caller has found it already (0: no close), so that the text is not scanned for it again.
     """
-    cut = _end_of_last(close, text)
+    cut = _end_of_last(close, text) if cut is None else cut
     return block.sub(gap, text[:cut]) + text[cut:] if cut else text
 
 

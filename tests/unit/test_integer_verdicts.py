@@ -760,3 +760,26 @@ def _old_parse(content):
         return parse_integer_verdict(content, None, SCALE)
     finally:
         verdicts._think_blocks = real
+
+
+def test_the_last_close_is_looked_for_once(monkeypatch):
+    """``_think_blocks`` finds the last ``</think>`` once and hands it to ``blocks_replaced``, whose own search of the
+    whole text for it would repeat the scan; the cut it is given is the one it uses."""
+    from judge import verdicts
+
+    scans = []
+
+    class CountingClose:
+        def finditer(self, text):
+            scans.append(text)
+            return real.finditer(text)
+
+    real = verdicts._THINK_CLOSE
+    monkeypatch.setattr(verdicts, "_THINK_CLOSE", CountingClose())
+    text = "<think>a</think>1<think>b</think>2"
+    assert verdicts._think_blocks(text) == ("a", " 1 2")
+    assert scans == [text]
+    # a cut given stops the search there: the second block, past it, is left as it is
+    cut = text.index("1") + 1
+    assert verdicts.blocks_replaced(text, verdicts._THINK_BLOCK, real, " ", cut=cut) == " 1<think>b</think>2"
+    assert verdicts.blocks_replaced(text, verdicts._THINK_BLOCK, real, " ", cut=0) == text
