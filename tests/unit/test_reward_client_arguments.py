@@ -55,7 +55,26 @@ def test_a_trl_request_bound_that_is_no_count_is_refused_when_built(argument, va
 
 
 def test_trl_takes_one_sample_and_one_judgment_per_request():
-    assert callable(trl_reward_function(URL, max_items=1, max_judgments=1))
+    """Bounds of 1 are taken, and kept: each sample goes alone, and with one criterion each request asks one
+    judgment; each bound alone splits the samples too. Rewards by hand: Краткость 2 of 0..2 is 1.0, Безопасность 0
+    of 0..1 is 0.0, their mean 0.5."""
+    from tests.support.scripted_endpoint import ScriptedEndpoint
+    from tests.unit.test_reward_trl_counts import BREVITY, NO_WAIT, SAFE, judged
+
+    def sent(criteria, **bounds):
+        with ScriptedEndpoint(judged({"Краткость": 2, "Безопасность": 0})) as endpoint:
+            reward = trl_reward_function(endpoint.base_url, criteria=criteria, retry=NO_WAIT, **bounds)
+            values = asyncio.run(reward(prompts=["Вопрос 1", "Вопрос 2"], completions=["Ответ 1", "Ответ 2"]))
+        # the requests go concurrently: their order on the wire is not the samples'
+        return values, sorted(endpoint.bodies("/v1/judge"), key=lambda body: body["items"][0]["instruction"])
+
+    def alone(criteria):
+        return [{"items": [{"instruction": f"Вопрос {k}", "answer": f"Ответ {k}", "criteria": criteria}],
+                 "oversize": "fail"} for k in (1, 2)]
+
+    assert sent([BREVITY], max_items=1, max_judgments=1) == ([1.0, 1.0], alone([BREVITY]))
+    assert sent([BREVITY, SAFE], max_items=1) == ([0.5, 0.5], alone([BREVITY, SAFE]))  # 4 judgments allowed
+    assert sent([BREVITY], max_judgments=1) == ([1.0, 1.0], alone([BREVITY]))  # 64 samples allowed
 
 
 @pytest.mark.parametrize("value", [-1, "4", True, 2.0, None])
