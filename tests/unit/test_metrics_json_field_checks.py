@@ -80,17 +80,33 @@ def test_figures_no_scorer_writes_are_refused(path, value, field):
     assert err.field == ".".join(path)
 
 
-@pytest.mark.parametrize("path, value", [
-    (_OVERALL + ("mae_ci",), [0.2, 0.2]),  # a zero-width interval: every resample alike
-    (_OVERALL + ("mae_ci",), None),
-    (_OVERALL + ("mae",), None),
-    (_OVERALL + ("spearman",), -1.0),
-    (_OVERALL + ("spearman_ci",), [None, None]),
-    (_OVERALL + ("n_scored",), 3),
-    (("run", "model"), None),
+_NAN = float("nan")
+
+
+@pytest.mark.parametrize("path, value, read", [
+    (_OVERALL + ("mae_ci",), [0.2, 0.2], (0.2, 0.2)),  # a zero-width interval: every resample alike
+    (_OVERALL + ("mae_ci",), None, (_NAN, _NAN)),  # null: NaN, an interval without resamples
+    (_OVERALL + ("mae",), None, _NAN),
+    (_OVERALL + ("spearman",), -1.0, -1.0),
+    (_OVERALL + ("spearman_ci",), [None, None], (_NAN, _NAN)),
+    (_OVERALL + ("n_scored",), 3, 3),
+    (("run", "model"), None, None),
 ])
-def test_figures_at_their_bounds_and_nulls_still_read(path, value):
-    Metrics.from_json(edited(_WITH_NOTES, path, value))
+def test_figures_at_their_bounds_and_nulls_still_read(path, value, read):
+    """Each is read, as the value the file gives (a null figure as NaN), not refused and not another value."""
+    got = Metrics.from_json(edited(_WITH_NOTES, path, value))
+    for key in path:
+        got = got[key] if isinstance(got, dict) else getattr(got, key)
+    assert _same(got, read), (got, read)
+
+
+def _same(got, want) -> bool:
+    """Equal, NaN matching NaN (an interval's ends one by one)."""
+    if isinstance(want, tuple):
+        return isinstance(got, tuple) and len(got) == len(want) and all(map(_same, got, want))
+    if isinstance(want, float) and want != want:
+        return isinstance(got, float) and got != got
+    return type(got) is type(want) and got == want
 
 
 def test_run_info_made_from_a_run_json_names_its_file():
