@@ -602,7 +602,8 @@ def test_sbatch_arg_passes_options_that_are_not_planned(capsys, submit_config, o
     planned one's (--time-min, --nodelist) is rendered."""
     script = _dry_run(capsys, "--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "2",
                       f"--sbatch-arg={option}")  # fmt: skip
-    assert any(line.startswith(f"#SBATCH {option.split()[0].split('=')[0]}") for line in _header(script))
+    assert _header(script)[-1] == f"#SBATCH {option}"  # the option as given, value and all, after the planned ones
+    assert sum(line.startswith(f"#SBATCH {option.split('=')[0]}") for line in _header(script)) == 1
 
 
 def test_every_planned_option_is_in_the_rendered_header(capsys, submit_config):
