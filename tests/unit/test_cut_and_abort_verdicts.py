@@ -19,7 +19,7 @@ import judge
 from eval.cli import main as eval_main
 from eval.judging.backends import verdict_outcome
 from eval.judging.predictions import REQUEST_FAILED, read_predictions
-from judge.plumbing.retry import is_transient
+from judge.plumbing.retry import GenerationAborted, is_transient
 from judge.verdicts import VerdictError, read_served_verdict, read_tagged_verdict
 from serve.score_reading import seq2seq_verdict
 from tests.support.eval_cli import run_args
@@ -117,7 +117,7 @@ def test_judge_eval_retries_judge_serves_aborted_result_as_transient(qwen_tokeni
     body, _ = judged(judge_settings("seq2seq"), qwen_tokenizer, SERVE_REQUEST, _aborted_engine)
     records = [SimpleNamespace(id="q1", instruction="Напиши стих.", answer="Роза красная.", reference_answer=None,
                                criteria_name=name, rubrics=SERVE_RUBRICS) for name in ("Рифма", "Ритм")]
-    with pytest.raises(Exception) as raised:
+    with pytest.raises(GenerationAborted) as raised:  # eval.judging.backends.generation_aborted's, as documented there
         judged_by_judge_eval(records, body)
     assert is_transient(raised.value) and VerdictError.ABORTED in str(raised.value)
 
