@@ -73,8 +73,8 @@ def test_trl_takes_one_sample_and_one_judgment_per_request():
                  "oversize": "fail"} for k in (1, 2)]
 
     assert sent([BREVITY], max_items=1, max_judgments=1) == ([1.0, 1.0], alone([BREVITY]))
-    assert sent([BREVITY, SAFE], max_items=1) == ([0.5, 0.5], alone([BREVITY, SAFE]))  # 4 judgments allowed
-    assert sent([BREVITY], max_judgments=1) == ([1.0, 1.0], alone([BREVITY]))  # 64 samples allowed
+    assert sent([BREVITY, SAFE], max_items=1) == ([0.5, 0.5], alone([BREVITY, SAFE]))  # judgments: default bound
+    assert sent([BREVITY], max_judgments=1) == ([1.0, 1.0], alone([BREVITY]))  # samples: default bound
 
 
 @pytest.mark.parametrize("value", [-1, "4", True, 2.0, None])
