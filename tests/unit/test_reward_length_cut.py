@@ -43,7 +43,7 @@ def test_a_cut_completion_is_not_sent_and_gets_the_rules_failure_value(rule, exp
         {"instruction": "Q2", "answer": "padded", "criteria": [BREVITY]},
     ], "oversize": "fail"})]  # fmt: skip
     assert values == [1.0, expected, 1.0]
-    assert extra["pollux_judge_verdicts"] == ["Краткость: 2 — fb", "Краткость: failed (cut)",
+    assert extra["pollux_judge_verdicts"] == ["Краткость: 2 — fb", f"[{CUT_REASON}] Краткость: failed (cut)",
                                               "Краткость: 2 — fb"]
     assert metrics["pollux_judge/cut_completions"] == 1.0
     assert metrics["pollux_judge/judge_failures"] == 0.0  # the policy's cut, not the judge's failure
@@ -56,8 +56,18 @@ def test_a_batch_of_cut_completions_sends_no_request():
     assert endpoint.requests == []
 
 
-def test_a_cut_completions_criteria_name_why():
-    """The failed criterion's reason says the length limit cut it (the reason a log or a table reader sees)."""
+def test_a_cut_completions_row_says_why_in_the_completions_table():
+    """A reader of trl's completions table sees why a cut row was not judged, once per row however many criteria
+    failed `cut`: the reason names the length limit."""
+    extra: dict = {}
+    with ScriptedEndpoint(brevity_scored) as endpoint:
+        clarity = {"name": "Ясность", "rubrics": "0: неясно\n\n1: ясно"}
+        reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY, clarity], retry=NO_WAIT,
+                                     end_token_ids=ENDS)
+        _call(reward, [[1], [2, 3], [4]], log_extra=lambda column, vs: extra.setdefault(column, vs))
+    assert endpoint.requests == []
+    rows = extra["pollux_judge_verdicts"]
+    assert rows == [f"[{CUT_REASON}] Краткость: failed (cut) | Ясность: failed (cut)"] * 3
     assert "max_completion_length" in CUT_REASON
 
 
