@@ -652,7 +652,8 @@ def _mode_codes(flat_scores: Any, starts: Sequence[int], present: Sequence[bool]
 def report_items(items: Mapping[str, Sequence], records: Sequence | None,
                  predictions: Iterable[Mapping[str, Any]] | None, judge_name: str, target: str,
                  text_items: int = DEFAULT_TEXT_ITEMS, records_note: str = "",
-                 predictions_note: str = "", text_bytes: int = DEFAULT_TEXT_BYTES) -> dict[str, Any]:
+                 predictions_note: str = "", text_bytes: int = DEFAULT_TEXT_BYTES,
+                 keys_checked: bool = False) -> dict[str, Any]:
     """The explorer's data for one scored run.
 
     Column-wise: numbers are rounded a column at a time (``_round_column``) and filter codes are built per column;
@@ -669,6 +670,8 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
         records_note, predictions_note: why ``records`` / ``predictions`` is None (``missing_note``), said on the
             page instead of empty texts or "no prediction".
         text_bytes: see ``DEFAULT_TEXT_BYTES``.
+        keys_checked: ``predictions`` holds no row whose ``content_key`` differs from its record's (``judge-eval
+            score`` dropped them, ``eval.scoring.score.stale_rows``): no key is computed again.
     """
     import numpy as np
 
@@ -676,7 +679,7 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
     n = len(ids)
     texts = _Texts(records)
     # with the records loaded, a row of a text since edited is passed over as score passed it (``_Verdicts``)
-    verdicts = _Verdicts(predictions, None if records is None else _current_keys(texts))
+    verdicts = _Verdicts(predictions, None if records is None or keys_checked else _current_keys(texts))
     in_scale, why_unscored = items.get("in_scale"), items.get("why_unscored")
     filters = [("split", "split"), ("model", "evaluated model"), ("task", "task type"), ("criterion", "criterion"),
                ("status", "status (a failed item is 'failed', whatever else holds)"), ("mode", "experts' mode")]

@@ -491,7 +491,7 @@ def score(
     markdown = render_markdown(result)
     write_atomically(out / "report.md", (markdown + "\n").encode("utf-8"))
     explorer = report_items(item_columns(items), records, rows, table.judge_name or "", str(target),
-                            DEFAULT_TEXT_ITEMS if html_text_items is None else html_text_items)
+                            DEFAULT_TEXT_ITEMS if html_text_items is None else html_text_items, keys_checked=True)
     write_atomically(out / "report.html", render_report_page(result, explorer).encode("utf-8"))
     log.info("wrote %s", out / "report.html")
     images: list[Path] = write_plots(result, out / "plots") if png or wandb_project else []
