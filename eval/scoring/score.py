@@ -84,9 +84,8 @@ def stale_rows(records, rows, *, record_ids=None):
     records is not stale: it cannot be checked.
 
     Each distinct text is JSON-encoded once, by the encoder ``json.dumps(..., ensure_ascii=False)`` itself calls for
-    a string, so that a row's JSON list is one format of its five encoded texts, the bytes
-    ``judge.plumbing.run_folder.content_key`` hashes (items joined by ", "); then one SHA-256 per keyed row, the one
-    step hashlib cannot take for a column, and the keys compared as one array, with no Python call per text.
+    a string, and to UTF-8 once: a row's bytes, those ``judge.plumbing.run_folder.content_key`` hashes, are its five
+    texts' joined by ", " in brackets; then one SHA-256 per keyed row and the keys compared as one array.
     Returns a boolean numpy mask over ``rows``; ``record_ids``: ``records.ids`` as an Arrow string array, where the
     caller has built it (None: built here).
     """
@@ -111,12 +110,13 @@ def stale_rows(records, rows, *, record_ids=None):
     keyed, where = keyed[checked], where[checked]
     pieces = []
     for name in ("instruction", "reference_answer", "answer", "criteria_name", "rubrics"):
-        encoded: dict = {}  # a text's JSON, by the text (its hash is cached on the one string of each distinct text)
-        # a missing text (record_content_key's reference answer None) is ""
-        pieces.append([encoded.get(text) or encoded.setdefault(text, encode_basestring(text or ""))
+        before, after = "[" if name == "instruction" else "", "]" if name == "rubrics" else ""  # the list's brackets
+        encoded: dict = {}  # by the text (its hash cached on each distinct text's one string); a missing text is ""
+        pieces.append([encoded.get(text) or encoded.setdefault(text, f"{before}{encode_basestring(text or '')}{after}"
+                                                                .encode("utf-8"))
                        for text in records.text(name)[where].tolist()])
-    sha256 = hashlib.sha256
-    now = [sha256(f"[{a}, {b}, {c}, {d}, {e}]".encode("utf-8")).hexdigest()[:16] for a, b, c, d, e in zip(*pieces)]
+    sha256, join = hashlib.sha256, b", ".join
+    now = [sha256(join(five)).hexdigest()[:16] for five in zip(*pieces)]
     stale[keyed] = np.array(now, dtype=object) != np.array(keys.take(keyed).to_pylist(), dtype=object)
     return stale
 
