@@ -1148,8 +1148,8 @@ def trl_reward_function(
                 raise _judge_gone(client.url, max_failed_calls, last)
         for i, r in cut_rewards.items():
             values[i] = _value(r, client.rule)
-            # the why once per row: each criterion's `failed (cut)` alone does not say that the judge never saw it
-            rationales[i] = f"[{CUT_REASON}] " + " | ".join(_verdict_text(c) for c in r.criteria)
+            # the why once per row, in parentheses as the other rows never judged: each `failed (cut)` alone does not say it
+            rationales[i] = f"({CUT_REASON}) " + " | ".join(_verdict_text(c) for c in r.criteria)
         # counted as /get_reward's judge_empty_answer and judge_gate_closed count them: a policy that leaves its
         # <think> open is rewarded empty_answer, and only this count says why
         empty = sum(not s.answer for i, s in enumerate(samples) if i not in cut_rewards)

@@ -604,7 +604,8 @@ def blocks_replaced(text: str, block: re.Pattern[str], close: re.Pattern[str], g
     has a close after it, so each attempt succeeds and the attempts do not overlap; an open tag with no close after
     it would instead send the lazy body to the text's end before failing, at every such tag (quadratic in a
     model's looping output). ``block`` must have no lookaround, which would see past the cut. ``cut``: that end
-    where the caller has found it already (0: no close), so that the text is not scanned for it again.
+    where the caller has found it already (0: no close), so that the text is not scanned for it again; an earlier
+    position leaves the blocks past it as they are.
     """
     cut = _end_of_last(close, text) if cut is None else cut
     return block.sub(gap, text[:cut]) + text[cut:] if cut else text

@@ -819,15 +819,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             written, dropped = write_rows_and_dropped(rows, report.dropped_rows, args.out)
         except OSError as err:  # no permission, a read-only disk, a parent that is a file: named, the rows kept
-            # The rows file is renamed last, so a failed write or rename leaves it (the dropped file may have been
-            # replaced); the folder's fsync comes after both renames, so its failure leaves both files replaced.
+            # The rows file is renamed last, so a failed write or rename leaves it as it was (the dropped file may
+            # have been replaced); the folder's fsync comes after both renames, so its failure leaves both in place.
+            # A file that was not there before is "written", never "replaced".
             if _inode(args.out) not in (None, earlier):
-                what = "written" if earlier is None else "replaced"  # no file was there before: none was replaced
+                what = "written" if earlier is None else "replaced"
                 print(f"{prog}: error: --out {args.out}: {args.out} {what}, but not yet synced to disk "
                       f"({err.strerror or err})", file=sys.stderr)
             else:
+                what = "written" if earlier is None else "replaced"
                 print(f"{prog}: error: --out {args.out}: cannot write ({err.strerror or err}); {args.out} not "
-                      "replaced", file=sys.stderr)
+                      f"{what}", file=sys.stderr)
             return 2
         print(f"wrote {written}")
         print(f"wrote {dropped} ({len(report.dropped_rows)} dropped verdict(s), each with its drop_reason)")

@@ -91,6 +91,24 @@ def test_an_out_inside_the_data_folder_is_refused_and_its_shards_kept(tmp_path, 
     assert (tmp_path / "rows.jsonl").read_text(encoding="utf-8").count("\n") >= 1 and shard.read_bytes() == before
 
 
+def test_a_failed_write_of_a_new_out_file_says_not_written(tmp_path, monkeypatch, capsys):
+    """No --out file was there before: a failed rename leaves none, and the message says "not written", never that a
+    file was not replaced."""
+    import os
+
+    data = _records(tmp_path)
+    out = tmp_path / "new" / "rows.jsonl"
+    out.parent.mkdir()
+
+    def fails(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", fails)
+    assert build_data.main(["--data", str(data), "--out", str(out), "--zero-shot", "allow"]) == 2
+    err = capsys.readouterr().err
+    assert not out.exists() and f"{out} not written" in err and "replaced" not in err
+
+
 def test_a_rename_failing_between_the_two_says_only_what_is_true(tmp_path, monkeypatch, capsys):
     """The dropped file is renamed first: a failure at the rows' rename leaves the earlier rows and this run's dropped
     file, and the message says the rows were not replaced without claiming the dropped file was kept."""

@@ -779,7 +779,9 @@ def test_the_last_close_is_looked_for_once(monkeypatch):
     text = "<think>a</think>1<think>b</think>2"
     assert verdicts._think_blocks(text) == ("a", " 1 2")
     assert scans == [text]
-    # a cut given stops the search there: the second block, past it, is left as it is
-    cut = text.index("1") + 1
-    assert verdicts.blocks_replaced(text, verdicts._THINK_BLOCK, real, " ", cut=cut) == " 1<think>b</think>2"
+    # the last close's end given is used, not searched for again; an earlier one leaves the blocks past it as they are
+    cut = text.rindex("</think>") + len("</think>")
+    assert verdicts.blocks_replaced(text, verdicts._THINK_BLOCK, real, " ", cut=cut) == " 1 2"
+    assert verdicts.blocks_replaced(text, verdicts._THINK_BLOCK, real, " ", cut=text.index("1") + 1) == \
+        " 1<think>b</think>2"
     assert verdicts.blocks_replaced(text, verdicts._THINK_BLOCK, real, " ", cut=0) == text

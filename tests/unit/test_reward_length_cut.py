@@ -43,7 +43,7 @@ def test_a_cut_completion_is_not_sent_and_gets_the_rules_failure_value(rule, exp
         {"instruction": "Q2", "answer": "padded", "criteria": [BREVITY]},
     ], "oversize": "fail"})]  # fmt: skip
     assert values == [1.0, expected, 1.0]
-    assert extra["pollux_judge_verdicts"] == ["Краткость: 2 — fb", f"[{CUT_REASON}] Краткость: failed (cut)",
+    assert extra["pollux_judge_verdicts"] == ["Краткость: 2 — fb", f"({CUT_REASON}) Краткость: failed (cut)",
                                               "Краткость: 2 — fb"]
     assert metrics["pollux_judge/cut_completions"] == 1.0
     assert metrics["pollux_judge/judge_failures"] == 0.0  # the policy's cut, not the judge's failure
@@ -67,7 +67,7 @@ def test_a_cut_completions_row_says_why_in_the_completions_table():
         _call(reward, [[1], [2, 3], [4]], log_extra=lambda column, vs: extra.setdefault(column, vs))
     assert endpoint.requests == []
     rows = extra["pollux_judge_verdicts"]
-    assert rows == [f"[{CUT_REASON}] Краткость: failed (cut) | Ясность: failed (cut)"] * 3
+    assert rows == [f"({CUT_REASON}) Краткость: failed (cut) | Ясность: failed (cut)"] * 3
     assert "max_completion_length" in CUT_REASON
 
 
