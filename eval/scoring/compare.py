@@ -701,10 +701,9 @@ def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[
         # where an item's own scale is unreadable, the ends its criterion's expert scores span, else the whole
         # table's, as the section took them: over the whole table, then the split's items (the split's own experts
         # can be one unanimous criterion, whose span would make every failure cost 0)
-        from eval.validity.ceiling import scale_ends
-        from eval.validity.section import item_scale_ends
+        from eval.validity.scale_reading import reading_ends
 
-        low, high = scale_ends(*item_scale_ends(table), table.experts)
+        _, (low, high), _ = reading_ends(table)
         return low[index], high[index]
     import pandas as pd
 

@@ -1191,10 +1191,10 @@ def off_scale_sides(table: ItemTable, levels: np.ndarray) -> tuple[np.ndarray, n
     count a -1 in their ``below_scale`` row and a 1 in ``above_scale`` (``judge.metrics_json.metrics.Confusion``),
     so a judge's stray numbers never become levels of the axes (a levels x levels matrix per panel, growing with
     the square of its distinct scores)."""
-    from eval.validity.ceiling import measured, scale_ends
-    from eval.validity.scale_reading import item_scale_ends, judge_levels, off_scale_levels, rating_ends
+    from eval.validity.ceiling import measured
+    from eval.validity.scale_reading import judge_levels, off_scale_levels, reading_ends
 
-    low, high = rating_ends(scale_ends(*item_scale_ends(table), table.experts))
+    _, _, (low, high) = reading_ends(table)
     head = measured(table.score_source)
     on = judge_levels(table.judge, low, high, head)
     off = off_scale_levels(table.judge, low, high, head)

@@ -7,7 +7,7 @@ one answer is on the scale or off it, and at one level, in every figure of a rep
 
 - each item's ends are its own scale's where readable, else its criterion's expert range over the table
   (``item_scale_ends``), else the table's (``eval.validity.ceiling.scale_ends``), rounded out to whole levels
-  (``rating_ends``);
+  (``rating_ends``); ``reading_ends`` takes the three steps in that order, and every reader calls it;
 - a score is the level it rounds to, half up; a regression head's raw value past an end is that end
   (``eval.validity.ceiling.measured``), so that its 2.6 on 0-2 is 2, as its 2.4 is, and a seq2seq judge's 2.6 is 3,
   off the scale (``judge_levels``, ``off_scale_levels``).
@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["alt_test_judge", "item_scale_ends", "judge_levels", "off_scale_levels", "rating_ends", "readable_scales"]
+__all__ = ["alt_test_judge", "item_scale_ends", "judge_levels", "off_scale_levels", "rating_ends", "readable_scales",
+           "reading_ends"]
 
 
 def _rounded(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None,
@@ -117,3 +118,17 @@ def rating_ends(ends: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.nda
     return np.floor(ends[0]), np.ceil(ends[1])
 
 
+def reading_ends(table) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray],
+                                 tuple[np.ndarray, np.ndarray]]:
+    """Each item's scale ends three ways, for every reader of the rule (the validity section, the confusion
+    matrices, ``judge-eval compare``), so that none assembles the chain on its own and they cannot drift apart:
+    the criterion's own (``item_scale_ends``: NaN where neither its scale nor its experts tell one; the section's
+    ``too_wide_to_rate`` reads these), those with the table's expert range in the NaN
+    (``eval.validity.ceiling.scale_ends``: the ceiling's ``worst`` failures take them) and those rounded out to whole
+    levels (``rating_ends``: the judge's levels are read against them)."""
+    from eval.validity.ceiling import scale_ends
+
+    inferred = item_scale_ends(table)
+    ends = scale_ends(*inferred, table.experts)
+    with np.errstate(invalid="ignore"):
+        return inferred, ends, rating_ends(ends)
