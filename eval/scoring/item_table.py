@@ -1047,10 +1047,11 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
                 for split, index in split_index.items()}
     groupings = {name: label_groups(getattr(table, column)) for name, column in GROUPINGS.items()}
     task_groups = label_groups(table.task_group)
-    # The axes: the rubric's whole scale and every expert score, never the judge's levels (``off_scale_sides``).
+    # The axes: the rubric's whole scale and every expert score, and a judge's level only where it lies on its item's
+    # range (``off_scale_sides``).
     levels = np.unique(np.concatenate([table.experts[~np.isnan(table.experts)],
                                        value_levels(table, np.arange(len(table)))])) if len(table) else np.zeros(0)
-    judge_on, judge_sides = off_scale_sides(table, levels)
+    levels, judge_on, judge_sides = off_scale_sides(table, levels)
 
     settings = Settings(n_boot=n_boot, seed=seed, vc_repeats=vc_repeats, ci_level=ci_level,
                         spearman_target=spearman_target, bootstrap_unit=bootstrap_unit,
@@ -1180,29 +1181,37 @@ def model_means(table: ItemTable, derived: _Derived, index: np.ndarray, by_model
                       all=row(index, overall))
 
 
-def off_scale_sides(table: ItemTable, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each judge score as the confusion matrices read it: its level (NaN where it has none on the scale, or no
-    score) and its side, -1 below its item's scale, 1 above it, 0 on it or no score. On or off the scale by the
-    validity section's rule (``eval.validity.scale_reading``), so that the matrices and the section count the same
-    items off it: the item's own scale, else its criterion's expert range (``item_scale_ends``), the score rounded
-    half up, a regression head's raw value past an end at that end (its 2.6 on 0-2 is 2). A level on the item's
-    range that no axis holds (an item without a readable scale, where experts spread over more than a rubric's levels
-    leave the axes only the values seen, ``value_levels``) is a 1 too, so that no score is dropped. The matrices
-    count a -1 in their ``below_scale`` row and a 1 in ``above_scale`` (``judge.metrics_json.metrics.Confusion``),
-    so a judge's stray numbers never become levels of the axes (a levels x levels matrix per panel, growing with
-    the square of its distinct scores)."""
+def off_scale_sides(table: ItemTable, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The confusion matrices' axes and each judge score as they read it: ``levels`` with the judge's levels that lie
+    on their item's range beside them, each score's level (NaN where it has none on the scale, or no score) and its
+    side, -1 below its item's scale, 1 above it, 0 on it or no score. On or off the scale by the validity section's
+    rule (``eval.validity.scale_reading``), so that an item with a unique experts' mode lies off the scale in the
+    matrices and the section alike: the item's own scale, else its criterion's expert range (``item_scale_ends``),
+    the score rounded half up, a regression head's raw value past an end at that end (its 2.6 on 0-2 is 2). A level
+    on the item's range that no expert gave (an item without a readable scale, where experts spread over more than a
+    rubric's levels leave the axes only the values seen, ``value_levels``) joins the axes where that range spans at
+    most a rubric's levels (``judge.scales.MAX_LEVELS``): it is on the scale, and the range bounds how many levels
+    join. A wider range (a criterion too wide to rate, ``eval.validity.section.too_wide_to_rate``, which the section
+    leaves out, or an item read against a table's range that wide) or none bounds nothing: there the answers are read
+    against the axes as they are, and a level no axis holds is a 1, so that no score is dropped. The matrices count a -1 in their ``below_scale`` row and a 1
+    in ``above_scale`` (``judge.metrics_json.metrics.Confusion``), so a judge's stray numbers never become levels of
+    the axes (a levels x levels matrix per panel, growing with the square of its distinct scores)."""
     from eval.validity.ceiling import measured
     from eval.validity.scale_reading import judge_levels, off_scale_levels, reading_ends
+    from judge.scales import MAX_LEVELS
 
     _, _, (low, high) = reading_ends(table)
     head = measured(table.score_source)
     on = judge_levels(table.judge, low, high, head)
     off = off_scale_levels(table.judge, low, high, head)
+    with np.errstate(invalid="ignore"):
+        rated = np.isfinite(on) & (high - low + 1 <= MAX_LEVELS)  # NaN ends: False
+    levels = np.union1d(levels, on[rated]) if rated.any() else levels
     stray = np.isfinite(on) & ~np.isin(on, levels)
     with np.errstate(invalid="ignore"):
         below = off < low
     sides = np.where(below, -1, np.where(np.isfinite(off) | stray, 1, 0)).astype(np.int8)
-    return np.where(sides == 0, on, np.nan), sides
+    return levels, np.where(sides == 0, on, np.nan), sides
 
 
 def _confusions(table, derived, split_idx, in_split, task_groups, levels, judge_on, sides) -> Confusions:

@@ -349,12 +349,14 @@ class Confusion(_MetricsRecord):
     """Judge (rows) x experts' mode (columns) counts over ``levels``, and the judge's scores off the scale in two
     rows of their own.
 
-    ``levels`` (both axes) are the rubric's whole scale and every expert score: the judge's levels never widen them,
+    ``levels`` (both axes) are the rubric's whole scale and every expert score, and a judge's level only where it
+    lies on its item's range (an item without a readable scale, whose experts leave a level of that range ungiven),
     so a judge writing 60 distinct numbers past the scale gives the same three columns as one writing a single one.
     A judge's score (rounded half up; a regression head's raw value past an end at that end) below its item's scale
     (its lowest level; an item without a readable scale: its criterion's expert range, as the validity section reads
-    it) is counted in ``below_scale``, any other score that is no level of its item's scale in ``above_scale`` (past
-    its highest level, or a level of its range that no axis holds): one count per expert column each, never dropped, so the matrix and the two rows together count every item scored
+    it) is counted in ``below_scale``, any other score that is no level of the axes in ``above_scale`` (past its
+    item's highest level, or, on a range wider than a rubric's, ``judge.scales.MAX_LEVELS``, a level no axis holds):
+    one count per expert column each, never dropped, so the matrix and the two rows together count every item scored
     with a unique mode (``n_counted``). Each row is written only when some judge score of the run lies off the scale
     on its side (then in every matrix of the run, zeros included); absent (None): no such score, or a file written
     before the rows existed, whose judge's levels joined ``levels``.

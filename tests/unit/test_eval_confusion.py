@@ -272,3 +272,31 @@ def test_an_item_without_a_readable_scale_is_read_against_its_criterions_expert_
     assert confusion.above_scale == [1, 0, 0, 0, 0] and confusion.below_scale is None
     assert confusion.matrix[3] == [0] * 5 and confusion.matrix[4] == [0, 0, 0, 0, 1]
     assert sum(confusion.above_scale) == _validity_off_scale(table) == 1
+
+
+def test_a_level_of_its_items_range_that_no_expert_gave_is_a_level_of_the_axes_as_in_the_validity_section():
+    """No scale is read: criterion A's experts gave 0, 3 and 10, B's 200, 220 and 250, pooled wider than a rubric, so
+    the experts' values alone make the axes (``value_levels``). The judge's 5 on an A item (mode 0) lies on A's range
+    0..10, on the scale as the validity section reads it: it joins the axes as its own level, row 5, not the "above
+    scale" row, and the matrix counts off the scale what the section counts (none)."""
+    table = _table([5.0, 3.0, 0.0, 220.0, 200.0, 250.0], ["ok"] * 6,
+                   [[0] * 3, [3] * 3, [10] * 3, [200] * 3, [220] * 3, [250] * 3])
+    table = dataclasses.replace(table, criteria_name=np.array(["A"] * 3 + ["B"] * 3, dtype=object))
+    confusion = item_table.evaluate(table, n_boot=0).splits["all"].confusion.all
+    assert confusion.levels == [0.0, 3.0, 5.0, 10.0, 200.0, 220.0, 250.0]
+    assert confusion.above_scale is None and confusion.below_scale is None
+    assert confusion.matrix[2] == [1, 0, 0, 0, 0, 0, 0]
+    assert _validity_off_scale(table) == 0
+
+
+def test_a_criterion_too_wide_to_rate_has_its_answers_off_the_axes_in_the_above_scale_row():
+    """Criterion W has no readable scale and its experts gave 0 and 300, more levels than a rubric spans: the validity
+    section leaves it out (``too_wide_to_rate``) and counts none of its answers off the scale. Its levels would widen
+    the axes without bound, so the matrix reads its answers against the axes as they are: the judge's 151 and 3, on
+    no axis, in the "above scale" row (what docs/evaluation.md says of it), its 0 in row 0."""
+    table = _table([150.5, 3.0, 0.0, 1.0, 0.0], ["ok"] * 5, [[0] * 3, [300] * 3, [300] * 3, [1] * 3, [0] * 3])
+    table = dataclasses.replace(table, criteria_name=np.array(["W", "W", "W", "B", "B"], dtype=object))
+    confusion = item_table.evaluate(table, n_boot=0).splits["all"].confusion.all
+    assert confusion.levels == [0.0, 1.0, 300.0]
+    assert confusion.above_scale == [1, 0, 1] and confusion.matrix[0] == [1, 0, 1]
+    assert _validity_off_scale(table) == 0
