@@ -219,8 +219,9 @@ def why_no_spearman(c: Cell, judge_score: float | None = None) -> str:
 
     Args:
         c: the cell.
-        judge_score: ``constant_judge_score`` of the cell's test (None: not known), to say which side is constant;
-            ``math.inf`` / ``-math.inf``: one score above / below the scale.
+        judge_score: ``constant_judge_score`` of the cell's test (None: not known), to say which side is constant:
+            the matrix's level the judge's scores all count at (a regression head's 2.6 on 0-2 at 2, so the sentence
+            names a level, not the score); ``math.inf`` / ``-math.inf``: one score above / below the scale.
     """
     if not c.has_correlations or (c.spearman is not None and math.isfinite(c.spearman)) or c.why_empty_text:
         return ""
@@ -237,8 +238,8 @@ def why_no_spearman(c: Cell, judge_score: float | None = None) -> str:
                 f"\"{side} scale\" row), and a rank correlation needs the judge's scores to vary")
     if judge_score is not None:
         shown = fmt(int(judge_score)) if float(judge_score).is_integer() else fmt(judge_score, 1)
-        return (f"the judge gave all {pairs} scored items the same score ({shown}), and a rank correlation needs "
-                "the judge's scores to vary")
+        return (f"the judge gave all {pairs} scored items the same level ({shown}) of the confusion matrix, and a rank "
+                "correlation needs the judge's scores to vary")
     return (f"the judge's scores or the experts' reference take one value over all {pairs} scored items, and a rank "
             "correlation needs both to vary")
 

@@ -300,3 +300,18 @@ def test_a_criterion_too_wide_to_rate_has_its_answers_off_the_axes_in_the_above_
     assert confusion.levels == [0.0, 1.0, 300.0]
     assert confusion.above_scale == [1, 0, 1] and confusion.matrix[0] == [1, 0, 1]
     assert _validity_off_scale(table) == 0
+
+
+def test_a_regression_heads_constant_value_past_an_end_is_named_as_the_level_it_counts_at_not_as_its_score():
+    """A regression head writing 2.6 on every item of a 0..2 scale: the matrix holds all six in row 2 (a head's value
+    past an end is that end), so Spearman's "—" names the level the matrix counts them at, 2, which is not the score
+    the head gave."""
+    from eval.reports.report import constant_judge_score, why_no_spearman
+    from judge.wire_fields import ScoreSource
+
+    table = _scaled([2.6] * 6, [[k % 3] * 3 for k in range(6)], 0, 2)
+    table = dataclasses.replace(table, score_source=np.array([ScoreSource.REGRESSION_HEAD] * 6, dtype=object))
+    block = item_table.evaluate(table, target="mode", n_boot=0).splits["all"]
+    reason = why_no_spearman(block.overall, constant_judge_score(block, "mode"))
+    assert "the judge gave all 6 scored items the same level (2)" in reason
+    assert "same score" not in reason

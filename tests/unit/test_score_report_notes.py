@@ -64,12 +64,12 @@ def test_constant_judge_says_why_spearman_is_undefined(tmp_path, capsys):
     metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
     n_scored = metrics["splits"]["standard"]["overall"]["n_scored"]
     assert metrics["splits"]["standard"]["overall"]["spearman"] is None and n_scored >= 2
-    reason = (f"Spearman —: the judge gave all {n_scored} scored items the same score (0), and a rank correlation "
-              "needs the judge's scores to vary")
+    reason = (f"Spearman —: the judge gave all {n_scored} scored items the same level (0) of the confusion matrix, "
+              "and a rank correlation needs the judge's scores to vary")
     markdown = (run / "report.md").read_text(encoding="utf-8")
     assert f"- **Standard test**: {reason}." in markdown
     by_model = markdown.split("### Standard test: by evaluated model")[1].split("###")[0]
-    assert re.search(r"- \*\*[^*]+\*\*: Spearman —: the judge gave all \d+ scored items the same score \(0\)",
+    assert re.search(r"- \*\*[^*]+\*\*: Spearman —: the judge gave all \d+ scored items the same level \(0\)",
                      by_model)
     assert reason in html.unescape((run / "report.html").read_text(encoding="utf-8"))
     assert reason in capsys.readouterr().out
@@ -78,7 +78,7 @@ def test_constant_judge_says_why_spearman_is_undefined(tmp_path, capsys):
 @pytest.mark.parametrize("cell, judge_score, expected", [
     (dict(n_scored=5, spearman=0.4), None, ""),  # defined: nothing to explain
     (dict(n_scored=5, spearman=NAN), None, "the judge's scores or the experts' reference take one value over all 5"),
-    (dict(n_scored=5, spearman=NAN), 2.0, "the judge gave all 5 scored items the same score (2)"),
+    (dict(n_scored=5, spearman=NAN), 2.0, "the judge gave all 5 scored items the same level (2)"),
     (dict(n_scored=1, spearman=NAN), None, "one scored item: a rank correlation needs two or more"),
     (dict(n_scored=5, n_spearman=0, spearman=NAN), None, "no scored item has a defined reference"),
     (dict(n_scored=0, spearman=NAN, why_empty_text="no prediction"), None, ""),  # the cell's own reason says it
