@@ -218,6 +218,10 @@ def test_report_html_and_the_plots_draw_the_off_scale_rows_and_the_rest_as_befor
 
     constant = dataclasses.replace(_off_scale_run(), judge=np.full(69, 1.0))
     assert constant_judge_score(item_table.evaluate(constant, n_boot=0).splits["all"], "mode") == 1.0
+    # 69 different scores past the scale share the one "above scale" row, yet the judge's scores vary (Spearman is
+    # defined): no constant is named, though the matrix alone would show one row
+    above = dataclasses.replace(_off_scale_run(), judge=np.array([100.0 + k for k in range(69)]))
+    assert constant_judge_score(item_table.evaluate(above, n_boot=0).splits["all"], "mode") is None
 
 
 @pytest.mark.parametrize("score, side", [(5.0, "above"), (-3.0, "below")])
