@@ -202,12 +202,12 @@ def run_notes(result: Metrics) -> list[str]:
     prediction (an unfinished run, or one whose ``--limit`` or ``--split`` left them out: ``_why_missing``), the
     predictions of ids the data lacks (``unknown_ids_note``) and the rows repeating one (``repeated_ids_note``), the
     judge's ``-1`` verdicts off their scale (the release's abstention code), scored or failed
-    (``minus_one_failed_note``), the
-    experts' abstentions and the items with no expert score (``n_unlabelled``), over every item of the run: the
-    Zero-Shot + Standard cell and the items of unknown task type, which are in neither test (unless scored on a
-    held-out criterion: Zero-Shot); and the data's expert scores off their rubric's scale (``off_scale_note``), its duplicate rows left out (``duplicates_note``) and its scored
-    items whose rubric has no readable scale (``no_scale_note``) or whose regression head scored a cut rationale
-    (``cut_scored_note``). report.md, report.html and the score command's console summary all print these."""
+    (``minus_one_failed_note``), the experts' abstentions and the items with no expert score (``n_unlabelled``), over
+    every item of the run: the Zero-Shot + Standard cell and the items of unknown task type, which are in neither test
+    (unless scored on a held-out criterion: Zero-Shot); and the data's expert scores off their rubric's scale
+    (``off_scale_note``), its duplicate rows left out (``duplicates_note``) and its scored items whose rubric has no
+    readable scale (``no_scale_note``) or whose regression head scored a cut rationale (``cut_scored_note``). report.md,
+    report.html and the score command's console summary all print these."""
     tests = [result.splits[split].overall for split in ("all", "unknown") if split in result.splits]
     data = [note for note in (off_scale_note(result), duplicates_note(result), no_scale_note(result),
                               cut_scored_note(result)) if note]
