@@ -4,7 +4,7 @@ cell of the report (Zero-Shot / Standard / all x overall / evaluated model / tas
 The item table is a set of aligned numpy columns, so the metric cells are index selections over the same
 arrays: the 100-fold Verdict Confidence is computed once for all items and averaged per cell.
 
-Why one module of ~1,240 lines: building the columns, deriving the per-item quantities once and selecting every
+Why one module of ~1,270 lines: building the columns, deriving the per-item quantities once and selecting every
 cell from them share the private ``_Derived`` columns and the scale cache; split apart they would pass those
 arrays through public signatures for no reader's gain.
 """
