@@ -855,17 +855,22 @@ class Judge:
         # Released -r judges: POLLUX's scoring input, the chat template over [user: prompt, assistant: the generated
         # text as it came out], no generation prompt (the released judges' scoring, ai-forever/POLLUX).
         completion = text if released else render_rationale_target(rationale)
-        text_for_head = apply_chat(self.tokenizer, job.prompt, completion=completion)
-        # The prompt (the client's text) and the judge's output are tokenized with their special-token strings as
-        # text, as the prompt was for the generation (judge.chat_tokens.chat_ids); the chat template's own tokens stay.
-        ids = chat_ids(self.tokenizer, [chat_parts(text_for_head, job.prompt, completion=completion)])[0]
-        if len(ids) > self.settings.max_model_len:  # the pooling engine would refuse it: not sent
-            out["error"], out["error_reason"] = _over_context(
-                job, options, f"the regression head's input for criterion {{}} is {len(ids)} tokens, longer than the "
-                              f"model's context of {self.settings.max_model_len}")
-            return out, None, True
         assert self.pooler is not None
+        # The head's input is the whole prompt again, a copy of the item's shared part: built once this judgment holds
+        # an engine slot, as its generation's prompt is (serve.jobs.Job.prefix_ids): built earlier, each judgment whose
+        # generation is done would hold its own copy while it waits behind the queued generations for a slot.
         async with self.limit:
+            prompt = job.prompt
+            text_for_head = apply_chat(self.tokenizer, prompt, completion=completion)
+            # The prompt (the client's text) and the judge's output are tokenized with their special-token strings as
+            # text, as the prompt was for the generation (judge.chat_tokens.chat_ids); the template's own tokens stay.
+            ids = chat_ids(self.tokenizer, [chat_parts(text_for_head, prompt, completion=completion)])[0]
+            del prompt, text_for_head
+            if len(ids) > self.settings.max_model_len:  # the pooling engine would refuse it: not sent
+                out["error"], out["error_reason"] = _over_context(
+                    job, options, f"the regression head's input for criterion {{}} is {len(ids)} tokens, longer than "
+                                  f"the model's context of {self.settings.max_model_len}")
+                return out, None, True
             try:
                 # use_activation false: the head's own value, whatever the config's problem_type (without
                 # "regression", vLLM puts a one-label classifier's value through a sigmoid)

@@ -191,3 +191,44 @@ def test_a_head_value_that_is_no_number_is_a_counted_failure_of_its_item(qwen_to
     result, _ = _judged(qwen_tokenizer, "rationale_target", "[FEEDBACK] Хороший стих. [RESULT] 2 [END]",
                         classified={"data": [{"probs": [value]}]})
     assert (result.error, result.score, result.parse_ok) == ("no_score", None, False)
+
+
+def test_a_head_input_is_built_only_once_its_engine_slot_is_taken(qwen_tokenizer, monkeypatch):
+    """A regression judgment's head input (the whole prompt and rationale, tokenized: a copy, not the item's shared
+    prefix) is built once it holds an engine slot, as a generation's whole prompt is (``serve.jobs.Job.prefix_ids``):
+    judgments whose generation is done wait behind every queued generation for a slot, and each would otherwise hold
+    its own full copy while it waits. With one slot and four criteria, at most one head input exists unsent."""
+    from collections import OrderedDict
+
+    import serve.judging
+    from serve.jobs import build_jobs
+    from serve.judging import Judge, JudgeOptions
+
+    pending, most = [0], [0]
+    real_chat_ids = serve.judging.chat_ids
+
+    def counted_chat_ids(*args, **kwargs):  # only the head input is tokenized here while jobs are judged
+        pending[0] += 1
+        most[0] = max(most[0], pending[0])
+        return real_chat_ids(*args, **kwargs)
+
+    class Engine:
+        async def post(self, path: str, payload: dict, request_id: str = "") -> dict:
+            await asyncio.sleep(0)  # an engine call yields to the loop, as the real one does
+            if path == "/classify":
+                pending[0] -= 1
+                return {"data": [{"probs": [1.0]}]}
+            return {"choices": [{"text": "[FEEDBACK] ok [END]", "finish_reason": "stop"}]}
+
+    monkeypatch.setattr(serve.judging, "chat_ids", counted_chat_ids)
+    criteria = [{"name": f"Критерий {k}", "rubrics": "0: нет\n1: да"} for k in range(4)]
+    jobs = build_jobs(parse_judge_request({**ITEM, "criteria": criteria}), qwen_tokenizer, max_model_len=8192,
+                      max_tokens=64)
+    server = object.__new__(Judge)  # no tokenizer copy thread
+    server.settings, server.tokenizer, server._level_ids = _settings("rationale_target"), qwen_tokenizer, OrderedDict()
+    server.generator = server.pooler = Engine()
+    server.limit = asyncio.Semaphore(1)
+    options = JudgeOptions(max_tokens=64, temperature=0.0, lenient=False, constrained=False)
+    results = asyncio.run(server._judge_jobs(jobs, options))
+    assert [r.score for r in results] == [1.0] * 4
+    assert (pending[0], most[0]) == (0, 1)
