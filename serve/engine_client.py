@@ -5,7 +5,7 @@ judgments (``serve.judging``), health probes (``serve.supervision``) and the pro
 ``EngineClient`` POSTs JSON to one engine and gives up at once when that engine is known dead (``unless_dead``).
 An engine call ends in ``EngineUnavailable`` (503: dead or unreachable, a connect timeout included; its
 ``EngineBusy``: no pooled connection came free in time, judge-serve busy, ``server_busy``),
-``EngineFailure`` (502: the engine answered an error, or a 200 whose body could not be read: ``unreadable_answer``)
+``EngineFailure`` (the engine answered an error, or a 200 whose body could not be read: ``unreadable_answer``)
 or ``asyncio.TimeoutError`` (504: no answer within the read timeout);
 the HTTP layer maps each to its status.
 """
@@ -41,9 +41,11 @@ class EngineBusy(EngineUnavailable):
 
 
 class EngineFailure(Exception):
-    """The engine answered with an error (``status``); the server answers 502 with its message (a 4xx's) or
-    without it (a 5xx's, which may carry the engine's internals). ``public``: what the client is told instead, when
-    the failure is another model's (the task classifier's) and the message for the log says more."""
+    """The engine answered with an error (``status``). A judgment's route answers a refusal (a 4xx but 401, 403 and
+    404) with the engine's status and its message, sanitized; vLLM's 404 for the model as a 503 with ``Retry-After``;
+    anything else as a 502 without the message (a 5xx's may carry the engine's internals):
+    ``serve.errors.judgment_failed``. ``public``: what the client is told
+    instead, when the failure is another model's (the task classifier's) and the message for the log says more."""
 
     def __init__(self, message: str, status: int = 500, public: str | None = None, param: Any = None):
         super().__init__(message)
