@@ -1190,10 +1190,12 @@ def off_scale_sides(table: ItemTable, levels: np.ndarray) -> tuple[np.ndarray, n
     the score rounded half up, a regression head's raw value past an end at that end (its 2.6 on 0-2 is 2). A level
     on the item's range that no expert gave (an item without a readable scale, where experts spread over more than a
     rubric's levels leave the axes only the values seen, ``value_levels``) joins the axes where that range spans at
-    most a rubric's levels (``judge.scales.MAX_LEVELS``): it is on the scale, and the range bounds how many levels
-    join. A wider range (a criterion too wide to rate, ``eval.validity.section.too_wide_to_rate``, which the section
-    leaves out, or an item read against a table's range that wide) or none bounds nothing: there the answers are read
-    against the axes as they are, and a level no axis holds is a 1, so that no score is dropped. The matrices count a -1 in their ``below_scale`` row and a 1
+    most a rubric's levels (``judge.scales.MAX_LEVELS``): it is on the scale; each such range adds at most that many
+    levels, so the axes grow with the data's criteria, as far-apart readable scales' do, never with the judge's
+    distinct answers past a range. A wider range (a criterion too wide to rate,
+    ``eval.validity.section.too_wide_to_rate``, which the section leaves out, or an item read against a table's
+    range that wide) or none bounds nothing: there the answers are read against the axes as they are, and a level
+    no axis holds is a 1, so that no score is dropped. The matrices count a -1 in their ``below_scale`` row and a 1
     in ``above_scale`` (``judge.metrics_json.metrics.Confusion``), so a judge's stray numbers never become levels of
     the axes (a levels x levels matrix per panel, growing with the square of its distinct scores)."""
     from eval.validity.ceiling import measured

@@ -658,7 +658,8 @@ class Metrics(_MetricsRecord):
     Attributes:
         judge: the judge's label; target: MAE's reference, "mode" or "mean" of the experts.
         settings: how the metrics were computed; levels: the confusion matrices' axes, every whole level of the
-            items' readable scales and every expert score as given (the judge's scores off them are counted in
+            items' readable scales, every expert score as given, and a judge's level on its item's range no expert
+            gave where that range is at most a rubric's levels (the judge's scores off the scale are counted in
             each ``Confusion``'s off-scale rows; a file written before those rows has the judge's levels here too).
         splits: per test (``item_table.SPLITS``) its ``SplitMetrics``.
         validity: the validity section (``judge.metrics_json.validity.Validity``); None for files written before it
