@@ -175,6 +175,31 @@ def test_a_chrf_of_exactly_chrf_max_is_no_duplicate():
         ("b", "near_duplicate:chrf", "a", round(chrf, 6))]  # the row records 6 digits
 
 
+def test_a_chrf_of_exactly_chrf_original_is_not_original():
+    """Algorithm 1 step 5 (arXiv 2505.24616v3, Appendix C.3): "Samples with a chrF score *below* 0.3 are considered
+    original". A pair whose chrF equals chrf_original is not cleared: its cosine of 0.7 (under 0.8, above the Editing
+    reference's 0.588, worked out above _REFERENCE) makes it borderline, and with no LLM check configured the later
+    sample goes as near_duplicate:reference_percentile. One step above the pair's chrF the bound clears it and both
+    stay. The bound is the pair's own chrF (ChrF().score, the value deduplicate compares)."""
+    text_a, text_b = "Исправьте ошибки в тексте.", "Исправьте ошибки в письме."
+    table = {**_REFERENCE, text_a: _unit(1, 0, 0), text_b: _unit(0.7, math.sqrt(1 - 0.49), 0)}  # cos 0.7
+    rows = [_row("a", text_a), _row("b", text_b)]
+    chrf = ChrF().score(text_b, text_a)
+    assert 0.0 < chrf < 1.0
+
+    def run(chrf_original: float):
+        config = DedupConfig(reference="x", chrf_min_cosine=-1.0, chrf_max=1.01, chrf_original=chrf_original,
+                             block_size=2)
+        return deduplicate(rows, _REF_ROWS, config, _table_embedder(table))
+
+    kept, dropped, _ = run(chrf)
+    assert [r["id"] for r in kept] == ["a"]
+    assert [(d["id"], d["drop_reason"], d["duplicate_of"]) for d in dropped] == [
+        ("b", "near_duplicate:reference_percentile", "a")]
+    kept, dropped, _ = run(float(np.nextafter(chrf, 1.0)))
+    assert ([r["id"] for r in kept], dropped) == (["a", "b"], [])
+
+
 def test_greedy_compares_with_kept_instructions_only():
     """a-b 0.85 and b-c 0.853 but a-c 0.45: b goes, so c (a duplicate only of a dropped one) stays."""
     b2 = math.sqrt(1 - 0.85**2)
