@@ -155,6 +155,8 @@ def test_choice_parser_reads_a_hedge_as_no_answer(reply, expected):
         ("Ответ:1", Answer("1")),
         ("Ответ: 3", Answer("3")),  # a digit, parsed, and wrong
         ("3, нет, 1", Answer("3")),  # the first digit, whatever it is
+        ("0", Answer("0")),  # 0 is one of the regex's digits: parsed, and wrong
+        ("0, нет, 1", Answer("0")),  # a leading 0 is the answer, not skipped for the 1 after it
         ("1.5 или 2", Answer("1")),  # "." is a word boundary
         ("<think>наверное 1</think>Ответ: 2", Answer("1")),  # no reasoning block is skipped
         ("В 2023 году 12 месяцев, ответ 1", Answer("1")),  # 2023 and 12 are not single digits
