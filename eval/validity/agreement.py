@@ -13,6 +13,9 @@ Libraries, and their pitfalls (each pinned by a test):
   the full test in a few array products, where a call of the package per cell and per resample cost far more: the
   figure is in docs/performance.md, under "The validity section of judge-eval score");
   tests pin it equal to the package on random tables, per resample, with unused levels and levels outside a cell.
+  A domain's coincidences hold only the rows that pair on it, and a domain of more than ``DENSE_LEVELS`` levels (a
+  cell pooling criteria whose scales lie far apart) takes the same value from the levels' midranks
+  (``CodedCounts.alphas``), whose arrays grow with the levels rather than their square.
   An expert score that is no level of the value domain (a half-point, 0.5 on a 0-2 rubric, or a score off the
   rubric, both of which the loader keeps with a warning) is left out of both alphas, as the value counts over the
   domain cannot hold it (the package refuses such a value in ``reliability_data``: "out-of-domain values"), and
@@ -60,10 +63,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ALPHA_BOOT", "ALPHA_BOOT_ITEMS", "MIN_USABLE_SHARE", "CodedCounts", "agreement",
+from judge.scales import MAX_LEVELS
+
+__all__ = ["ALPHA_BOOT", "ALPHA_BOOT_ITEMS", "DENSE_LEVELS", "MIN_USABLE_SHARE", "CodedCounts", "agreement",
            "class_codes", "level_positions", "quadratic_kappa", "table_kappa", "usable_interval",
            "value_counts"]
 
+#: The widest value domain whose alphas ``CodedCounts`` computes from a levels x levels coincidence table per
+#: distinct row of value counts (``judge.scales.MAX_LEVELS``, the widest rubric): a cell pooling scales that lie far
+#: apart has a domain of their levels together, and takes the midrank form, whose arrays grow with the levels, not
+#: their square (``CodedCounts.alphas``).
+DENSE_LEVELS = MAX_LEVELS
 #: Resamples of the alpha difference's bootstrap interval.
 ALPHA_BOOT = 100
 #: At most this many items per resample (see the module docstring).
@@ -180,15 +190,20 @@ class CodedCounts:
 
         ``krippendorff.alpha(value_counts=..., value_domain=domain, level_of_measurement="ordinal")`` of the items
         ``draws`` counts (a test pins them equal): the coincidences summed per distinct row, then the package's
-        expected coincidences and ordinal distances from their margins.
+        expected coincidences and ordinal distances from their margins. A domain of more than ``DENSE_LEVELS``
+        levels (a cell pooling criteria whose scales lie far apart) takes ``_midrank_alphas``: the same value from
+        arrays of the rows and their level pairs, where a levels x levels table per distinct row and per draw grows
+        with the square of the domain.
         """
         domain = np.asarray(domain, dtype=float)
         size, n = len(domain), len(draws)
         if not len(self.rows) or size < 2:
             return np.full(n, np.nan)
-        m, per_row = self._coincidences(domain)
+        if size > DENSE_LEVELS:
+            return self._midrank_alphas(draws, domain)
+        m, paired, per_row = self._coincidences(domain)
         eye = np.eye(size)
-        o = (draws @ per_row).reshape(n, size, size)
+        o = (draws[:, paired] @ per_row).reshape(n, size, size)
         n_v = o.sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             e = (n_v[:, :, None] * n_v[:, None, :] - n_v[:, :, None] * eye) / (n_v.sum(axis=1) - 1)[:, None, None]
@@ -201,17 +216,64 @@ class CodedCounts:
         pairable = draws[:, m >= 2].sum(axis=1) > 0  # the package refuses a set with no item rated twice
         return np.where(pairable & np.isfinite(alphas), alphas, np.nan)
 
-    def _coincidences(self, domain: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Each distinct row's number of values in ``domain`` and its coincidences, ``(p, size * size)``: once per
-        domain (the cells of one scale share it; the section asks for every cell's alphas)."""
+    def _midrank_alphas(self, draws: np.ndarray, domain: np.ndarray) -> np.ndarray:
+        """``alphas`` without a levels x levels array: the ordinal distance of levels c < k, the counts from c to k
+        less half of c's and k's, is ``t_k - t_c`` with ``t`` each level's midrank (the counts below it plus half its
+        own), so the expected disagreement is ``2 N sum n (t - mean t)^2 / (N - 1)`` over the margins ``n`` (``N``
+        their sum), and the observed one sums, per distinct row, ``2 n_c n_k (t_k - t_c)^2 / (m - 1)`` over the pairs
+        of its levels (a row holds at most one level per score). Memory: draws x (levels + level pairs of the rows)."""
+        m, margins, pair_row, low, high, weight = self._level_pairs(domain)
+        n_v = draws @ margins
+        total = n_v.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            midrank = np.cumsum(n_v, axis=1) - n_v / 2
+            centre = (n_v * midrank).sum(axis=1) / total
+            spread = (n_v * (midrank - centre[:, None]) ** 2).sum(axis=1)
+            # one level used: no disagreement to expect, 0 (the dense path's) rather than the rounding of the centre
+            expected = np.where((n_v > 0).sum(axis=1) >= 2, 2 * total * spread / (total - 1), 0.0)
+            observed = (draws[:, pair_row] * weight * (midrank[:, high] - midrank[:, low]) ** 2).sum(axis=1)
+            alphas = 1 - observed / expected
+        pairable = draws[:, m >= 2].sum(axis=1) > 0
+        return np.where(pairable & np.isfinite(alphas), alphas, np.nan)
+
+    def _level_pairs(self, domain: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``_midrank_alphas``' per-row arrays over ``domain``, once per domain: each distinct row's number of values
+        in it, its coincidences' margins ``(p, len(domain))`` (``n (m - 1) / (max(m, 2) - 1)``: its counts where it
+        pairs, 0 for one value), and each pair of two levels of one row: the row, the lower and higher level's
+        position, and ``2 n_c n_k / (max(m, 2) - 1)``."""
+        key = b"pairs" + domain.tobytes()
+        if key not in self._per_domain:
+            rows = self.rows[:, np.searchsorted(self.values, domain)]
+            m = rows.sum(axis=1)
+            row, level = np.nonzero(rows)  # row-major: a row's levels ascending, side by side
+            found = [[], [], []]
+            for step in range(1, int(np.bincount(row, minlength=1).max(initial=0))):
+                same = np.flatnonzero(row[step:] == row[:-step])
+                for into, part in zip(found, (row[same], level[same], level[same + step])):
+                    into.append(part)
+            pair_row, low, high = (np.concatenate(part).astype(np.intp) if part else np.zeros(0, dtype=np.intp)
+                                   for part in found)
+            weight = 2 * rows[pair_row, low] * rows[pair_row, high] / (np.maximum(m[pair_row], 2) - 1)
+            margins = rows * ((m - 1) / (np.maximum(m, 2) - 1))[:, None]  # the coincidences' sums: n (m - 1) / (m - 1)
+            self._per_domain[key] = (m, margins, pair_row, low, high, weight)
+        return self._per_domain[key]
+
+    def _coincidences(self, domain: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each distinct row's number of values in ``domain``, the rows that pair there (two values or more: a row of
+        one value has no coincidences) and their coincidences, ``(paired rows, size * size)``: once per domain (the
+        cells of one scale share it; the section asks for every cell's alphas). Only the paired rows, as each
+        criterion of a table has a domain of its own, which the other criteria's rows have no value in: over every
+        row, the domains kept would grow with the criteria times the table's rows."""
         key = domain.tobytes()
         if key not in self._per_domain:
             rows = self.rows[:, np.searchsorted(self.values, domain)]
             m = rows.sum(axis=1)
+            paired = np.flatnonzero(_coincide(rows))
+            rows = rows[paired]
             eye = np.eye(len(domain))
-            scale = (np.maximum(m, 2) - 1)[:, None, None]
+            scale = (np.maximum(m[paired], 2) - 1)[:, None, None]
             per_row = (rows[:, :, None] * rows[:, None, :] - rows[:, :, None] * eye) / scale
-            self._per_domain[key] = (m, per_row.reshape(len(rows), len(domain) ** 2))
+            self._per_domain[key] = (m, paired, per_row.reshape(len(rows), len(domain) ** 2))
         return self._per_domain[key]
 
     def pairable(self, domain: np.ndarray, items: np.ndarray) -> np.ndarray:
@@ -220,7 +282,15 @@ class CodedCounts:
 
     def in_domain(self, domain: np.ndarray, items: np.ndarray) -> np.ndarray:
         """How many values in ``domain`` each of ``items`` has (those alpha over ``domain`` counts)."""
-        return self._coincidences(np.asarray(domain, dtype=float))[0][self.codes[items]]
+        domain = np.asarray(domain, dtype=float)
+        m = (self._coincidences(domain) if len(domain) <= DENSE_LEVELS else self._level_pairs(domain))[0]
+        return m[self.codes[items]]
+
+
+def _coincide(rows: np.ndarray) -> np.ndarray:
+    """Which rows of value counts have coincidences (``n n' - diag(n)`` not all 0): two levels, or a count other than
+    0 and 1 (a whole row with one value has none; a weighted one, 1.5, has)."""
+    return ((rows != 0).sum(axis=1) >= 2) | (rows * rows != rows).any(axis=1)
 
 
 def _coded_alpha(coded: CodedCounts, items: np.ndarray, domain: np.ndarray) -> float | None:
