@@ -23,6 +23,17 @@ def _panel(rng: np.random.Generator, n: int, k: int = 5, top: int = 4) -> np.nda
     return experts
 
 
+def assert_package_alphas(coded: CodedCounts, experts: np.ndarray, drawn: np.ndarray, domain: np.ndarray) -> None:
+    """``coded``'s alpha over ``domain`` of each resample of ``drawn`` is the package's on the same items."""
+    got = coded.alphas(coded.draws(drawn), domain)
+    assert len(got) == len(drawn)  # one alpha per resample: zip alone would pass a short answer
+    for row, items in zip(got, drawn):
+        counts = value_counts(experts[items], domain)
+        expected = krippendorff.alpha(value_counts=counts[counts.sum(axis=1) >= 2], value_domain=list(domain),
+                                      level_of_measurement="ordinal")
+        assert row == pytest.approx(expected, abs=1e-12)
+
+
 def test_coded_alphas_equal_the_krippendorff_package():
     """Coincidences summed per distinct row give the package's ordinal alpha: per resample, on a domain that is a
     subset of the coded values (an expert's value outside it is left out, as value_counts over the domain does), and
@@ -33,13 +44,7 @@ def test_coded_alphas_equal_the_krippendorff_package():
     coded = CodedCounts(value_counts(experts, values), values)
     drawn = rng.integers(0, 400, size=(12, 150))
     for domain in (values, np.arange(4.0)):
-        got = coded.alphas(coded.draws(drawn), domain)
-        assert len(got) == len(drawn)  # one alpha per resample: zip alone would pass a short answer
-        for row, items in zip(got, drawn):
-            counts = value_counts(experts[items], domain)
-            expected = krippendorff.alpha(value_counts=counts[counts.sum(axis=1) >= 2], value_domain=list(domain),
-                                          level_of_measurement="ordinal")
-            assert row == pytest.approx(expected, abs=1e-12)
+        assert_package_alphas(coded, experts, drawn, domain)
     lonely = np.full((3, 5), np.nan)
     lonely[:, 0] = [0, 1, 2]
     single = CodedCounts(value_counts(lonely, values), values)

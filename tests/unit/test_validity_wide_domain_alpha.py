@@ -13,6 +13,7 @@ import pytest
 
 from eval.validity import agreement as agreement_module
 from eval.validity.agreement import DENSE_LEVELS, CodedCounts, value_counts
+from tests.unit.test_validity_fast_paths import assert_package_alphas
 
 
 def _far_apart(n_criteria: int, per: int = 40):
@@ -41,13 +42,7 @@ def test_alphas_past_the_dense_bound_equal_the_krippendorff_package():
     drawn = rng.integers(0, 300, size=(8, 120))
     for domain in (values, values[:250]):
         assert len(domain) > DENSE_LEVELS
-        got = coded.alphas(coded.draws(drawn), domain)
-        assert len(got) == len(drawn)
-        for row, items in zip(got, drawn):
-            counts = value_counts(experts[items], domain)
-            expected = krippendorff.alpha(value_counts=counts[counts.sum(axis=1) >= 2], value_domain=list(domain),
-                                          level_of_measurement="ordinal")
-            assert row == pytest.approx(expected, abs=1e-12)
+        assert_package_alphas(coded, experts, drawn, domain)
     lonely = np.full((3, 2), np.nan)
     lonely[:, 0] = [0, 1, 2]
     single = CodedCounts(value_counts(lonely, values), values)
