@@ -213,7 +213,7 @@ class CodedCounts:
             low, high = np.minimum(level[:, None], level[None, :]), np.maximum(level[:, None], level[None, :])
             d = (cumulative[:, high + 1] - cumulative[:, low] - (n_v[:, :, None] + n_v[:, None, :]) / 2) ** 2
             alphas = 1 - (o * d).sum(axis=(1, 2)) / (e * d).sum(axis=(1, 2))
-        pairable = draws[:, m >= 2].sum(axis=1) > 0  # the package refuses a set with no item rated twice
+        pairable = draws[:, m > 1].sum(axis=1) > 0  # the package refuses a set with no item rated twice (its m > 1)
         return np.where(pairable & np.isfinite(alphas), alphas, np.nan)
 
     def _midrank_alphas(self, draws: np.ndarray, domain: np.ndarray) -> np.ndarray:
@@ -230,10 +230,10 @@ class CodedCounts:
             centre = (n_v * midrank).sum(axis=1) / total
             spread = (n_v * (midrank - centre[:, None]) ** 2).sum(axis=1)
             # one level used: no disagreement to expect, 0 (the dense path's) rather than the rounding of the centre
-            expected = np.where((n_v > 0).sum(axis=1) >= 2, 2 * total * spread / (total - 1), 0.0)
+            expected = np.where((n_v != 0).sum(axis=1) >= 2, 2 * total * spread / (total - 1), 0.0)
             observed = (draws[:, pair_row] * weight * (midrank[:, high] - midrank[:, low]) ** 2).sum(axis=1)
             alphas = 1 - observed / expected
-        pairable = draws[:, m >= 2].sum(axis=1) > 0
+        pairable = draws[:, m > 1].sum(axis=1) > 0
         return np.where(pairable & np.isfinite(alphas), alphas, np.nan)
 
     def _level_pairs(self, domain: np.ndarray) -> tuple[np.ndarray, ...]:

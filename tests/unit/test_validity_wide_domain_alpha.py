@@ -55,6 +55,21 @@ def test_alphas_past_the_dense_bound_equal_the_krippendorff_package():
     assert np.isnan(agreeing.alphas(agreeing.draws(np.arange(4)), values)).all()
 
 
+@pytest.mark.parametrize("counts", [[[0.0, 3.2991], [0.0998, 0.0]], [[0.75, 0.75], [1.5, 0.0]]],
+                         ids=["a row of weight under one", "a row of weight one and a half"])
+def test_weighted_rows_the_package_pairs_are_paired_by_both_forms(monkeypatch, counts):
+    """The package pairs a row whose counts sum past 1 (its ``m > 1``), and a row of weight under one makes a margin
+    no level of the other rows shares: both forms give the package's alpha, not NaN."""
+    from eval.validity import agreement as agreement_module
+
+    counts, domain = np.array(counts), np.array([0.0, 1.0])
+    expected = krippendorff.alpha(value_counts=counts, value_domain=list(domain), level_of_measurement="ordinal")
+    for bound in (10**6, 1):  # the dense form, then the midrank form
+        monkeypatch.setattr(agreement_module, "DENSE_LEVELS", bound)
+        coded = CodedCounts(counts, domain)
+        assert coded.alphas(coded.draws(np.arange(2)[None]), domain)[0] == pytest.approx(expected, abs=1e-12)
+
+
 def test_far_apart_criteria_build_no_coincidence_table_over_a_domain_past_the_dense_bound(monkeypatch):
     """30 criteria 1,000 apart (1,200 items, a pooled domain of ~3,000 levels): the section never asks for the
     levels x levels coincidences of a domain past ``DENSE_LEVELS`` (a (rows, levels^2) array), and its
@@ -99,7 +114,7 @@ def test_the_midrank_form_gives_the_dense_forms_alphas_on_the_sections_data(monk
     dense = figures()
     monkeypatch.setattr(agreement_module, "DENSE_LEVELS", 1)
     midrank = figures()
-    assert len(dense) == 4
+    assert len(dense) == 4 and None not in dense[0][2]  # the pooled cell's interval, past the dense bound, compared
     for (e1, w1, ci1), (e2, w2, ci2) in zip(dense, midrank):
         assert e2 == pytest.approx(e1, abs=1e-12) and w2 == pytest.approx(w1, abs=1e-12)
         assert ci2 == pytest.approx(ci1, abs=1e-9)
