@@ -372,8 +372,10 @@ def check_output_dir(config: TrainConfig, world_size: int | None = None,
                               "planned and export/ holds the judge exported from it; nothing to train or export "
                               "(--overwrite-output-dir to train it again, or another --output-dir)")
         check_resumable(checkpoint)
-        check_world_size(config, checkpoint, world_size, launch)
+        # the stage first: a stage-0 checkpoint loads on any number of ranks, so a world-size refusal read off
+        # run.json for it would send the user to another launch only to be refused for the stage
         check_zero_stage(config, checkpoint)
+        check_world_size(config, checkpoint, world_size, launch)
     if not config.resume and (checkpoint is not None or finished):
         if not config.overwrite_output_dir:
             held = checkpoint.name if checkpoint is not None else "a finished export/"

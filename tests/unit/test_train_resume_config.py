@@ -455,7 +455,6 @@ def _zero_checkpoint(folder, config, *, ranks, launch_world_size, stage=3):
     # run.json's launch may be a later launch's (one that failed inside training): the checkpoint's files win
     (4, 2, "2", 3, "written by 4 ranks (4 zero_pp_rank optimizer files in global_step4) and this launch has 2"),
     (0, 64, "8", 3, "written by 64 ranks (run.json's launch.world_size) and this launch has 8"),
-    (0, 64, "8", 1, "written by 64 ranks (run.json's launch.world_size) and this launch has 8"),
     # ZeRO stage 0 (fp32 or fp16) saves no rank files: the whole optimizer is in the model states, which DeepSpeed
     # loads on any number of ranks (it checks the world size only under zero_optimization(), stage > 0)
     (0, 64, "8", 0, None),
@@ -489,6 +488,22 @@ def test_a_zero_checkpoint_resumes_only_on_the_number_of_ranks_that_wrote_it(tmp
         f"share of the optimizer state, which DeepSpeed cannot load on another number of ranks; resume on "
         f"{refused.split()[2]} ranks (the same nodes x GPUs), or start over with --overwrite-output-dir (under "
         "judge-train submit, `-- --overwrite-output-dir`)")
+
+
+def test_a_stage_0_checkpoint_under_a_stage_1_json_is_refused_for_its_stage_not_for_run_jsons_ranks(tmp_path,
+                                                                                                   monkeypatch):
+    """A stage-0 checkpoint (model states, no rank files) loads on any number of ranks: the one refusal names the
+    stages, not run.json's 64 ranks, whose advice (resume on 64) would only meet the stage refusal next."""
+    import json
+
+    monkeypatch.setenv("WORLD_SIZE", "8")
+    deepspeed = tmp_path / "ds.json"
+    deepspeed.write_text(json.dumps({"zero_optimization": _zero(1)}))
+    earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"), deepspeed=str(deepspeed))
+    _zero_checkpoint(tmp_path / "run", earlier, ranks=0, launch_world_size=64, stage=0)
+    with pytest.raises(ConfigError) as error:
+        check_output_dir(dataclasses.replace(earlier, resume=True))
+    assert "ZeRO stage 0" in str(error.value) and "64 ranks" not in str(error.value)
 
 
 @pytest.mark.parametrize("saved, now", [(3, 2), (2, 3), (0, 3), (2, "3")])  # "3": DeepSpeed reads it as 3
