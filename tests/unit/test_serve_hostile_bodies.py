@@ -61,3 +61,31 @@ def test_a_body_that_cannot_be_decoded_is_a_400_naming_the_body(http, route, bod
     assert (error["param"], error["code"], error["type"]) == ("body", "invalid_json", "invalid_request_error")
     assert error["message"].startswith(says), error["message"]
     assert len(engine.requests) == before
+
+
+@pytest.mark.parametrize("declared, status", [(b"0" * 5000 + b"1", 200), (b"1" + b"0" * 5000, 413)],
+                         ids=["5,000 leading zeros", "a 5,001-digit length"])
+def test_a_content_length_past_pythons_int_digits_is_read_not_a_500(declared, status):
+    """The HTTP parser passes a Content-Length of any number of digits; int() refuses more than 4,300 of them with a
+    ValueError (a 500 and a traceback). Its leading zeros are no size, and more digits than the bound has is past
+    it: the padded 1 is served, the long number refused 413."""
+    import asyncio
+
+    from serve.connections import BodyLimitMiddleware
+
+    async def app(scope, receive, send):
+        body = (await receive())["body"]
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": body})
+
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"x", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/v1/judge", "headers": [(b"content-length", declared)]}
+    asyncio.run(BodyLimitMiddleware(app, max_bytes=1024)(scope, receive, send))
+    assert sent[0]["status"] == status
