@@ -822,12 +822,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             # The rows file is renamed last, so a failed write or rename leaves it as it was (the dropped file may
             # have been replaced); the folder's fsync comes after both renames, so its failure leaves both in place.
             # A file that was not there before is "written", never "replaced".
+            what = "written" if earlier is None else "replaced"
             if _inode(args.out) not in (None, earlier):
-                what = "written" if earlier is None else "replaced"
                 print(f"{prog}: error: --out {args.out}: {args.out} {what}, but not yet synced to disk "
                       f"({err.strerror or err})", file=sys.stderr)
             else:
-                what = "written" if earlier is None else "replaced"
                 print(f"{prog}: error: --out {args.out}: cannot write ({err.strerror or err}); {args.out} not "
                       f"{what}", file=sys.stderr)
             return 2

@@ -38,7 +38,7 @@ gives) is named on stderr, with what to do.
 ``--gpus-per-node 0`` requests no GPUs and runs one CPU rank per node (``--cpu-ranks-per-node``, refused beside
 GPUs): the tiny CPU configs and the Slurm tests use it.
 
-Why one module of ~1,100 lines: every check here guards the one rendered script, against the same parsed flags and
+Why one module of ~1,150 lines: every check here guards the one rendered script, against the same parsed flags and
 config, so that a bad submission fails before it queues; split, each part would re-derive what the others read.
 """
 

@@ -16,9 +16,8 @@ One rule for all of them:
   is a job asked again and then held twice in the file.
 - **Durable appends.** ``JournalWriter.append`` writes its rows, flushes and ``fsync``\\ s once per call: a call is
   a batch (the criteria of one ``/v1/judge`` request) or one finished job; the append that creates the file also
-  fsyncs its folder, so that the name is on disk with the rows. Measured on this project's disk, an
-  fsync costs ~0.26 ms per call against ~0.004 ms for a flush alone: far below any judged item's latency, so
-  every call is synced rather than every N.
+  fsyncs its folder, so that the name is on disk with the rows. An fsync per call costs far less than any
+  judged item's latency, so every call is synced rather than every N.
 """
 
 from __future__ import annotations

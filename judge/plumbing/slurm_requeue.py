@@ -193,7 +193,7 @@ def requeue_if_preempted(job_id: str, restart_count: int, rerun: str = "the reru
         return False
     state = record.get("JobState", "UNKNOWN")
     restarts = record.get("Restarts", "0")
-    if restarts.isdigit() and int(restarts) > restart_count:
+    if restarts.isascii() and restarts.isdigit() and int(restarts) > restart_count:  # '²'.isdigit() too
         log.warning("Slurm job %s is being requeued by Slurm (%s, restart %s); %s", job_id, state, restarts, rerun)
         return True
     if state != "RUNNING" or record.get("PreemptTime", "None") in ("None", ""):

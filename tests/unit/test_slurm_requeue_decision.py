@@ -53,6 +53,9 @@ CASES = [
     ("scancel", signal.SIGTERM, "JobState=CANCELLED Restarts=0 PreemptTime=None", None, False, False),
     ("scancel of a rerun", signal.SIGTERM, "JobState=CANCELLED Restarts=1 PreemptTime=None", "1", False, False),
     ("time limit reached", signal.SIGTERM, "JobState=TIMEOUT Restarts=0 PreemptTime=None", None, False, False),
+    # a Restarts field str.isdigit() takes that int() refuses: no count read, the state decides
+    ("a restart count in other digits", signal.SIGTERM, "JobState=CANCELLED Restarts=² PreemptTime=None", None, False,
+     False),
     # Ctrl+C won over the SIGTERM of an admin's requeue or of a preemption: the ranks ask nothing (Slurm's own requeue
     # is Slurm's, and brings the job back all the same)
     ("Ctrl+C during scontrol requeue", signal.SIGINT, "JobState=COMPLETING Restarts=1 PreemptTime=None", None, False,
