@@ -221,7 +221,8 @@ def why_no_spearman(c: Cell, judge_score: float | None = None) -> str:
         c: the cell.
         judge_score: ``constant_judge_score`` of the cell's test (None: not known), to say which side is constant:
             the matrix's level the judge's scores all count at (a regression head's 2.6 on 0-2 at 2, so the sentence
-            names a level, not the score); ``math.inf`` / ``-math.inf``: one score above / below the scale.
+            names a level, not the score); ``math.inf`` / ``-math.inf``: one score in the "above scale" / "below
+            scale" row (named by its row: "above scale" also holds a score on no level of a too-wide criterion).
     """
     if not c.has_correlations or (c.spearman is not None and math.isfinite(c.spearman)) or c.why_empty_text:
         return ""
@@ -234,8 +235,8 @@ def why_no_spearman(c: Cell, judge_score: float | None = None) -> str:
         return "one scored item: a rank correlation needs two or more"
     if judge_score is not None and math.isinf(judge_score):
         side = "above" if judge_score > 0 else "below"
-        return (f"the judge gave all {pairs} scored items the same score, one {side} the scale (the confusion matrix's "
-                f"\"{side} scale\" row), and a rank correlation needs the judge's scores to vary")
+        return (f"the judge gave all {pairs} scored items the same score, counted in the confusion matrix's \"{side} "
+                "scale\" row, and a rank correlation needs the judge's scores to vary")
     if judge_score is not None:
         shown = fmt(int(judge_score)) if float(judge_score).is_integer() else fmt(judge_score, 1)
         return (f"the judge gave all {pairs} scored items the same level ({shown}) of the confusion matrix, and a rank "

@@ -235,8 +235,21 @@ def test_a_judge_writing_one_score_off_the_scale_on_every_item_is_named_as_const
     block = item_table.evaluate(table, n_boot=0).splits["all"]
     assert block.confusion.all.matrix == [[0] * 3] * 3
     reason = why_no_spearman(block.overall, constant_judge_score(block, "mode"))
-    assert "all 69 scored items the same score" in reason and f"{side} the scale" in reason
+    assert "all 69 scored items the same score" in reason and f"the confusion matrix's \"{side} scale\" row" in reason
     assert "experts' reference" not in reason
+
+
+def test_a_constant_score_inside_a_criterion_too_wide_to_rate_is_not_said_to_be_above_its_scale():
+    """150 on every item of criterion W, whose experts gave 0 and 300: inside W's range, on no axis level, so in the
+    "above scale" row; the sentence names the row it is counted in, never a score above the scale."""
+    from eval.reports.report import constant_judge_score, why_no_spearman
+
+    table = _table([150.0] * 4, ["ok"] * 4, [[0] * 3, [300] * 3, [0] * 3, [300] * 3])
+    table = dataclasses.replace(table, criteria_name=np.array(["W"] * 4, dtype=object))
+    block = item_table.evaluate(table, n_boot=0).splits["all"]
+    assert block.confusion.all.above_scale == [2, 2]
+    reason = why_no_spearman(block.overall, constant_judge_score(block, "mode"))
+    assert "counted in the confusion matrix's \"above scale\" row" in reason and "above the scale" not in reason
 
 
 
