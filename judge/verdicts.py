@@ -537,9 +537,7 @@ def split_at_last_think_close(text: str) -> tuple[str | None, str]:
     One place for it, so that a quote of "what the judge answered" (``eval.judging.format_choice``) is the text the
     reader read.
     """
-    last = None
-    for last in _THINK_CLOSE.finditer(text):
-        pass
+    last = _last_match(_THINK_CLOSE, text)
     return (None, text) if last is None else (text[:last.start()], text[last.end():])
 
 
@@ -586,11 +584,17 @@ def _think_blocks(text: str) -> tuple[str | None, str]:
     return first.group(1), blocks_replaced(text, _THINK_BLOCK, _THINK_CLOSE, " ", cut=cut)
 
 
-def _end_of_last(pattern: re.Pattern[str], text: str) -> int:
-    """Where ``pattern``'s last match in ``text`` ends; 0 without one."""
+def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """``pattern``'s last match in ``text`` (None without one), found in one pass."""
     last = None
     for last in pattern.finditer(text):
         pass
+    return last
+
+
+def _end_of_last(pattern: re.Pattern[str], text: str) -> int:
+    """Where ``pattern``'s last match in ``text`` ends; 0 without one."""
+    last = _last_match(pattern, text)
     return 0 if last is None else last.end()
 
 
