@@ -28,10 +28,9 @@ of its items (``scale_low`` / ``scale_high``), or each scale's own levels where 
 rubric may span (``judge.scales.MAX_LEVELS``: a pooled cell of a 0-2 and a 900-1000 rubric); an item without a
 readable scale adds the integer levels its experts' scores span (floor to ceiling) and the judge's levels there that
 lie within the ends the ceiling takes for it (its criterion's expert range, else the table's, floor to ceiling:
-``rating_ends``): a judge's answer outside them is off that scale as on a known one (below). It had joined the
-domain as a level of its own: each distinct stray answer one more level, the value counts' coincidences a levels x
-levels table per distinct row (work growing with the cube of the judge's distinct answers), and kappa weighed 3 as
-one step from 2. The judge's scores enter kappa, alpha and the confusion
+``rating_ends``): a judge's answer outside them is off that scale as on a known one (below), never a level of the
+domain of its own, which would add a level per distinct stray answer (the value counts' coincidences a levels x
+levels table per distinct row) and weigh 3 as one step from 2 in kappa. The judge's scores enter kappa, alpha and the confusion
 margins as levels: rounded half up, never clipped into the item's scale (a verdict of 5 on a 0-2 scale is no 2), but
 a regression head's raw value past an end is a measurement near it and takes that end, the ceiling's rule
 (``ceiling.measured``), in kappa, alpha, the margins, the exact agreement and the alt-test's ``accuracy`` alike (2.6
@@ -469,8 +468,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     # Each item's scale ends as the ceiling reads them: its own where readable, else inferred from the experts'
     # scores (``reading_ends``). The judge's levels are read against them, the inferred ones
     # widened to whole levels: an unreadable scale's stray answers are then off it and counted, as on a known
-    # rubric, where each had joined the value domain as a level of its own (a levels x levels table per distinct
-    # row of value counts, and kappa weighing 3 as one step from 2).
+    # rubric, rather than each a level of the value domain of its own.
     inferred, ends, rating = reading_ends(table)  # ``inferred``: a criterion's own, before the fallback to the table's
     levels = judge_levels(table.judge, *rating, head)  # NaN off the item's scale
     off_scale = off_scale_levels(table.judge, *rating, head)

@@ -112,7 +112,7 @@ open(sys.argv[1], "w").write("{}\\n" * int(sys.argv[2]))
 
 def test_eval_client_counts_the_cpu_of_what_the_client_waits_for(bench_module, monkeypatch, tmp_path):
     """The client's CPU is the command's and its reaped children's (getrusage once it ended): psutil samples of the
-    process alone, taken every 0.1 s, gave ~0.02 CPU-s here (its interpreter's start) where 0.6 were spent."""
+    process alone, taken every 0.1 s, see neither its children's CPU nor what it spends between samples."""
     eval_client = bench_module("eval_client")
     out = tmp_path / "run"
     out.mkdir()
@@ -220,9 +220,9 @@ def test_serve_large_bodies_counts_a_large_body_that_got_no_answer(bench_module,
 
 
 def test_eval_metrics_times_the_metrics_with_blas_on_one_thread(bench_module, monkeypatch):
-    """`judge-eval score` computes its metrics with BLAS on one thread (eval/scoring/score.py); the bench's metrics
-    step ran them on BLAS's default threads, so its CPU figure also counted OpenBLAS's helper thread spinning between
-    the bootstraps' small products, CPU that score never spends. The step now runs as score runs it."""
+    """`judge-eval score` computes its metrics with BLAS on one thread (eval/scoring/score.py), and so does the
+    bench's metrics step: on BLAS's default threads its CPU figure would also count OpenBLAS's helper thread spinning
+    between the bootstraps' small products, CPU that score never spends."""
     from threadpoolctl import threadpool_info, threadpool_limits
 
     from eval.scoring import item_table, metrics
