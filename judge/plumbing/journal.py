@@ -251,9 +251,10 @@ class JournalWriter:
         """Append rows (one write, one fsync), after cutting a torn last line."""
         data = b"".join(_line(row) for row in rows)
         with self._lock:
-            # An empty file counts as new: made by another step or tool, with its name perhaps not on disk yet
-            new = not self.path.exists() or self.path.stat().st_size == 0
             with self.path.open("a+b") as handle:
+                # An empty file counts as new: made here, or by another step or tool with its name perhaps not on
+                # disk yet
+                new = os.fstat(handle.fileno()).st_size == 0
                 if _end_cleanly(handle, self.path) == "cut":
                     self.torn_tails += 1
                 handle.write(data)  # opened to append: it lands at the end, wherever the cut left the file
