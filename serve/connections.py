@@ -246,13 +246,9 @@ class BodyLimitMiddleware:
         # connection slot for the whole body deadline by trickling it.
         too_large = error_response(413, f"body: the request body exceeds {self.max_bytes} bytes",
                                    "invalid_request_error", "body", "body_too_large", headers={"Connection": "close"})
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit():
-            # its leading zeros are no size, and past the bound's digits it is past the bound: int() of more than
-            # 4,300 digits raises, where the parser passes any number of them
-            digits = declared.lstrip(b"0")
-            if len(digits) > len(str(self.max_bytes)) or int(digits or b"0") > self.max_bytes:
-                return await too_large(scope, receive, send)
+        declared = _bounded_int(dict(scope["headers"]).get(b"content-length", b""), self.max_bytes)
+        if declared is not None and declared > self.max_bytes:
+            return await too_large(scope, receive, send)
         received = 0
         started = False
 
@@ -276,6 +272,16 @@ class BodyLimitMiddleware:
         except _TooLarge:
             if not started:
                 await too_large(scope, receive, send)
+
+
+def _bounded_int(text: str | bytes, most: int) -> int | None:
+    """A header's number, ``most + 1`` for any past ``most``; None where ``text`` is not ASCII digits. str.isdigit
+    takes Latin-1's superscripts ("²"), which int() refuses, and int() refuses past 4,300 digits, where the HTTP
+    parser passes any number of them; leading zeros are no size."""
+    if not (text.isascii() and text.isdigit()):
+        return None
+    digits = text.lstrip(b"0" if isinstance(text, bytes) else "0")
+    return most + 1 if len(digits) > len(str(most)) else min(int(digits or 0), most + 1)
 
 
 def bearer_matches(headers: Iterable[tuple[bytes, bytes]], api_key: str) -> bool:
@@ -398,11 +404,9 @@ class HostAllowListMiddleware:
         proxy that sets ``Host`` to the name alone (nginx's ``$host``) serves on either."""
         from urllib.parse import urlsplit
 
-        # ASCII digits only, and no more than a port has: str.isdigit takes Latin-1's superscripts ("localhost:²"),
-        # which int() refuses, and int() refuses past 4300 digits; such a port is none an Origin can name.
-        number = port.lstrip("0")
-        ports = ({int(number or "0")} if port.isascii() and port.isdigit() and len(number) <= 5
-                 else set() if port else {80, 443})  # fmt: skip
+        # a port past 65535, or no number, is none an Origin can name
+        number = _bounded_int(port, 65535)
+        ports = {number} if number is not None and number <= 65535 else set() if port else {80, 443}
         for key, value in headers:
             if key == b"origin":
                 origin = value.decode("latin-1")
