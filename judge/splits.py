@@ -28,6 +28,7 @@ Zero-Shot rows unless told otherwise. ``SPLIT_TITLES`` names the splits in repor
 
 from __future__ import annotations
 
+import hashlib
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -82,11 +83,13 @@ class UnknownTaskTypeError(RecordError, TaxonomyError):
 
 @dataclass(frozen=True)
 class SplitSpec:
-    """The held-out task types (English taxonomy names) and criteria (base ids)."""
+    """The held-out task types (English taxonomy names) and criteria (base ids), and the sha256 of the file's bytes
+    they were read from ("" for a spec not read from a file)."""
 
     version: str
     task_types: frozenset[str]
     criteria: frozenset[str]
+    sha256: str = ""
 
 
 def default_split_path() -> Path:
@@ -148,7 +151,8 @@ def _split_lists(path: str, text: str) -> dict:
 def _load_split_spec(path: str, taxonomy: Taxonomy) -> SplitSpec:
     if not Path(path).is_file():
         raise FileNotFoundError(f"split file {path} not found; the paper's split ships as judge/data/zero_shot.yaml")
-    raw = _split_lists(path, Path(path).read_text(encoding="utf-8"))
+    data = Path(path).read_bytes()  # hashed and parsed from one read: a record names the bytes its lists came from
+    raw = _split_lists(path, data.decode("utf-8"))
     task_types = set()
     for name in raw["task_types"]:
         canonical = taxonomy.canonical_task_type(name)
@@ -161,7 +165,8 @@ def _load_split_spec(path: str, taxonomy: Taxonomy) -> SplitSpec:
         if cid not in base_ids:
             raise ValueError(f"{path}: criterion {cid!r} is not a base criterion id of the taxonomy")
         criteria.add(cid)
-    return SplitSpec(str(raw.get("version", "")), frozenset(task_types), frozenset(criteria))
+    return SplitSpec(str(raw.get("version", "")), frozenset(task_types), frozenset(criteria),
+                     hashlib.sha256(data).hexdigest())
 
 
 def record_task_type(record, taxonomy: Taxonomy) -> str | None:

@@ -147,14 +147,10 @@ def held_out_split(config: Any) -> dict[str, Any]:
     task types (sorted), how many criteria it holds out, and the split file's sha256. A model card written later
     names these, not what the file (edited since, or a newer package's) says then. {} for a config without
     ``zero_shot`` (no split applies)."""
-    import hashlib
-
-    from judge.splits import default_split_path
     from train.config import zero_shot_split
 
     if not getattr(config, "zero_shot", None):
         return {}
-    spec = zero_shot_split(config)
-    path = Path(getattr(config, "split_file", "") or default_split_path())
+    spec = zero_shot_split(config)  # the split the rows were chosen by: its lists and hash from one read
     return {"held_out_task_types": sorted(spec.task_types), "held_out_criteria": len(spec.criteria),
-            "split_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+            "split_sha256": spec.sha256}

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from train.config import ConfigError, Seq2SeqConfig
+from train.config import ConfigError, Seq2SeqConfig, zero_shot_split
 
 
 def _rows(n, *, edit=None):
@@ -166,3 +166,22 @@ def test_run_json_records_the_split_the_training_held_out(tmp_path, monkeypatch)
     assert data["held_out_task_types"] == sorted(spec.task_types)
     assert data["held_out_criteria"] == len(spec.criteria)
     assert data["split_sha256"] == hashlib.sha256(default_split_path().read_bytes()).hexdigest()
+
+
+def test_the_split_hash_is_of_the_bytes_the_held_out_lists_were_read_from(tmp_path):
+    """A split file edited after the data step read it: run.json pairs the lists the rows were chosen by with their
+    own file's sha256, not the edited file's beside the earlier lists."""
+    import hashlib
+
+    from judge.splits import default_split_path
+    from train.provenance import held_out_split
+
+    split = tmp_path / "split.yaml"
+    original = default_split_path().read_bytes()
+    split.write_bytes(original)
+    config = Seq2SeqConfig(output_dir=str(tmp_path / "run"), zero_shot="refuse", split_file=str(split))
+    chosen = zero_shot_split(config)  # the data step's read
+    split.write_bytes(original + b"\n# edited\n")
+    recorded = held_out_split(config)
+    assert recorded["held_out_task_types"] == sorted(chosen.task_types)
+    assert recorded["split_sha256"] == hashlib.sha256(original).hexdigest()
