@@ -462,10 +462,16 @@ def test_score_probs_keys_the_first_row_lacks_keep_arrows_reader(tmp_path, monke
     assert prediction_rows(table) == expected
 
 
-def test_a_score_probs_key_holding_a_brace_is_read_as_the_line_reader_reads_it(tmp_path):
-    """A later row's ``score_probs`` key holding a brace (``"a}"``) is found among the file's keys: the file reads
-    as the line reader reads it, not refused in Arrow's words."""
+def test_a_score_probs_key_holding_a_brace_is_read_as_the_line_reader_reads_it(tmp_path, monkeypatch):
+    """A later row's ``score_probs`` key holding a brace (``"a}"``) is found among the file's keys: Arrow's reader
+    reads the file (the line reader is not asked) as the line reader reads it, not refused in Arrow's words."""
+    import eval.judging.predictions as predictions
+
     path = tmp_path / "predictions.jsonl"
     rows = [_row(0, score_probs={"0": 1.0}), _row(1, score_probs={"a}": 1.0}), _row(2, score_probs={"x{": 0.5})]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    assert prediction_rows(read_prediction_table(path)) == prediction_rows(prediction_table(iter_predictions(path)))
+    expected = prediction_rows(prediction_table(iter_predictions(path)))
+    monkeypatch.setattr(predictions, "iter_predictions", None)  # the line reader is not asked
+    table = read_prediction_table(path)
+    assert sorted(table.schema.field("score_probs").type.names) == ["0", "a}", "x{"]
+    assert prediction_rows(table) == expected
