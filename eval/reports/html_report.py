@@ -221,11 +221,9 @@ def _metric_table(label: str, typed: Mapping[str, Cell], overall_cell: Cell | No
 def _confusion_html(title: str, conf: Confusion) -> str:
     """A judge x expert-mode heat table (rows: judge, columns: experts), shaded by count; the judge's scores off the
     scale, where the run has any, in a "below scale" row above the levels' and an "above scale" row under them."""
-    levels, matrix = conf.levels or [], conf.matrix or []
+    levels = conf.levels or []
     labels = [_num(v, 0) if float(v).is_integer() else _num(v, 1) for v in levels]
-    off = dict(conf.off_scale_rows())
-    rows = ([("below scale", off["below scale"])] if "below scale" in off else []) + list(zip(labels, matrix)) \
-        + ([("above scale", off["above scale"])] if "above scale" in off else [])
+    rows = conf.drawn_rows(labels)
     peak = max((v for _, row in rows for v in row), default=0) or 1
     # in the metric tables' scroll box: a rubric of 11 levels (0..10) is wider than a 390-pixel phone
     out = [f'<div class="panel"><h4>{_e(title)}</h4><div class="scroll"><table class="confusion"><tr>'

@@ -69,11 +69,7 @@ def plot_confusions(result: Metrics, folder: Path) -> list[Path]:
             ax.axis("off")
         for ax, (title, conf) in zip(axes.flat, panels):
             labels = [fmt(v, 0) if float(v).is_integer() else fmt(v, 1) for v in conf.levels]
-            # the judge's scores off the scale, where the run has any: a row under the lowest level, one past the
-            # highest (as report.html draws them)
-            off = dict(conf.off_scale_rows())
-            rows = [(side, off[side]) for side in ("below scale",) if side in off] + list(zip(labels, conf.matrix)) \
-                + [(side, off[side]) for side in ("above scale",) if side in off]
+            rows = conf.drawn_rows(labels)  # the off-scale rows where the run has any, as report.html draws them
             matrix = np.asarray([row for _, row in rows], dtype=float).reshape(len(rows), len(labels))
             ax.imshow(matrix if matrix.size else np.zeros((1, 1)), cmap="Blues")
             for (i, j), value in np.ndenumerate(matrix):

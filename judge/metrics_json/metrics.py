@@ -393,9 +393,17 @@ class Confusion(_MetricsRecord):
                                      "number of 0 or more")
 
     def off_scale_rows(self) -> list[tuple[str, list[int]]]:
-        """The off-scale rows the matrix has, as (heading, counts per level), in the order they are drawn."""
+        """The off-scale rows the matrix has, as (heading, counts per level): "below scale", then "above scale"."""
         return [(heading, getattr(self, name)) for name, heading in self.OFF_SCALE_ROWS.items()
                 if getattr(self, name) is not None]
+
+    def drawn_rows(self, labels: list[str]) -> list[tuple[str, list[int]]]:
+        """Every row as the pages draw it, (heading, counts per level): "below scale" above the levels' rows (headed
+        by ``labels``), "above scale" under them, each where the matrix has it."""
+        off = dict(self.off_scale_rows())
+        return ([("below scale", off["below scale"])] if "below scale" in off else []) \
+            + list(zip(labels, self.matrix or [])) \
+            + ([("above scale", off["above scale"])] if "above scale" in off else [])
 
     def n_counted(self) -> int:
         """The pairs counted: the matrix's and the off-scale rows' (the items scored that have a unique mode)."""
