@@ -519,7 +519,9 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
                        "says no_unique_mode: skip, which applies to rows that record no reference of their own; "
                        "counted as kept_under_tied_modes in run.json's data report", source,
                        report.kept_under_tied_modes)
-    unchecked = {reason: report.dropped[reason] for reason in _UNCHECKED_REASONS if report.dropped.get(reason)}
+    from train.synthetic.traces import EVERY_LEVEL_REASONS
+
+    unchecked = {reason: report.dropped[reason] for reason in EVERY_LEVEL_REASONS if report.dropped.get(reason)}
     if unchecked:
         logger.warning("%s: %s left out: by their agreement rule every level of the item's rubric agrees with the "
                        "experts (%s), so no trace of it was checked against the label; the traces stage skips such "
@@ -548,11 +550,6 @@ def _rule_words(rule) -> str:
                      for key, value in sorted(rule, key=lambda pair: (pair[0], str(pair[1]))))
 
 
-#: The traces stage's reasons for an item whose agreement rule admits every level of its rubric
-#: (``train.synthetic.traces.training_records``), which ``integer_rows`` drops its rows by.
-_UNCHECKED_REASONS = ("tolerance_admits_every_level", "references_cover_every_level")
-
-
 def _disagreement(record, reasoning: str, score: float, scale, rule: dict[str, Any],
                   min_russian_share: float) -> str | None:
     """Why the traces stage would not keep this trace (its reason), or None when it agrees with the label.
@@ -560,18 +557,17 @@ def _disagreement(record, reasoning: str, score: float, scale, rule: dict[str, A
     The trace is put to ``trace_outcome`` as the journal row of a teacher answer that wrote this reasoning and then
     this integer, and was not cut: one rule for what agrees, here and in the stage."""
     from train.build_data import scores_off_the_rubric
-    from train.synthetic.traces import tolerance_admits_every_level, trace_outcome
+    from train.synthetic.traces import every_level_reason, trace_outcome
 
     if record.expert_scores and (off := scores_off_the_rubric(scale, record.expert_scores)) is not None:
         return off  # experts off the rubric (a 3 on 0..2): no label a trace can agree with
     references, why = _trace_references(record, rule["agreement"], rule["no_unique_mode"])
     if references is None:
         return why
-    if tolerance_admits_every_level(scale, references, float(rule["tolerance"])):
+    if (why := every_level_reason(scale, references, float(rule["tolerance"]))) is not None:
         # The stage skips such an item before asking (every verdict that parses would agree: no trace was checked);
-        # a row written before it did, or a record of your own, is skipped here by the stage's reasons.
-        covered = tolerance_admits_every_level(scale, references, 0.0)
-        return "references_cover_every_level" if covered else "tolerance_admits_every_level"
+        # a row the stage did not skip, or a record of your own, is skipped here by the stage's reasons.
+        return why
     answer = {"ok": True, "content": judge.format_score(score), "reasoning": reasoning, "finish_reason": "stop"}
     outcome, reason, _ = trace_outcome(answer, scale, references, float(rule["tolerance"]),
                                        min_russian_share=min_russian_share)

@@ -103,7 +103,7 @@ from train.synthetic.config import EndpointConfig, TracesConfig
 from train.synthetic.journal import (REFUSED_PREFIX, Journal, log, refused_request, request_failed, run_jobs,
                                      write_stage_outputs)
 
-__all__ = ["experts_reference", "within_tolerance", "reference_within_reach", "bare_answer", "trace_outcome",
+__all__ = ["experts_reference", "within_tolerance", "every_level_reason", "EVERY_LEVEL_REASONS", "reference_within_reach", "bare_answer", "trace_outcome",
            "cut_by_max_tokens", "ask_again_for_max_tokens", "training_records", "run_traces", "MIN_RUSSIAN_SHARE",
            "CHARS_PER_TOKEN", "longer_than_asked", "REFUSED_STATUSES", "STAGE_KEYS", "POOLED_KEY", "own_record",
            "tolerance_admits_every_level", "refuse_traces_rows", "pooled_by_prompt"]
@@ -277,6 +277,20 @@ def tolerance_admits_every_level(scale, references: tuple[float, ...], tolerance
                for level in scale.levels)
 
 
+#: The reasons an item is skipped unchecked, every verdict that parses agreeing (``every_level_reason``).
+EVERY_LEVEL_REASONS = ("tolerance_admits_every_level", "references_cover_every_level")
+
+
+def every_level_reason(scale, references: tuple[float, ...], tolerance: float) -> str | None:
+    """Why no trace of this item can be checked against its label (None: one can): every level of ``scale`` agrees
+    under ``tolerance``. Tied modes that are every level (experts 0 and 1 on a 0/1 rubric, under no_unique_mode:
+    any) do it at any tolerance: their own reason, whose remedy is not a smaller tolerance."""
+    if not tolerance_admits_every_level(scale, references, tolerance):
+        return None
+    covered = tolerance_admits_every_level(scale, references, 0.0)
+    return EVERY_LEVEL_REASONS[1] if covered else EVERY_LEVEL_REASONS[0]
+
+
 #: The keys the traces stage writes on its rows (kept, dropped, failed, skipped) beside the item's POLLUX record:
 #: left out of the record it copies, so that an input row's own never land on a row of this run. Not ``teacher``,
 #: which an annotated row holds for the teacher that labelled it (a row of this run names its own over it).
@@ -431,12 +445,9 @@ def training_records(input_path: str | Path, config: TracesConfig, counts: dict 
         if not reference_within_reach(scale, references, config.tolerance):
             skipped.append((record, "reference_not_a_level"))
             continue
-        if tolerance_admits_every_level(scale, references, config.tolerance):
+        if (why := every_level_reason(scale, references, config.tolerance)) is not None:
             # Every verdict that parses would agree: no trace is rejected, one arguing against the label included.
-            # Tied modes that are every level (experts 0 and 1 on a 0/1 rubric, under no_unique_mode: any) do it at
-            # any tolerance: their own reason, whose remedy is not a smaller tolerance.
-            covered = tolerance_admits_every_level(scale, references, 0.0)
-            skipped.append((record, "references_cover_every_level" if covered else "tolerance_admits_every_level"))
+            skipped.append((record, why))
             continue
         items.append((record, scale, references))
     beyond_limit = max(0, len(items) - config.limit) if config.limit else 0
