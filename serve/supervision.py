@@ -568,8 +568,7 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
                 code = engine.exit_code()
                 answered = None
                 if code is not None:
-                    state.last_exit[role] = code
-                    state.start_timed_out.pop(role, None)
+                    _exited(state, role, code)
                     reason = f"the {role} engine exited with code {code}"
                     log.error("%s (log: %s)", reason, engine.log_path)
                 elif engine.owned and state.status == "ready" and await _refuses(engine.url):
@@ -699,6 +698,12 @@ async def _refuses(url: str, timeout_s: float = 0.25) -> bool:
 _TRANSIENT_START = _OWN_TROUBLE | {errno.EAGAIN, errno.ENOSPC, errno.EINTR}
 
 
+def _exited(state: ServerState, role: str, code: int) -> None:
+    """Record that ``role``'s engine exited with ``code``: its last failure now, no longer a restart's timeout."""
+    state.last_exit[role] = code
+    state.start_timed_out.pop(role, None)
+
+
 def _last_failure(state: ServerState, role: str) -> str:
     """How ``role``'s engine last failed, for a give-up message: its last restart's timeout, or its last exit code."""
     if timed_out := state.start_timed_out.get(role):
@@ -731,8 +736,7 @@ async def _heal(state: ServerState, role: str) -> None:
         if hung is not None and hung.endswith(_PORT_REFUSED) and code is not None:
             # Its server died: seen at its port before its supervisor exited, whose status (the server's: -9 for a
             # kill -9) stop() has only now. From here on it is an engine that exited, as /health tells.
-            state.last_exit[role] = code
-            state.start_timed_out.pop(role, None)
+            _exited(state, role, code)
             hung = None
         up_at = state.came_up.pop(role, None)
         if up_at is not None and died_at - up_at >= config.engine_restart_window_s:
@@ -798,8 +802,7 @@ async def _heal(state: ServerState, role: str) -> None:
                 await asyncio.to_thread(engine.wait_ready, config.engine_start_timeout_s, lambda: state.status != "ready")
             except EngineStartError as err:
                 if engine.exit_code() is not None:
-                    state.last_exit[role] = engine.exit_code()
-                    state.start_timed_out.pop(role, None)
+                    _exited(state, role, engine.exit_code())
                 else:  # alive and still loading: the exit before it is not this failure
                     state.last_exit.pop(role, None)
                     state.start_timed_out[role] = (f"did not answer /health within engine_start_timeout_s "
