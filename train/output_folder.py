@@ -249,9 +249,12 @@ def check_zero_stage(config: TrainConfig, checkpoint: Path) -> None:
     if zero3 != (stage == 3):
         written = "3" if zero3 else "0, 1 or 2"
         found, looks_for = f"{folder.name} holds {saved[0]}", "the other stage's model-states files"
-    elif zero3 or (below_3 := _stage_below_3(folder, saved[0])) is None or (below_3[0] == 0) == (stage == 0):
-        return
     else:
+        if zero3:
+            return
+        below_3 = _stage_below_3(folder, saved[0])
+        if below_3 is None or (below_3[0] == 0) == (stage == 0):  # no stage told, or the one the config sets
+            return
         written, found = below_3
         looks_for = (f"the zero_pp_rank optimizer files stage {stage} saves" if stage else
                      f"the optimizer state in {saved[0]}, where stages 1 and 2 keep none")
