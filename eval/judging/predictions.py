@@ -196,6 +196,20 @@ def _is_kind(value: Any, kind: str) -> bool:
     return type(value) is dict and all(finite_number(v) for v in value.values())
 
 
+def _arrow_read(body: bytes, keys) -> pa.Table | None:
+    """``body`` read by Arrow with every column typed and ``keys`` as score_probs' fields; None where Arrow refuses
+    it (a key outside them, an unknown field, a value of another type)."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    options = pj.ParseOptions(explicit_schema=_table_schema(keys), unexpected_field_behavior="error")
+    try:
+        return pj.read_json(pa.BufferReader(body), parse_options=options,
+                            read_options=pj.ReadOptions(block_size=max(len(body), 1 << 20)))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+
+
 def read_prediction_table(path: str | Path) -> pa.Table:
     """The rows of a ``predictions.jsonl`` (a run folder works too) as one Arrow table: a column per
     ``PREDICTION_FIELDS`` name, in that order, one row per line, in file order (repeated ids kept).
@@ -215,7 +229,6 @@ def read_prediction_table(path: str | Path) -> pa.Table:
     """
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.json as pj
 
     given, path = path, _file(path)
     if not path.exists():
@@ -260,21 +273,13 @@ def read_prediction_table(path: str | Path) -> pa.Table:
     # lacks (the keys the whole file gives are looked for once, and read again), or an unknown field, refused by the
     # line reader naming its row.
     keys = _first_probability_keys(body)
-    table, scanned = None, False
-    while table is None:
-        if keys is None:
-            return prediction_table(iter_predictions(path))
-        options = pj.ParseOptions(explicit_schema=_table_schema(keys), unexpected_field_behavior="error")
-        try:
-            table = pj.read_json(pa.BufferReader(body), parse_options=options,
-                                 read_options=pj.ReadOptions(block_size=max(len(body), 1 << 20)))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            found = None if scanned else _probability_keys(body)  # the whole file's keys: one scan gives them all
-            scanned = True
-            if found is None or set(found) <= set(keys):
-                # no key left to add: the line reader names a bad row, and reads a file it accepts
-                return prediction_table(iter_predictions(path))
-            keys = found
+    table = None if keys is None else _arrow_read(body, keys)
+    if table is None and keys is not None:
+        found = _probability_keys(body)  # the whole file's keys: one scan gives them all
+        if found is not None and not set(found) <= set(keys):
+            table = _arrow_read(body, found)
+    if table is None:  # no key left to add: the line reader names a bad row, and reads a file it accepts
+        return prediction_table(iter_predictions(path))
     if _null_probability_may_hide(body, table.column("score_probs")):
         # its struct column holds an absent key and a null value alike, as null: the line reader tells them apart.
         # Looked for before the keys no row gives are dropped, a key null in every row among them.
