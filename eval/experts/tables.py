@@ -69,6 +69,7 @@ from eval.scoring.metrics import expert_mean, verdict_confidence_experts
 from judge.plumbing.json_reading import counted
 from judge.record_columns import as_columns
 from eval.reports import html_text
+from eval.reports.notes import load_report_notes
 from eval.reports.names import page_name, shown_names
 from eval.reports.report import fmt, markdown_table, md_text
 from judge.plumbing.atomic_write import write_atomically
@@ -200,8 +201,9 @@ def expert_tables(records, critical_in_means: str = "include", mean_over: str = 
         absent (the paper's "—"). Also
         ``"critical_in_means": {"setting", "n_items"}``: the setting and how many items it concerns (Critical
         criteria with an expert score, every split), and ``"mean_over"``: the setting. With ``load_report``,
-        ``"load_notes"``: ``n_duplicate_rows``, ``duplicate_rows``, ``n_off_scale``, ``off_scale_rows`` (the rows
-        named as the load names them, the first 20).
+        ``"load_notes"``: ``eval.reports.notes.load_report_notes`` (``n_duplicate_rows``, ``duplicate_rows``,
+        ``n_off_scale``, ``off_scale_rows``, each only when not zero; the rows named as the load names them, the first
+        20).
     """
     if critical_in_means not in CRITICAL_IN_MEANS:
         raise ValueError(f"critical_in_means: {critical_in_means!r}; one of {', '.join(CRITICAL_IN_MEANS)}")
@@ -254,9 +256,7 @@ def expert_tables(records, critical_in_means: str = "include", mean_over: str = 
         # A check on loading: the release's criteria_score should be the mean computed here (paper, Section 2.3).
         "n_criteria_score_differs": int(differs.sum()),
     }
-    notes = {} if load_report is None else {
-        "load_notes": {"n_duplicate_rows": load_report.n_duplicates, "duplicate_rows": list(load_report.duplicate_rows),
-                       "n_off_scale": load_report.n_off_scale, "off_scale_rows": list(load_report.off_scale_rows)}}
+    notes = {} if load_report is None else {"load_notes": load_report_notes(load_report)}
     return {"counts": counts, **notes,
             "critical_in_means": {"setting": critical_in_means,
                                   "n_items": int((critical & np.isfinite(item_mean)).sum())},
@@ -364,7 +364,7 @@ def mean_over_sentence(result: dict[str, Any]) -> str:
             "Confidence cells are per item either way.")
 
 
-def _load_notes(result: dict[str, Any]) -> list[str]:
+def _load_sentences(result: dict[str, Any]) -> list[str]:
     """What the load left out or kept off scale, as sentences naming the rows (the outputs say it, not only the
     console), in the words of judge-eval score's report (``eval.reports.notes``: ``off_scale_note``,
     ``duplicates_note``; Markdown sentences)."""
@@ -395,7 +395,7 @@ def _blocks(result: dict[str, Any]) -> list[tuple]:
               f"{c['n_criteria_score_differs']} items whose released criteria_score is not the mean of their "
               "experts. An item's score is the mean of its experts' point estimates (paper, Section 2.3), Avg. "
               "pools all items of the column (not the rows). Cells: value (items)."),
-        *(("note", note) for note in _load_notes(result)),
+        *(("note", note) for note in _load_sentences(result)),
         ("p", mean_over_sentence(result)),
         ("p", critical_in_means_sentence(result)),
         ("h3", "Mean expert score by evaluated model (Table 10's Experts column is the Zero-Shot one)"),

@@ -13,7 +13,7 @@ from eval.scoring.item_table import MINUS_ONE_FAILED
 from eval.validity.render import counted
 from judge.metrics_json.metrics import Metrics
 
-__all__ = ["console_text", "cut_scored_note", "duplicates_note", "minus_one_failed_note", "no_scale_note",
+__all__ = ["console_text", "cut_scored_note", "duplicates_note", "load_report_notes", "minus_one_failed_note", "no_scale_note",
            "off_scale_note", "run_notes", "runs_notes", "unknown_ids_note"]
 
 # A place as the loader names it ("line 2", "row index 1", "train-00000-of-00001.parquet: row index 3") reads the
@@ -31,6 +31,19 @@ def _code_span(text: str, limit: int | None = None) -> str:
     should not show (control and bidirectional marks), cut past ``limit`` characters (None: whole)."""
     shown = " ".join("".join(c if c.isprintable() else " " for c in text.replace("`", "'")).split())
     return "`" + (shown if limit is None or len(shown) <= limit else shown[:limit - 3] + "...") + "`"
+
+
+def load_report_notes(load_report) -> dict:
+    """What the load of the records counted that the figures do not show, as the notes ``off_scale_note`` and
+    ``duplicates_note`` read (each only when not zero): records off their rubric's scale, scored as given, and exact
+    duplicate rows, left out: so that a 7 on a 0..2 criterion is never a reference, nor 1,000 rows 990 items, with a
+    word in the log only. metrics.json's notes and experts.json's ``load_notes`` alike."""
+    notes = {}
+    if load_report.n_off_scale:
+        notes.update(n_off_scale=load_report.n_off_scale, off_scale_rows=list(load_report.off_scale_rows))
+    if load_report.n_duplicates:
+        notes.update(n_duplicate_rows=load_report.n_duplicates, duplicate_rows=list(load_report.duplicate_rows))
+    return notes
 
 
 def off_scale_note(result: Metrics) -> str | None:

@@ -44,6 +44,7 @@ from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, item_columns, report_
 from eval.reports.html_report import render_report_page
 from eval.reports.plots import write_plots
 from eval.reports.report import log_wandb, render_markdown
+from eval.reports.notes import load_report_notes
 from eval.validity.section import ValiditySettings, validity_section
 from judge.metrics_json.metrics import Metrics, Notes, RunInfo
 from judge.plumbing.atomic_write import write_atomically
@@ -147,19 +148,6 @@ def _without_stale(rows, records, predictions: Path, data):
     log.warning("%d predictions judged a text their item no longer has in %s (e.g. id %r: the data changed since "
                 "the run): counted as no prediction; rerun `judge-eval run` to ask them again", n_stale, data, example)
     return rows.filter(fresh), n_stale
-
-
-def _load_notes(load_report) -> dict:
-    """What the load of the records counted that the figures do not show, for metrics.json's notes (each only when
-    not zero): records off their rubric's scale, scored as given (``eval.reports.notes.off_scale_note`` says why),
-    and exact duplicate rows, left out: so that a 7 on a 0..2 criterion is never a reference, nor 1,000 rows 990
-    items, with a word in the log only."""
-    notes = {}
-    if load_report.n_off_scale:
-        notes.update(n_off_scale=load_report.n_off_scale, off_scale_rows=list(load_report.off_scale_rows))
-    if load_report.n_duplicates:
-        notes.update(n_duplicate_rows=load_report.n_duplicates, duplicate_rows=list(load_report.duplicate_rows))
-    return notes
 
 
 def _data_of_run(run_info: dict, run_dir: Path) -> str | None:
@@ -457,7 +445,7 @@ def score(
         validity=validity_section(table, target, tests, validity), data=_absolute(data),
         predictions=str(predictions.resolve()),
         # n_stale_predictions beside the items' no-prediction counts (n_missing), which the stale rows' items are in
-        notes=Notes(**notes, **({"n_stale_predictions": n_stale} if n_stale else {}), **_load_notes(load_report),
+        notes=Notes(**notes, **({"n_stale_predictions": n_stale} if n_stale else {}), **load_report_notes(load_report),
                     **selection, **({"verdict_format_inferred": inferred} if inferred else {}),
                     **({"no_raw_outputs": True} if no_raw else {})),
         # POLLUX's evaluator reads "[RESULT] n" tags: a judge that answers with a bare integer (Pollux-4B-Judge)
