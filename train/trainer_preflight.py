@@ -21,7 +21,7 @@ import os
 from typing import Any
 
 from judge.plumbing.config_files import ConfigError
-from judge.plumbing.wandb_login import wandb_host_without_a_key
+from judge.plumbing.wandb_login import wandb_host_without_a_key, wandb_mode_problem
 
 __all__ = ["attention_kernel_cuda_only", "check_attention_kernel", "check_ddp_timeout",
            "check_optim_args_reach_the_optimizer", "check_optimizer_and_schedule", "check_report_to",
@@ -296,6 +296,7 @@ def check_wandb_login(config: Any) -> None:
 
     W&B logs in inside ``trainer.train()`` (transformers' ``WandbCallback.setup``, at ``on_train_begin``), after the
     model loaded; the credentials are looked up as ``judge.plumbing.wandb_login.wandb_host_without_a_key`` says.
+    A ``WANDB_MODE`` W&B does not take is refused first (``wandb_mode_problem``): W&B would stop there too.
     ``report_to: all`` counts as wandb when wandb is installed: ``TrainingArguments`` then reports to every
     integration ``get_available_reporting_integrations`` lists (transformers/training_args.py, ``__post_init__``).
 
@@ -305,6 +306,8 @@ def check_wandb_login(config: Any) -> None:
     if not reports_to_wandb(config):
         return
     given = "wandb" if "wandb" in report_to_names(config) else "all (wandb is installed, so W&B logs)"
+    if (problem := wandb_mode_problem()) is not None:
+        raise ConfigError(f"report_to {given}: {problem}, or --report-to none")
     host = wandb_host_without_a_key()
     if host is None:
         return

@@ -365,11 +365,17 @@ def score(
     from judge.plumbing.journal import JournalError
     from judge.plumbing.provenance import read_provenance
     from judge.plumbing.config_files import ConfigError
-    from judge.plumbing.wandb_login import wandb_host_without_a_key
+    from judge.plumbing.wandb_login import wandb_host_without_a_key, wandb_installed, wandb_mode_problem
 
     predictions = Path(predictions)
     run_dir = predictions if predictions.is_dir() else predictions.parent
     refuse_ranking_folder(predictions, run_dir)  # first: no other flag matters for a folder score cannot read
+    # each stops log_wandb after the whole scoring: refused here, before any work
+    if wandb_project and not wandb_installed():
+        raise ConfigError(f"--wandb-project {wandb_project}: the wandb package is not installed (pip install wandb); "
+                          "install it, or leave --wandb-project out")
+    if wandb_project and (problem := wandb_mode_problem()) is not None:
+        raise ConfigError(f"--wandb-project {wandb_project}: {problem}, or leave --wandb-project out")
     if wandb_project and (host := wandb_host_without_a_key()) is not None:  # wandb.init would stop after the scoring
         raise ConfigError(f"--wandb-project {wandb_project}: no W&B API key for {host} (WANDB_API_KEY, or `wandb "
                           "login`'s .netrc entry) and WANDB_MODE is not set; set WANDB_API_KEY, or WANDB_MODE=offline "

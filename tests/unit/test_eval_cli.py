@@ -707,6 +707,31 @@ def test_score_to_wandb_without_a_key_is_refused_before_it_scores(small_data, tm
         wandb.teardown()
 
 
+def test_score_to_wandb_without_the_package_or_with_a_mode_wandb_refuses_is_refused_before_it_scores(
+        small_data, tmp_path, monkeypatch, capsys):
+    """Without the wandb package, `score --wandb-project` scored every item, wrote metrics.json, then stopped at
+    `import wandb` with a traceback; a WANDB_MODE W&B does not take (`Offline`) passed the key check and stopped
+    wandb.init after the scoring too. Both are refused up front in one line, before any work."""
+    import sys
+
+    data, _ = small_data
+    with ScriptedServer() as server:
+        assert main(_run_args(server.base_url, data, tmp_path / "run")) == 0
+    argv = ["score", "--predictions", str(tmp_path / "run"), "--n-boot", "0", "--no-plots", "--wandb-project", "t"]
+    monkeypatch.setenv("WANDB_MODE", "Offline")
+    assert main(argv) == 2
+    said = capsys.readouterr().err
+    assert "--wandb-project t: WANDB_MODE='Offline' is no mode W&B takes" in said and "Traceback" not in said
+    assert len(said.strip().splitlines()) == 1 and not (tmp_path / "run" / "metrics.json").exists()
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setitem(sys.modules, "wandb", None)  # as where wandb is not installed
+    assert main(argv) == 2
+    said = capsys.readouterr().err
+    assert "--wandb-project t: the wandb package is not installed (pip install wandb)" in said
+    assert "Traceback" not in said and len(said.strip().splitlines()) == 1
+    assert not (tmp_path / "run" / "metrics.json").exists()
+
+
 def test_a_judge_answer_holding_a_lone_surrogate_is_read_as_vllm_writes_it_and_scored(small_data, tmp_path, capsys):
     """A server of another kind sent a JSON-escaped lone surrogate in a verdict's feedback: the run wrote it as its
     escape, and `score` then refused the whole file ("The surrogate pair in string is invalid. in row 0", no field).

@@ -172,6 +172,26 @@ def test_wandb_without_a_key_is_refused_unless_it_logs_locally(tmp_path, monkeyp
     check_wandb_login(_config(tmp_path, report_to="none"))  # nothing asked of W&B
 
 
+@pytest.mark.parametrize("mode", ["Offline", "offline ", "ofline", ""])
+def test_a_wandb_mode_wandb_does_not_take_is_refused_in_one_line(tmp_path, monkeypatch, no_wandb_credentials, mode):
+    """W&B reads WANDB_MODE as written: `Offline` passed the check as a local mode, and `ofline` or an empty one made
+    the check itself raise W&B's validation error, a traceback; either way W&B stops at its start, after the model
+    loaded. Refused in one line naming the value and the remedy; W&B's own modes pass (the test above)."""
+    from wandb.sdk import wandb_setup
+
+    from train.trainer_preflight import check_wandb_login
+
+    monkeypatch.setenv("WANDB_MODE", mode)
+    with pytest.raises(Exception, match="mode"):  # the premise: W&B itself refuses the value
+        wandb_setup.singleton().settings
+    with pytest.raises(ConfigError) as refused:
+        check_wandb_login(_config(tmp_path, report_to="wandb"))
+    said = str(refused.value)
+    assert said.startswith(f"report_to wandb: WANDB_MODE={mode!r} is no mode W&B takes") and "\n" not in said
+    assert "WANDB_MODE=offline" in said and "--report-to none" in said
+    check_wandb_login(_config(tmp_path, report_to="none"))  # nothing asked of W&B
+
+
 def test_report_to_all_is_checked_as_wandb_when_wandb_is_installed(tmp_path, monkeypatch, no_wandb_credentials):
     """`report_to: all` makes TrainingArguments report to every installed integration, wandb among them when it is
     installed (it is here): without a key W&B stopped that run at on_train_begin too. Without wandb installed,
