@@ -7,9 +7,9 @@ From it come the YAML keys and the command-line flags, resolved in one order by 
     dataclass defaults  ->  the YAML file (``--config FILE``)  ->  the flags given on the command line
 
 A YAML key or flag the dataclass does not have is an error naming it (a misspelt ``learning_rat`` must not
-silently train with the default), and so is a key given twice in one mapping or an empty file; values from
-either source are checked against the field's type (and its ``choices``) with an error naming the field and where
-it came from.
+silently train with the default), and so is a key given twice in one mapping; an empty file (or one of comments
+only) sets nothing, every field its default. Values from either source are checked against the field's type (and
+its ``choices``) with an error naming the field and where it came from.
 
 One flag style (``add_config_flags``): ``--output-dir`` for field ``output_dir``; the field's own spelling
 (``--output_dir``, the YAML key) is a hidden alias, kept because older commands and scripts use it. A boolean is
@@ -297,9 +297,9 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
         does each such item of a list of text (``list[str]``), and a field set through a ``<<:`` merge.
 
     Raises:
-        ConfigError: the file is missing (or a pipe, a device: ``special_file_kind``), empty, not YAML or not a
-            mapping, gives a key twice in one mapping (named, with both lines), or sets unknown keys (named, with the
-            known ones).
+        ConfigError: the file is missing (or a pipe, a device: ``special_file_kind``), not YAML or not a mapping
+            (an empty file is the empty mapping), gives a key twice in one mapping (named, with both lines), or sets
+            unknown keys (named, with the known ones).
     """
     import yaml
 
