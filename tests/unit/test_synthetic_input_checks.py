@@ -219,6 +219,7 @@ def test_a_bad_endpoint_mapping_is_one_line_naming_its_setting(tmp_path, capsys,
 
     config = tmp_path / "traces.yaml"
     config.write_text(f"teacher: {teacher}\n", encoding="utf-8")
+    message = f"{config}: {message}"  # the file that gave the mapping, as a top-level key is named by it
     with pytest.raises(ValueError) as refused:
         load_config(TracesConfig, config)
     assert str(refused.value) == message
@@ -228,6 +229,18 @@ def test_a_bad_endpoint_mapping_is_one_line_naming_its_setting(tmp_path, capsys,
     err = capsys.readouterr().err
     assert err.strip().splitlines()[-1] == f"judge-train data traces: error: {message}" and "Traceback" not in err
     assert not out.exists()
+
+
+def test_a_bad_endpoint_mapping_given_as_a_flag_is_named_as_the_command_lines(tmp_path):
+    """A mapping a flag gives over the file's is named as the command line's, not the file's."""
+    from train.synthetic.config import TracesConfig
+
+    config = tmp_path / "traces.yaml"
+    config.write_text("teacher: {model: t}\n", encoding="utf-8")
+    with pytest.raises(ValueError) as refused:
+        load_config(TracesConfig, config, {"teacher": '{"model": "t", "max_token": 4096}'})
+    assert str(refused.value) == ("command line: traces: teacher: unknown keys ['max_token'] for an endpoint; "
+                                  "'max_token': did you mean 'max_tokens'?")
 
 
 def test_an_endpoint_number_written_with_an_exponent_is_sent_as_a_number(tmp_path):
@@ -248,8 +261,8 @@ def test_an_endpoint_list_item_that_is_no_mapping_is_named_by_its_place(tmp_path
     config.write_text("generators: [{model: a}, gpt-4o]\n", encoding="utf-8")
     with pytest.raises(ValueError) as refused:
         load_config(InstructionsConfig, config)
-    assert str(refused.value) == ("instructions: generators[1]: expected a mapping of endpoint settings (model: ..., "
-                                  "base_url: ...), got 'gpt-4o'")
+    assert str(refused.value) == (f"{config}: instructions: generators[1]: expected a mapping of endpoint settings "
+                                  "(model: ..., base_url: ...), got 'gpt-4o'")
 
 
 # ----------------------------------------------------------------------------------------------------- a later stage's rows

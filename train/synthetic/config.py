@@ -411,26 +411,42 @@ def load_config(cls: type, path: str | Path | None = None, overrides: dict | Non
         ValueError: unknown keys in the YAML, naming them and the file (``judge.plumbing.config_files.ConfigError``).
     """
     config = resolve_config(cls, path or None, overrides)
-    stage_endpoints(config)  # endpoint mappings are validated now, not at the first request
+    # endpoint mappings are validated now, not at the first request, each named by where it was given (a default
+    # is a valid endpoint, so only the file or a flag can be named)
+    flagged = {name for name, value in (overrides or {}).items() if value is not None}
+    stage_endpoints(config, {name: "command line" if name in flagged else str(path)
+                             for name in _ENDPOINT_FIELDS if name in flagged or path})
     return config
 
 
-def stage_endpoints(config: Any) -> list[EndpointConfig]:
+#: The settings that hold endpoint mappings (``stage_endpoints``).
+_ENDPOINT_FIELDS = ("generators", "answer_models", "teacher", "llm")
+
+
+def stage_endpoints(config: Any, sources: dict[str, str] | None = None) -> list[EndpointConfig]:
     """The endpoints a stage's config asks: its generators, answer models, teacher, or dedup's LLM check when it runs
     (none for a stage without a teacher yet: ``check_runnable`` names that setting).
+
+    Args:
+        config: the stage's config.
+        sources: setting -> where it was given (the YAML file, "command line"), which an error names first.
 
     Raises:
         ValueError: an endpoint mapping that is not one (``EndpointConfig``'s checks).
     """
     stage = getattr(config, "stage", "") or type(config).__name__
+
+    def where(name: str) -> str:
+        given = (sources or {}).get(name)
+        return f"{given}: {stage}: {name}" if given else f"{stage}: {name}"
+
     endpoints = []
     for name in ("generators", "answer_models"):
-        endpoints += [endpoint_config(e, f"{stage}: {name}[{i}]")
-                      for i, e in enumerate(getattr(config, name, None) or ())]
+        endpoints += [endpoint_config(e, f"{where(name)}[{i}]") for i, e in enumerate(getattr(config, name, None) or ())]
     if getattr(config, "teacher", None):
-        endpoints.append(endpoint_config(config.teacher, f"{stage}: teacher"))
+        endpoints.append(endpoint_config(config.teacher, where("teacher")))
     if getattr(config, "llm", None) and getattr(config, "runs_llm_check", False):
-        endpoints.append(endpoint_config(config.llm, f"{stage}: llm"))
+        endpoints.append(endpoint_config(config.llm, where("llm")))
     return endpoints
 
 
