@@ -105,14 +105,22 @@ def resolve_config(argv: Sequence[str] | None = None) -> tuple[ServeConfig, argp
         ConfigError: an unknown YAML key or a bad value, naming it.
     """
     args = build_parser().parse_args(argv)
-    config = resolve_settings(ServeConfig, args.config, given_flags(args, ServeConfig))
+    flags = given_flags(args, ServeConfig)
+    config = resolve_settings(ServeConfig, args.config, flags)
     # Which settings the user chose (file or flag), so that a checkpoint's own needs fill only the others.
     args.chosen_settings = chosen_fields(args, ServeConfig)
     if not config.served_model_name:
         config.served_model_name = default_served_name(config.model)
     config.api_key = resolve_api_key(config.api_key, config.api_key_env, command="judge-serve",
                                      default_env="JUDGE_SERVE_API_KEY")
-    return config.validate(), args
+    try:
+        return config.validate(), args
+    except ConfigError as err:
+        # a key inside the reward_rule mapping is named by where the mapping was given, as a YAML key by its file
+        source = "command line" if "reward_rule" in flags else args.config
+        if source and str(err).startswith("reward_rule"):
+            raise ConfigError(f"{source}: {err}") from None
+        raise
 
 
 #: The refused labels ``--check-labels`` prints before it only counts them.

@@ -462,3 +462,20 @@ def test_an_engine_url_that_is_no_http_url_of_a_host_and_port_is_refused_naming_
         ServeConfig(model="x", **{field: url}).validate()
     for good in ("http://127.0.0.1:8001", "http://127.0.0.1:8001/v1", "https://engine.example/v1/", "http://engine"):
         ServeConfig(model="x", **{field: good}).validate()
+
+
+def test_a_bad_key_inside_reward_rule_is_named_by_the_file_or_the_command_line(tmp_path, monkeypatch):
+    """A top-level key of the YAML is refused naming the file; a key inside its reward_rule mapping was named by the
+    setting alone. It is named by where the mapping was given: the file, or a flag over it."""
+    monkeypatch.delenv("JUDGE_SERVE_API_KEY", raising=False)
+    path = tmp_path / "serve.yaml"
+    path.write_text(f"model: {tmp_path}\nreward_rule: {{scroe: 1}}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as refused:
+        resolve_config(["--config", str(path)])
+    assert str(refused.value).startswith(f"{path}: reward_rule: unknown field(s) ['scroe']")
+    with pytest.raises(ConfigError) as refused:
+        resolve_config(["--config", str(path), "--reward-rule", '{"combine": "max"}'])
+    assert str(refused.value).startswith("command line: reward_rule.combine")
+    path.write_text(f"model: {tmp_path}\nmax_tokens: 0\n", encoding="utf-8")  # a top-level value: its own words
+    with pytest.raises(ConfigError, match=r"^max_tokens: must be positive"):
+        resolve_config(["--config", str(path)])
