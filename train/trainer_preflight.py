@@ -21,7 +21,7 @@ import os
 from typing import Any
 
 from judge.plumbing.config_files import ConfigError
-from judge.plumbing.wandb_login import wandb_host_without_a_key, wandb_mode_problem
+from judge.plumbing.wandb_login import no_key_problem, wandb_host_without_a_key, wandb_mode_problem
 
 __all__ = ["attention_kernel_cuda_only", "check_attention_kernel", "check_ddp_timeout",
            "check_optim_args_reach_the_optimizer", "check_optimizer_and_schedule", "check_report_to",
@@ -311,9 +311,8 @@ def check_wandb_login(config: Any) -> None:
     host = wandb_host_without_a_key()
     if host is None:
         return
-    raise ConfigError(f"report_to {given}: no W&B API key for {host} (WANDB_API_KEY, or `wandb login`'s "
-                      ".netrc entry) and WANDB_MODE is not set: W&B would stop the run at its first step, after the "
-                      "model loaded; set WANDB_API_KEY, or WANDB_MODE=offline to log locally, or --report-to none")
+    raise ConfigError(f"report_to {given}: {no_key_problem(host)}: W&B would stop the run at its first step, after "
+                      "the model loaded; set WANDB_API_KEY, or WANDB_MODE=offline to log locally, or --report-to none")
 
 
 def _one_line(err: BaseException) -> str:

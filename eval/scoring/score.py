@@ -365,7 +365,8 @@ def score(
     from judge.plumbing.journal import JournalError
     from judge.plumbing.provenance import read_provenance
     from judge.plumbing.config_files import ConfigError
-    from judge.plumbing.wandb_login import wandb_host_without_a_key, wandb_installed, wandb_mode_problem
+    from judge.plumbing.wandb_login import (no_key_problem, wandb_host_without_a_key, wandb_installed,
+                                            wandb_mode_problem)
 
     predictions = Path(predictions)
     run_dir = predictions if predictions.is_dir() else predictions.parent
@@ -377,9 +378,8 @@ def score(
     if wandb_project and (problem := wandb_mode_problem()) is not None:
         raise ConfigError(f"--wandb-project {wandb_project}: {problem}, or leave --wandb-project out")
     if wandb_project and (host := wandb_host_without_a_key()) is not None:  # wandb.init would stop after the scoring
-        raise ConfigError(f"--wandb-project {wandb_project}: no W&B API key for {host} (WANDB_API_KEY, or `wandb "
-                          "login`'s .netrc entry) and WANDB_MODE is not set; set WANDB_API_KEY, or WANDB_MODE=offline "
-                          "to log locally, or leave --wandb-project out")
+        raise ConfigError(f"--wandb-project {wandb_project}: {no_key_problem(host)}; set WANDB_API_KEY, or "
+                          "WANDB_MODE=offline to log locally, or leave --wandb-project out")
     run_info = read_provenance(run_dir, missing_ok=True)
     config = run_info.get("config") if isinstance(run_info.get("config"), dict) else {}
     data_from_run = not data

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["WANDB_LOCAL_MODES", "WANDB_MODES", "wandb_host_without_a_key", "wandb_installed", "wandb_mode_problem"]
+__all__ = [
+    "WANDB_LOCAL_MODES", "WANDB_MODES", "no_key_problem", "wandb_host_without_a_key", "wandb_installed",
+    "wandb_mode_problem",
+]
 
 #: ``WANDB_MODE`` values under which W&B logs without an account: ``offline`` writes the run under ``WANDB_DIR``
 #: (``wandb sync`` uploads it later), ``disabled`` logs nothing, ``dryrun`` is the old spelling of offline.
@@ -66,3 +69,11 @@ def wandb_host_without_a_key() -> str | None:
     if wbnetrc.read_netrc_auth(host=settings.base_url):
         return None
     return str(settings.base_url)
+
+
+def no_key_problem(host: str) -> str:
+    """Why W&B would stop this process for want of a key for ``host``, in one clause that names ``WANDB_MODE`` as it
+    is (unset, or an online mode such as ``online`` or ``shared``): both stages' refusals start with it."""
+    mode = os.environ.get("WANDB_MODE")
+    said = "is not set" if mode is None else f"is {mode!r}, which logs online"
+    return (f"no W&B API key for {host} (WANDB_API_KEY, or `wandb login`'s .netrc entry) and WANDB_MODE {said}")

@@ -158,6 +158,11 @@ def test_wandb_without_a_key_is_refused_unless_it_logs_locally(tmp_path, monkeyp
     with pytest.raises(ConfigError) as refused:
         check_wandb_login(config)
     assert "\n" not in str(refused.value) and str(refused.value).startswith("report_to wandb: no W&B API key for ")
+    assert "and WANDB_MODE is not set:" in str(refused.value)
+    for mode in ("online", "shared"):  # set, but online: the refusal names the mode as it is, not "not set"
+        monkeypatch.setenv("WANDB_MODE", mode)
+        with pytest.raises(ConfigError, match=rf"and WANDB_MODE is '{mode}', which logs online: W&B would stop"):
+            check_wandb_login(config)
     for mode in ("offline", "disabled", "dryrun"):
         monkeypatch.setenv("WANDB_MODE", mode)
         check_wandb_login(config)
