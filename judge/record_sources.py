@@ -135,64 +135,122 @@ def _release_arrow_memory() -> None:
 
 
 def _jsonl_table(path: Path):
-    """The JSONL file as an Arrow table whose row i is line i, or None (blank lines, CR line ends, Arrow refuses)."""
-    import pyarrow as pa
-    import pyarrow.json as pj
-
+    """The JSONL file as an Arrow table whose row i is line i, or None (blank lines, CR line ends, Arrow refuses),
+    the reason logged at debug level: the row path reads the file then, the same records a good deal slower."""
     data = path.read_bytes()
     start = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0  # a byte order mark is no part of the first row
     lines = data.count(b"\n") + (not data.endswith(b"\n"))
     # One object a line, as the row path reads them (blank lines it skips, keeping the numbers of the others), and no
     # CR line ends (Python splits lines there, Arrow does not).
     if not arrow_reads_lines_alike(data, lines, start) or b"\r" in data:
-        return None
+        return _row_by_row(path, "blank lines, or CR line ends, which Arrow numbers apart from the row path")
     if not arrow_may_read(data):  # nesting that may crash Arrow's reader: the row path names the line
-        return None
+        return _row_by_row(path, "a line nests deeper than Arrow's reader is given")
     found = _first_row_schema(data, start)
     if found is None:
-        return None
+        return _row_by_row(path, f"its first row is no object Arrow reads with at most {_MAX_ARROW_FIELDS} fields")
     schema, maybe_null = found
-    options = pj.ReadOptions(block_size=min(max(len(data) + 1, 1 << 20), (1 << 31) - 1))
-    table = None
-    retyped: set[str] = set()
-    while table is None:
-        try:
-            # The keys of the first row, typed: Arrow would otherwise build a column, as long as the file, of every
-            # key any row gives (rows times distinct keys). A row with another key stops it: read again with the
-            # known fields no row needs that the file names (``_LATER_FIELDS``), else by the row path, which a column
-            # that some row lacks goes to anyway (``judge.column_reader``).
-            parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
-            table = pj.read_json(pa.BufferReader(pa.py_buffer(data)[start:]), read_options=options,
-                                 parse_options=parse)
-            # Checked whole, or a bad table would fail far from here with
-            # no row named: the JSON reader does not check UTF-8 (the row path names the byte and its line), and it
-            # builds a malformed list column when the file's first list starts with null ([null, 1.0]: offsets past
-            # the values). A key given twice in one object it refuses (the row path names the field).
-            table.validate(full=True)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
-            table = None
-            changed = _STRING_TO_NUMBER.search(str(err))
-            name = changed.group(1) if changed else None
-            if name in maybe_null and name not in retyped and schema.field(name).type == pa.string():
-                # a text the first row gives as null or leaves out, and a later row as a number: typed as Arrow's
-                # inference types it, an integer column the column reader reads as digits (once: a text after it
-                # stops the read again)
-                retyped.add(name)
-                schema = schema.set(schema.get_field_index(name), pa.field(name, pa.int64()))
-                continue
-            later = [name for name in _LATER_FIELDS if name not in schema.names
-                     and b'"%s"' % name.encode() in data] if "unexpected field" in str(err) else []
-            if not later:
-                return None
-            schema = pa.schema([*schema, *(pa.field(name, _known_types()[name]) for name in later)])
-            maybe_null |= dict.fromkeys(later, False)
+    table, reason = _read_typed(data, start, schema)
+    if table is None and _later_rows_may_need(reason, schema, maybe_null):
+        # Typed for what later rows give, from the file's bytes, then read once more: scanned only for a file whose
+        # first read stopped, not for every file whose first row leaves a field out or null.
+        wider, maybe_null = _typed_for_later_rows(data, schema, maybe_null)
+        if wider != schema:
+            schema = wider
+            table, reason = _read_typed(data, start, schema)
+    if table is None:
+        if "unexpected field" in reason and logger.isEnabledFor(logging.DEBUG):
+            reason = _unexpected_key(data, start, set(schema.names)) or reason
+        return _row_by_row(path, f"Arrow's reader stopped: {reason}")
     if table.num_rows != lines:
-        return None
+        return _row_by_row(path, f"Arrow read {table.num_rows} rows of its {lines} lines")
     return _as_inferred(table, maybe_null)
+
+
+def _read_typed(data: bytes, start: int, schema) -> tuple[Any, str]:
+    """The file's rows read by Arrow with ``schema`` (a key it lacks stops the read), or None and the first line of
+    Arrow's refusal."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    options = pj.ReadOptions(block_size=min(max(len(data) + 1, 1 << 20), (1 << 31) - 1))
+    try:
+        # The keys of the first row, typed: Arrow would otherwise build a column, as long as the file, of every key
+        # any row gives (rows times distinct keys). A row with another key stops it, and the file goes to the row
+        # path, which a column that some row lacks goes to anyway (``judge.column_reader``).
+        parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+        table = pj.read_json(pa.BufferReader(pa.py_buffer(data)[start:]), read_options=options, parse_options=parse)
+        # Checked whole, or a bad table would fail far from here with
+        # no row named: the JSON reader does not check UTF-8 (the row path names the byte and its line), and it
+        # builds a malformed list column when the file's first list starts with null ([null, 1.0]: offsets past
+        # the values). A key given twice in one object it refuses (the row path names the field).
+        table.validate(full=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+        return None, (str(err).strip().splitlines() or [type(err).__name__])[0]
+    return table, ""
 
 
 #: Arrow's refusal of a number in a top-level column typed as text, naming the column.
 _STRING_TO_NUMBER = re.compile(r"Column\(/([^/()]+)\) changed from string to number")
+
+
+def _later_rows_may_need(reason: str, schema, maybe_null: Mapping[str, bool]) -> bool:
+    """Arrow's refusal ``reason`` may be mended by typing the schema for later rows (``_typed_for_later_rows``): a key
+    the first row lacks, or a number in a text column the first row gives as null or leaves out; not a value no
+    typing holds (a list where a number was), which stops a second read as it stopped the first."""
+    import pyarrow as pa
+
+    changed = _STRING_TO_NUMBER.search(reason)
+    if changed:
+        return changed.group(1) in maybe_null and schema.field(changed.group(1)).type == pa.string()
+    return "unexpected field" in reason
+
+
+def _row_by_row(path: Path, reason: str) -> None:
+    """None, for a JSONL file the row path reads, with why said at debug level."""
+    logger.debug("%s: read row by row: %s", path, reason)
+    return None
+
+
+def _unexpected_key(data: bytes, start: int, names: set[str]) -> str | None:
+    """Which line first gives a key that is none of ``names`` (Arrow's refusal names neither), as a phrase; None
+    when no line does. Parses the lines, so only for the debug log."""
+    for number, raw in enumerate(data[start:].split(b"\n")):
+        try:
+            row = json.loads(raw)
+        except JSON_REFUSALS:
+            continue
+        key = next((k for k in row if k not in names), None) if isinstance(row, dict) else None
+        if key is not None:
+            return f"line {number + 1} gives the key {key!r}, which the first row does not"
+    return None
+
+
+def _typed_for_later_rows(data: bytes, schema, maybe_null: dict[str, bool]) -> tuple[Any, dict[str, bool]]:
+    """The first row's schema (``_first_row_schema``) with what the file's bytes say later rows need, all of it, so that
+    one more read by Arrow settles the file: each known field no row needs (``_LATER_FIELDS``) that the first row
+    leaves out and the file names, and each known text the first row gives as null or leaves out that the file
+    gives as a number, typed as Arrow's inference types it (an integer column the column reader reads as digits;
+    a text in it as well stops the read, and the row path reads the file). A name or number the bytes show inside
+    a text or a nested object only adds a column of nulls (``_as_inferred`` takes it out again) or a read that
+    stops: the row path's records, never others."""
+    import pyarrow as pa
+
+    maybe_null = dict(maybe_null)
+    later = [name for name in _LATER_FIELDS if name not in schema.names and b'"%s"' % name.encode() in data]
+    schema = pa.schema([*schema, *(pa.field(name, _known_types()[name]) for name in later)])
+    maybe_null |= dict.fromkeys(later, False)
+    for name in maybe_null:
+        if schema.field(name).type == pa.string() and _number_under_key(name).search(data):
+            schema = schema.set(schema.get_field_index(name), pa.field(name, pa.int64()))
+    return schema, maybe_null
+
+
+@functools.cache
+def _number_under_key(name: str) -> re.Pattern[bytes]:
+    """A key ``name`` whose value is a JSON number (its first character), in a file's bytes."""
+    return re.compile(rb'"%s"[ \t\n\r]*:[ \t\n\r]*[-0-9]' % re.escape(name.encode()))
+
 
 #: The most fields (nested ones counted) the first row of a JSONL file may give for Arrow to read the file: each is a
 #: column as long as the file. A file whose rows give more is read by the row path, whose work grows with the file.

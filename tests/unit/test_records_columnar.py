@@ -767,3 +767,40 @@ def test_a_first_row_with_no_experts_and_empty_expert_ids_keeps_arrows_reader(tm
     head = NO_EXPERTS | {"id": "d1", "expert_ids": []}
     later = GOOD | {"id": "d2", "expert_ids": [f"e{k}" for k in range(len(GOOD["expert_scores"]))]}
     _read_column_wise_as_the_row_path_reads(tmp_path / "empty_ids.jsonl", [head, later], monkeypatch)
+
+
+def test_a_key_only_a_later_row_gives_is_read_by_the_row_path_which_the_debug_log_says(tmp_path, caplog):
+    """A row giving a key the first row lacks (no known field) sends the file to the row path, with the records and
+    report it makes; the debug log names the key and its line, which Arrow's own refusal ("unexpected field") does
+    not."""
+    import logging
+
+    rows = [GOOD | {"id": "d1"}, GOOD | {"id": "d2", "answer": "другой"}, GOOD | {"id": "d3", "batch": "b3"}]
+    path = _jsonl(tmp_path / "later_key.jsonl", rows)
+    with caplog.at_level(logging.DEBUG, logger="judge.record_sources"):
+        loaded = judge.load_records_report(path)
+    _same(loaded, _row_path(path, rows))
+    assert loaded[0][2].extra["batch"] == "b3"
+    said = [r.getMessage() for r in caplog.records if r.name == "judge.record_sources"]
+    assert any("row by row" in m and "'batch'" in m and "line 3" in m for m in said), said
+
+
+def test_texts_null_first_and_integers_later_are_typed_for_one_more_read(tmp_path, monkeypatch):
+    """Optional texts the first row gives as null or leaves out, and later rows give as integers or give at all, are
+    all typed once the first read stops: Arrow parses the file twice, not again per field its error names (the file's
+    bytes are scanned for them only then, not for every file whose first row leaves a field out)."""
+    import pyarrow.json as pj
+
+    head = GOOD | {"id": "d1", "model_id": None, "task_subsubtype": None}
+    head.pop("domain", None)
+    rows = [head, GOOD | {"id": "d2", "model_id": 7, "task_subsubtype": 5, "domain": 4}]
+    path = _jsonl(tmp_path / "typed_once.jsonl", rows)
+    calls = []
+    read = pj.read_json
+    monkeypatch.setattr(pj, "read_json", lambda *a, **k: (calls.append(1), read(*a, **k))[1])
+    from judge.record_sources import _jsonl_table
+
+    assert _jsonl_table(path) is not None
+    assert len(calls) == 3  # the first row's inference, the read that stops, and the read typed for the later rows
+    monkeypatch.undo()
+    _read_column_wise_as_the_row_path_reads(path, rows, monkeypatch)
