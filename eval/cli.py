@@ -13,12 +13,17 @@
     judge-eval mera ruhumaneval --endpoint URL --model NAME --out runs/rhe      (see eval/mera/cli.py)
 
 Exit codes: 0 done; 2 a usage, configuration or input error (named on stderr); 3 run/rank: some requests failed;
-4 run/rank: the server cannot be used; 130 interrupted (`judge-eval SUBCOMMAND --help` lists each one's).
+4 run/rank: the server cannot be used; 130 interrupted; 141 stdout's reader gone (`judge-eval ... | head -1`)
+(`judge-eval SUBCOMMAND --help` lists each one's).
 
 Example override: ``judge-eval run --config configs/eval/gpt-4o.yaml --concurrency 4 --limit 100 ...`` (flags
 override the YAML, which overrides the defaults). Without ``--data`` the bundled sample data is judged.
 ``--judge`` may be a checkpoint folder or hub id (judge-serve is started for it if installed, else vLLM), a
 judge-serve or vLLM URL, or any OpenAI-compatible API. ``judge-eval SUBCOMMAND --help`` lists every option.
+
+Why one module of ~510 lines: judge-eval's one parser, every subcommand's flags, and one ``main`` that answers each
+subcommand's failures with the exit codes its ``--help`` lists; each handler is a few lines calling the package that
+does the work, and split, a subcommand's flags and the codes it exits with would be read in two places.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from judge.plumbing.json_reading import counted
 from judge.sample_data import SAMPLE_DATA, data_source  # `--data sample` and an empty --data, as judge-train reads them
 from judge.plumbing.console_logging import CHATTY_LOGGERS, configure_logging, split_log_level  # every script's set-up
 from judge.plumbing.openmp import idle_threads_sleep  # first thing in main, before torch loads
+from judge.plumbing.closed_stdout import exits_quietly_on_closed_stdout, stdout_closed  # main's closed stdout
 
 log = logging.getLogger("judge_eval")
 
@@ -448,9 +454,10 @@ def _compare_rankings(args: argparse.Namespace) -> int:
     return 0
 
 
+@exits_quietly_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     """``judge-eval``; returns the exit code (0 ok, 2 usage or configuration error, 3 some requests failed, 4 the
-    server cannot be used: ``CLIENT_EPILOG``; 130 interrupted)."""
+    server cannot be used: ``CLIENT_EPILOG``; 130 interrupted; 141 stdout's reader gone)."""
     idle_threads_sleep()  # before anything loads torch (judge.plumbing.openmp); the judge-serve it starts inherits it
     # --log-level before or after the subcommand (judge.plumbing.console_logging.split_log_level)
     level, argv = split_log_level(sys.argv[1:] if argv is None else argv, default="")
@@ -482,7 +489,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"judge-eval {args.command}: error: {err}", file=sys.stderr)
         return EXIT_UNUSABLE if isinstance(err, EndpointUnusable) else 2
     except OSError as err:  # a missing input; or, a backstop, the output checked up front failing (a full disk)
-        if args.command in ("run", "rank") and not isinstance(err, FileNotFoundError) and not err.filename:
+        if (args.command in ("run", "rank") and not isinstance(err, FileNotFoundError) and not err.filename) or (
+                isinstance(err, BrokenPipeError) and stdout_closed()):  # stdout's reader gone: main answers it
             raise  # a connection's or the server's OSError names no file: no input error (exit 2)
         print(f"judge-eval {args.command}: error: {os_error_text(err, getattr(args, 'out', None))}", file=sys.stderr)
         return 2

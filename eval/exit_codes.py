@@ -4,6 +4,8 @@
 
 __all__ = ["EXIT_CODES", "EXIT_INTERRUPTED"]
 
+from judge.plumbing.closed_stdout import EXIT_STDOUT_CLOSED
+
 _USAGE_ERROR = "a usage, configuration or input error, named on stderr (a missing or empty file, an unknown key)"
 _UNUSABLE = ("the server cannot be used (unreachable, no or wrong key, wrong URL or path, still unavailable after "
              "--connect-timeout-s, or its first requests were all refused alike: nothing more was sent; or its "
@@ -33,3 +35,7 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                               "named), shards of two arrays or cut from other data, or a shard running or "
                               "unfinished", EXIT_INTERRUPTED: _INTERRUPTED},
 }
+#: Every subcommand: stdout's reader gone (``judge-eval ... | head -1``), ``main``'s one answer to it.
+for _codes in EXIT_CODES.values():
+    _codes[EXIT_STDOUT_CLOSED] = "stdout's reader went away (`| head`): the rest of the printout dropped, no traceback"
+del _codes

@@ -28,6 +28,7 @@ from typing import Sequence
 from judge.plumbing.api_keys import resolve_api_key
 from judge.plumbing.config_files import add_config_flags, chosen_fields, given_flags
 from judge.plumbing.console_logging import CHATTY_LOGGERS, configure_logging  # the one set-up of every console script
+from judge.plumbing.closed_stdout import exits_quietly_on_closed_stdout
 from judge.plumbing.openmp import idle_threads_sleep
 from judge.plumbing.config_files import resolve_config as resolve_settings
 from serve.config import ConfigError, ServeConfig
@@ -47,7 +48,7 @@ EXIT_CODES = (
     "judge-serve cannot mend itself (the checkpoint's weights changed under it: start it again; a background task "
     "failed), /health naming why; 2 a bad configuration or checkpoint "
     "(named), an installed vLLM outside the supported line, or a port already in use (found before any engine "
-    "starts)."
+    "starts); 141 stdout's reader went away (`--print-config | head -1`)."
 )
 
 
@@ -335,13 +336,15 @@ def refuse_unsplittable_heads(model_dir: str, config: ServeConfig) -> None:
                           f"--tensor-parallel-size {refused[1]}")
 
 
+@exits_quietly_on_closed_stdout
 def main(argv: Sequence[str] | None = None) -> int:
     """Run judge-serve until SIGTERM/SIGINT.
 
     Returns:
         0 after a clean shutdown, 1 when an engine failed to start or kept dying past ``engine_max_restarts`` (or an
         attached one runs another vLLM release line), 2 for a bad configuration or checkpoint, an installed vLLM
-        outside ``SUPPORTED_VLLM`` or a port in use (``EXIT_CODES``).
+        outside ``SUPPORTED_VLLM`` or a port in use (``EXIT_CODES``); 141 when stdout's reader has gone
+        (``judge.plumbing.closed_stdout``).
     """
     idle_threads_sleep()  # before vLLM loads torch; the engines inherit it (serve.launch.engine_env)
     try:

@@ -1,0 +1,69 @@
+"""A console script whose stdout's reader has gone (``judge-eval ... | head -1``, a client that hung up) exits
+cleanly: no traceback, no "Broken pipe" error line, the exit code ``judge.plumbing.closed_stdout`` names (141, as a
+shell reports a program SIGPIPE stopped)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from judge.plumbing.closed_stdout import EXIT_STDOUT_CLOSED
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _into_a_closed_pipe(code: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``code`` run in a child whose stdout is a pipe with no reader left: its read end is closed before the child
+    starts, so the child's first write to stdout fails, whenever it comes (no race with a reader)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        return subprocess.run([sys.executable, "-c", code], stdout=write_end, stderr=subprocess.PIPE, text=True,
+                              cwd=cwd, env=env, timeout=120)
+    finally:
+        os.close(write_end)
+
+
+def _quiet(done: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in done.stderr and "Broken pipe" not in done.stderr, done.stderr[-2000:]
+    assert "Exception ignored" not in done.stderr, done.stderr[-2000:]
+    assert done.returncode == EXIT_STDOUT_CLOSED, (done.returncode, done.stderr[-2000:])
+
+
+def test_judge_eval_into_a_closed_pipe_exits_cleanly_with_its_files_written(tmp_path):
+    out = tmp_path / "converted.jsonl"
+    done = _into_a_closed_pipe("import sys; from eval.cli import main; sys.exit(main(['convert', '--data', "
+                               f"{str(REPO / 'judge/data/sample.jsonl')!r}, '--out', {str(out)!r}]))", tmp_path)
+    _quiet(done)
+    assert out.is_file() and out.stat().st_size  # the work done before the printout is kept
+
+
+def test_judge_serve_into_a_closed_pipe_exits_cleanly(tmp_path):
+    model = tmp_path / "judge"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"architectures": ["Qwen2ForCausalLM"]}), encoding="utf-8")
+    done = _into_a_closed_pipe("import sys; from serve.cli import main; "
+                               f"sys.exit(main(['--model', {str(model)!r}, '--print-config']))", tmp_path)
+    _quiet(done)
+
+
+def test_a_broken_pipe_that_is_not_stdouts_is_not_taken_for_it():
+    """A connection's BrokenPipeError (a server gone mid-request) with stdout still read is no closed stdout: it
+    stays the error it is."""
+    from judge.plumbing.closed_stdout import stdout_closed
+
+    read_end, write_end = os.pipe()
+    try:
+        with os.fdopen(os.dup(write_end), "w") as stream:
+            assert not stdout_closed(stream)
+            os.close(read_end)
+            read_end = None
+            assert stdout_closed(stream)
+    finally:
+        os.close(write_end)
+        if read_end is not None:
+            os.close(read_end)
