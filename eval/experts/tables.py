@@ -105,6 +105,9 @@ _TABLES = (
     ("vc_by_task_type", "vc", "task_type", "Table 15, Experts column (Full test)"),
     ("vc_by_criterion", "vc", "criterion", "Table 16, Experts column (Full test)"),
 )
+#: The split each table of the paper reports (the others are computed on every split): the CSV's ``paper`` names the
+#: paper's table on that split's rows only, as no other split's figure is the paper's to compare with.
+_PAPER_SPLIT = {"mean_by_model": "zero_shot"}
 #: The paper's figures that need only the labels, to compare with (Table 10's Experts column, Table 14's Avg.).
 PAPER = {
     "table_10_experts_zero_shot": {"Claude 3.5 Sonnet (2024-10-22)": 1.569, "GPT-4o (2024-08-06)": 1.404,
@@ -267,9 +270,10 @@ def expert_tables(records, critical_in_means: str = "include", mean_over: str = 
 
 def write_expert_tables(result: dict[str, Any], out: str | Path) -> dict[str, Path]:
     """``experts_tables.csv`` (long: table, paper, split, row, row_en, column, n_items, value, pooled), ``experts.md``
-    and the same tables as a small page, ``experts.html``. The pooled row and column are written ``AVG``, and
-    ``pooled`` says which of the cell's row and column is the pooled one ("row", "column", "row and column" or ""),
-    since a group from the data may bear that name too.
+    and the same tables as a small page, ``experts.html``. ``paper`` names the paper's table a row reproduces, on the
+    split that table reports (``_PAPER_SPLIT``), and is empty on the other splits' rows. The pooled row and column are
+    written ``AVG``, and ``pooled`` says which of the cell's row and column is the pooled one ("row", "column", "row
+    and column" or ""), since a group from the data may bear that name too.
 
     Returns:
         ``{"csv": path, "markdown": path, "html": path}``.
@@ -289,7 +293,8 @@ def write_expert_tables(result: dict[str, Any], out: str | Path) -> dict[str, Pa
                     for col, (n, value) in cols.items():
                         pooled = " and ".join(side for side, name in (("row", row), ("column", col))
                                               if name is POOLED)
-                        writer.writerow([key, paper_of[key], split, _label(row), row_en, _label(col), n,
+                        paper = paper_of[key] if split == _PAPER_SPLIT.get(key, "all") else ""
+                        writer.writerow([key, paper, split, _label(row), row_en, _label(col), n,
                                          repr(float(value)), pooled])
         write_atomically(csv_path, f.getvalue().encode("utf-8"))  # whole, never cut by a kill, as the pages
     md_path = out / "experts.md"

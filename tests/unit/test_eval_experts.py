@@ -392,3 +392,23 @@ def test_the_console_line_counts_one_scored_item_in_the_singular(tmp_path, capsy
                  "exclude"]) == 0
     line = capsys.readouterr().out.splitlines()[0]
     assert "no item in the means (1 item with an expert score, all of Critical criteria" in line
+
+
+def test_the_csvs_paper_column_names_a_papers_table_only_on_the_split_that_table_reports(tmp_path):
+    """`paper` names the table a row reproduces: Table 10's Experts column is the Zero-Shot test, Tables 1, 9 and
+    14-16 the Full test (`all`). A row of another split is no figure of that table: its `paper` is empty (a
+    Standard-test row said "Table 10, Experts column (Zero-Shot)", a Zero-Shot one "Table 9 (Full test)")."""
+    folder = write_released_dataset(tmp_path / "POLLUX", _rows())
+    assert main(["experts", "--data", str(folder), "--out", str(tmp_path / "out")]) == 0
+    with (tmp_path / "out" / "experts_tables.csv").open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    reported = {"mean_by_model": "zero_shot"}
+    seen = set()
+    for row in rows:
+        if row["split"] == reported.get(row["table"], "all"):
+            assert row["paper"].startswith("Table "), row
+            seen.add(row["table"])
+        else:
+            assert row["paper"] == "", row
+    assert seen == {"mean_by_model", "mean_by_task_type", "mean_by_criterion", "vc_by_model", "vc_by_task_type",
+                    "vc_by_criterion"}
