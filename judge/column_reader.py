@@ -2,10 +2,10 @@
 column and returned as ``judge.record_columns.RecordColumns``, with their ``LoadReport``.
 
 Every column is checked against the rules ``JudgeRecord.from_row`` applies to a row (types, nulls, blank texts,
-finite scores, list lengths, one distinct id per expert), the same rules as whole-column operations. When a check
-flags a table, or a column is of a type the checks cannot vouch for (a JSONL file Arrow cannot parse or would
-number differently, an unusual column type, a table mixing both expert schemas), ``columns_from_tables`` returns
-None and the caller (``judge.record_sources``) reads the source row by row, which raises the row's own
+texts' lengths, finite scores, list lengths, one distinct id per expert), the same rules as whole-column operations.
+When a check flags a table, or a column is of a type the checks cannot vouch for (a JSONL file Arrow cannot parse or
+would number differently, an unusual column type, a table mixing both expert schemas), ``columns_from_tables``
+returns None and the caller (``judge.record_sources``) reads the source row by row, which raises the row's own
 ``RecordError`` naming the source, row and field: the messages live once, in the row path, and these checks only
 decide whether a table may skip it. One fact of the table the row path cannot see is said here: rationales
 (``expert_feedback``) in a table with no ``expert_scores`` column name the missing column.
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from judge.record_columns import TEXT_FIELDS, RecordColumns, count_per_row, python_values
+from judge.record_columns import TEXT_FIELDS, RecordColumns, count_per_row, past_text_bound, python_values
 from judge.records import (ABSTENTION_SCORE, BENCHMARK_MARKERS, KNOWN_FIELDS, OPTIONAL_TEXT_FIELDS, SCORE_BOUND,
                            REQUIRED_TEXT_FIELDS, LineIndex, LoadReport, RecordError, RowIndex, content_id,
                            is_benchmark_row, log_report, note_duplicate, note_off_scale, scale_bounds)  # fmt: skip
@@ -149,6 +149,8 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
             texts[name] = pc.fill_null(pc.cast(col, pa.string()), "")  # the row path's str(value)
         else:  # a boolean among them too: the row path refuses it, naming the field
             raise _Doubt
+    if any(_is_text(col.type) and past_text_bound(col) for col in texts.values()):
+        raise _Doubt
     extra_names = [c for c in names if c not in KNOWN_FIELDS]
     if jsonl:
         for name in (*BENCHMARK_MARKERS, "annotations", "id", *extra_names):
@@ -289,6 +291,8 @@ def _experts(annotations, experts, feedback, n: int) -> dict[str, Any]:
         values[values == ABSTENTION_SCORE] = np.nan  # the released data's abstention
         comments = (pc.fill_null(pc.struct_field(items, "comment"), "") if comment_type is not None
                     and _is_text(comment_type) else None)
+        if comments is not None and past_text_bound(comments):
+            raise _Doubt
         return {"scores": values, "lengths": lengths, "comments": comments, "feedback_given": valid.astype(bool),
                 "released": valid.astype(bool)}
     if experts is None:
@@ -307,7 +311,8 @@ def _experts(annotations, experts, feedback, n: int) -> dict[str, Any]:
         if not _is_list(feedback.type):
             raise _Doubt
         texts, feedback_lengths, given = _flat(feedback)
-        if not (_is_text(texts.type) or pa.types.is_null(texts.type)) or texts.null_count:
+        if not (_is_text(texts.type) or pa.types.is_null(texts.type)) or texts.null_count or (
+                _is_text(texts.type) and past_text_bound(texts)):
             raise _Doubt
         if (given & (feedback_lengths != lengths)).any():
             raise _Doubt  # "has 1 texts for 3 expert scores": the row path's message
@@ -338,8 +343,8 @@ def _expert_ids(column, lengths: np.ndarray, n: int) -> np.ndarray | None:
     if not _is_list(column.type):
         raise _Doubt
     texts, id_lengths, valid = _flat(column)
-    if not _is_text(texts.type) or texts.null_count:
-        raise _Doubt  # integer ids, nulls inside a list: the row path reads or names them
+    if not _is_text(texts.type) or texts.null_count or past_text_bound(texts):
+        raise _Doubt  # integer ids, nulls inside a list, an id past the bound: the row path reads or names them
     if (valid & (id_lengths != lengths)).any() or (len(texts) and pc.any(pc.equal(pc.utf8_length(texts), 0)).as_py()):
         raise _Doubt
     values = texts.to_numpy(zero_copy_only=False)

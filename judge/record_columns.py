@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from judge.records import OPTIONAL_TEXT_FIELDS, REQUIRED_TEXT_FIELDS, Annotation, JudgeRecord
+from judge.records import MAX_TEXT_CHARS, OPTIONAL_TEXT_FIELDS, REQUIRED_TEXT_FIELDS, Annotation, JudgeRecord
 
-__all__ = ["RecordColumns", "TEXT_FIELDS", "as_columns", "count_per_row", "python_values"]
+__all__ = ["RecordColumns", "TEXT_FIELDS", "as_columns", "count_per_row", "past_text_bound", "python_values"]
 
 
 #: Every text field of a record, in the constructor's order of ``JudgeRecord``'s attributes.
@@ -364,6 +364,16 @@ def count_per_row(flags: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """How many of each row's flat entries are set (row i owns the next ``lengths[i]`` entries)."""
     rows = np.repeat(np.arange(len(lengths)), lengths)
     return np.bincount(rows[flags], minlength=len(lengths)).astype(np.int64)
+
+
+def past_text_bound(column) -> bool:
+    """Some text of an Arrow string column (or array) holds more than ``judge.records.MAX_TEXT_CHARS`` characters.
+    Its bytes bound its characters: they are counted only where the longest value has more bytes than the bound."""
+    import pyarrow.compute as pc
+
+    if not len(column) or (pc.max(pc.binary_length(column)).as_py() or 0) <= MAX_TEXT_CHARS:
+        return False
+    return (pc.max(pc.utf8_length(column)).as_py() or 0) > MAX_TEXT_CHARS
 
 
 def python_values(column) -> list:

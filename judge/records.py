@@ -58,6 +58,7 @@ __all__ = [
     "released_columns_problem",
     "ID_FIELDS",
     "MAX_EXPERTS_PER_ITEM",
+    "MAX_TEXT_CHARS",
     "SCORE_BOUND",
     "Annotation",
     "JudgeRecord",
@@ -98,6 +99,13 @@ ABSTENTION_SCORE = -1.0
 #: far above that and refuses a row whose list would cost the load memory and time out of all proportion (untrusted
 #: input is bounded before it is built into records).
 MAX_EXPERTS_PER_ITEM = 64
+#: The most characters one text of a row may hold: each of its own texts (instruction, answer, reference, criterion,
+#: rubric, the optional ones), each expert's rationale and id. The bundled sample's longest is a rubric of about
+#: 1,000; a million characters is some 250,000 tokens, sixty times judge-serve's default context (``max_model_len``
+#: 4,096), so a longer text could only be refused as too long after it went whole through the prompt renderer and
+#: the engine's tokenizer. Refused at load instead, naming the field and the row, by the row path and the column
+#: reader alike.
+MAX_TEXT_CHARS = 1_000_000
 #: The fields a content-derived id hashes, in this order (see ``content_id``).
 ID_FIELDS = ("instruction", "reference_answer", "answer", "criteria_name", "rubrics", "model_id", "task_type",
              "task_subtype", "task_subsubtype")  # fmt: skip
@@ -781,6 +789,8 @@ def _check_texts(values: Mapping[str, Any], annotations: tuple[Annotation, ...],
     apart, so joining makes none and hides none), field by field only when it fails."""
     joined = "".join([*(values[name] for name in _UNICODE_CHECKED), *map(_COMMENT, annotations),
                       *(a.expert_id for a in annotations if a.expert_id is not None)])
+    if len(joined) > MAX_TEXT_CHARS:  # some text may be past the bound: each is measured
+        _check_lengths(values, annotations, comments_field, fail)
     if joined.isascii():
         return
     try:
@@ -794,6 +804,18 @@ def _check_texts(values: Mapping[str, Any], annotations: tuple[Annotation, ...],
         _check_unicode(annotation.comment, comments_field, fail)
         if annotation.expert_id is not None:
             _check_unicode(annotation.expert_id, "expert_ids", fail)
+
+
+def _check_lengths(values: Mapping[str, Any], annotations: tuple[Annotation, ...], comments_field: str, fail) -> None:
+    """Raise ``fail(name, ...)`` for the first text of a row past ``MAX_TEXT_CHARS`` characters."""
+    texts = [*((name, None, values[name]) for name in _UNICODE_CHECKED),
+             *((comments_field, k, a.comment) for k, a in enumerate(annotations)),
+             *(("expert_ids", k, a.expert_id) for k, a in enumerate(annotations) if a.expert_id is not None)]
+    for name, item, text in texts:
+        if len(text) > MAX_TEXT_CHARS:
+            which = "" if item is None else f"item {item}: "
+            raise fail(name, f"{which}{len(text):,} characters, past the {MAX_TEXT_CHARS:,} one text of a row may "
+                             "hold (judge.records.MAX_TEXT_CHARS)")
 
 
 def _check_unicode(text: str, name: str, fail) -> None:

@@ -181,3 +181,47 @@ def test_mixed_radix_codes_are_numbered_again_before_they_could_wrap():
     assert code.tolist() == [0, 2**30 + 1, 0] and bound == 2 * 2**30
     code, bound = _mixed_radix(np.array([3, 1]), 4, np.array([1, 0]), 2)
     assert code.tolist() == [7, 2] and bound == 8
+
+
+def _too_long_rows(field: str, length: int) -> list[dict]:
+    """Two rows, the second's ``field`` (an expert's rationale for ``expert_feedback``) ``length`` characters."""
+    text = "ж" * length
+    second = ROW | {"id": "b", "expert_scores": [1]}
+    if field == "expert_feedback":
+        second["expert_feedback"] = [text]
+    else:
+        second[field] = text
+    return [ROW | {"id": "a", "expert_scores": [1], "expert_feedback": ["Верно."]}, second]
+
+
+@pytest.mark.parametrize("field", ["instruction", "answer", "reference_answer", "expert_feedback"])
+@pytest.mark.parametrize("kind", ["jsonl", "parquet"])
+def test_a_text_past_the_per_field_bound_is_refused_by_every_reader_naming_field_and_row(tmp_path, field, kind):
+    """One text of a row holds at most ``judge.records.MAX_TEXT_CHARS`` characters: a longer one (a 50 MB answer)
+    went whole into the prompt renderer and the engine's tokenizer, to be refused there as too long, if at all. Each
+    reader refuses it at load, naming the field and the row; a text of exactly the bound loads."""
+    from judge.records import MAX_TEXT_CHARS
+
+    rows = _too_long_rows(field, MAX_TEXT_CHARS + 1)
+    path = tmp_path / f"long.{kind}"
+    if kind == "jsonl":
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    else:
+        pd.DataFrame(rows).to_parquet(path)
+    place = "line 2" if kind == "jsonl" else "row index 1"
+    for load in (load_records_report, load_record_columns):
+        with pytest.raises(RecordError, match=rf"{place}: field '{field}': .*{MAX_TEXT_CHARS + 1:,} characters"):
+            load(path)
+    with pytest.raises(RecordError, match=rf"field '{field}'"):
+        records_from_rows(rows)
+    at_bound = _too_long_rows(field, MAX_TEXT_CHARS)
+    assert len(records_from_rows(at_bound)) == 2
+
+
+def test_a_released_comment_past_the_bound_is_refused_naming_annotations(tmp_path):
+    from judge.records import MAX_TEXT_CHARS
+
+    row = {k: v for k, v in ROW.items()} | {"annotations": [{"comment": "ж" * (MAX_TEXT_CHARS + 1), "score": 1}],
+                                            "criteria_score": 1.0}
+    with pytest.raises(RecordError, match=r"field 'annotations': .*characters"):
+        records_from_rows([row])
