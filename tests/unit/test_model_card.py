@@ -69,6 +69,31 @@ def test_front_matter_has_the_hub_fields(tmp_path, mode, pipeline):
     assert {"pollux", "llm-as-a-judge", mode} <= set(front["tags"])
 
 
+@pytest.mark.parametrize("base", ["folder", "path", "unrecorded"])
+def test_front_matter_names_a_base_model_only_by_its_hub_id(tmp_path, base):
+    """The hub's ``base_model`` is a model id on the hub: a local base (a folder here, the built tiny model, an SFT
+    export a GRPO run starts from) or no recorded base is left out of the front matter, and the body says it."""
+    export = _fake_export(tmp_path)
+    run = json.loads((export / "run.json").read_text(encoding="utf-8"))
+    folder = tmp_path / "bases" / "T-lite"
+    folder.mkdir(parents=True)
+    given = {"folder": str(folder), "path": "runs/sft/export", "unrecorded": None}[base]
+    run["config"]["model_name_or_path"] = run["launch"]["base_model"] = given
+    (export / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    card = render_card(export)
+    assert "base_model" not in front_matter(card)
+    assert f"- base model: `{given or 'not recorded'}`" in card
+
+
+def test_front_matter_names_a_hub_base_whose_owner_is_no_folder_here(tmp_path, monkeypatch):
+    """An ``owner/name`` base is a hub id unless it is a folder here."""
+    monkeypatch.chdir(tmp_path)
+    export = _fake_export(tmp_path)
+    assert front_matter(render_card(export))["base_model"] == "t-tech/T-lite-it-1.0"
+    (tmp_path / "t-tech" / "T-lite-it-1.0").mkdir(parents=True)  # the same words name a local folder now
+    assert "base_model" not in front_matter(render_card(export))
+
+
 def test_card_body_says_what_the_run_recorded(tmp_path):
     """Recipe, prompt version, data size, hyperparameters, launch, steps and losses come from run.json."""
     card = render_card(_fake_export(tmp_path))
