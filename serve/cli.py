@@ -379,6 +379,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 require_weights(spec.model_dir, spec.role)
                 refuse_unsplittable_heads(str(spec.model_dir), config)
         require_tokenizer(layout.root)  # judge-serve's own, whatever the engines load (attached ones too)
+        for spec in engine_specs(config, layout):  # a generating engine's own: what it writes becomes text by it
+            if not spec.url and spec.role == "generator" and spec.model_dir != layout.root:
+                require_tokenizer(spec.model_dir, spec.role)
         if config.criteria_classifier_path:  # the classifier loads beside the engines: its folder is looked at first
             from judge.criteria_auto.registry import artefact_folder_problem
 

@@ -261,20 +261,23 @@ def _shards_not_there(folder: Path) -> list[str]:
     return sorted(name for name in named if not (Path(folder) / name).is_file())
 
 
-def require_tokenizer(folder: Path) -> None:
-    """Refuse a local checkpoint folder that holds none of ``TOKENIZER_FILES``: judge-serve renders and tokenizes
-    every prompt with the checkpoint's tokenizer, and transformers builds one from such a folder anyway, with a
-    vocabulary of one token, so that judge-serve turned ready and every prompt reached the engine empty (400, "You
-    must pass at least one prompt").
+def require_tokenizer(folder: Path, role: str | None = None) -> None:
+    """Refuse a local checkpoint folder that holds none of ``TOKENIZER_FILES``: transformers builds a tokenizer from
+    such a folder anyway, with a vocabulary of one token. judge-serve renders and tokenizes every prompt with the
+    checkpoint's (``role`` None), so that every prompt reached the engine empty (400, "You must pass at least one
+    prompt"); a generating engine (``role`` ``"generator"``: a regression judge's ``generator/`` or
+    ``--generator-model``) turns what it writes into text with its own folder's, so that every completion came back
+    as that one token.
 
     Raises:
-        LayoutError: naming the folder and the files looked for.
+        LayoutError: naming the folder, the engine that reads it (``role``) and the files looked for.
     """
     if Path(folder).is_dir() and not holds_tokenizer(folder):
+        why = ("judge-serve tokenizes every prompt with it" if role is None else
+               f"the {role} engine turns the tokens it writes into text with it")
         raise LayoutError(
-            f"model: {folder} holds no tokenizer ({', '.join(TOKENIZER_FILES)}): judge-serve tokenizes every prompt "
-            "with it; save the base model's tokenizer into the folder (tokenizer.save_pretrained), as judge-train's "
-            "exports have it"
+            f"model: {folder} holds no tokenizer ({', '.join(TOKENIZER_FILES)}): {why}; save the base model's "
+            "tokenizer into the folder (tokenizer.save_pretrained), as judge-train's exports have it"
         )
 
 

@@ -117,6 +117,23 @@ def test_a_regression_export_whose_generator_has_no_weights_names_that_folder(tm
     assert capsys.readouterr().err.startswith(f"judge-serve: error: model: {root / 'generator'} holds no weights")
 
 
+@pytest.mark.parametrize("generator_given", [False, True])
+def test_a_generating_model_without_a_tokenizer_is_refused_naming_its_folder(tmp_path, capsys, monkeypatch,
+                                                                             generator_given):
+    """The generating engine detokenizes what it writes with its own folder's tokenizer: a regression export's
+    generator/ (or a --generator-model) without tokenizer files would start on a one-token tokenizer and every
+    rationale come back as that token. Refused at start, naming the folder and the engine; the export's own
+    tokenizer (the root's) does not stand in for it."""
+    monkeypatch.setattr(serve_cli, "check_installed_vllm", lambda: None)
+    root = _folder(tmp_path / "export", CLASSIFIER, "model.safetensors", "tokenizer.json")
+    generator = _folder(tmp_path / "elsewhere" if generator_given else root / "generator", CAUSAL, "model.safetensors")
+    argv = ["--model", str(root), "--port", str(_free_port())]
+    assert serve_cli.main(argv + (["--generator-model", str(generator)] if generator_given else [])) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"judge-serve: error: model: {generator} holds no tokenizer (tokenizer.json,"), err
+    assert "the generator engine" in err and err.count("\n") == 1
+
+
 @pytest.mark.parametrize("weights", ["model.safetensors", "pytorch_model.bin", "model.pt",
                                      "model.safetensors.index.json"])
 def test_each_kind_of_weights_file_is_enough(tmp_path, weights):
