@@ -27,9 +27,10 @@ reads them): a reasoning judge served with less room than it learned to think in
 
 **Which weights.** ``export_weights_fingerprint`` is what judge-serve reports for an export served alone, and
 ``names_generator_model`` tells when its arguments make it report another one: judge-serve reports it, judge-eval run
-records and checks it, judge-train card checks a run against its export.
+records and checks it, judge-train card checks a run against its export. ``record_weights_digests`` writes, beside an
+export's weights, their content digests, by which ``folders_fingerprint`` knows the same weights exported again.
 
-Why one module of ~700 lines: each part reads the same folder and its manifest, and each is read by serving,
+Why one module of ~760 lines: each part reads the same folder and its manifest, and each is read by serving,
 evaluation and training alike; split, the manifest's keys would be spelled in several places.
 """
 
@@ -84,6 +85,8 @@ __all__ = [
     "holds_chat_template",
     "model_folder_gaps",
     "folders_fingerprint",
+    "WEIGHTS_DIGESTS",
+    "record_weights_digests",
     "export_weights_fingerprint",
     "names_generator_model",
     "generator_model_named",
@@ -617,19 +620,71 @@ def model_folder_gaps(folder: str | Path, chat_template: bool = True) -> list[st
     return gaps
 
 
+#: judge-train's record, beside an export's weights files (in the export and in a regression export's generator/),
+#: of each file's SHA-256 with the size and modification time it had once written (``record_weights_digests``).
+WEIGHTS_DIGESTS = "weights_sha256.json"
+
+
+def record_weights_digests(folder: str | Path) -> Path:
+    """Write ``WEIGHTS_DIGESTS`` into ``folder``: for each of its weights files (``weight_files``), the SHA-256 of its
+    bytes, its size and its modification time in nanoseconds. ``folders_fingerprint`` reads it, so the same weights
+    written again (an export repeated) keep their fingerprint. Reads every byte: judge-train's export calls it once,
+    after writing them. Returns the record's path."""
+    import hashlib
+
+    files = {}
+    for path in weight_files(folder):
+        with open(path, "rb") as handle:
+            sha256 = hashlib.file_digest(handle, "sha256").hexdigest()
+        info = path.stat()
+        files[path.name] = {"sha256": sha256, "size": info.st_size, "mtime_ns": info.st_mtime_ns}
+    record = {"files": files}
+    return write_atomically(Path(folder) / WEIGHTS_DIGESTS, (json.dumps(record, indent=2) + "\n").encode("utf-8"))
+
+
+def _recorded_digests(folder: Path, files: list[Path]) -> dict[str, str] | None:
+    """The SHA-256 of each of ``files`` (the folder's weights files now) as ``WEIGHTS_DIGESTS`` records it, or None
+    when there is no readable record, it names other files, or any file's size or modification time is not the one
+    recorded (rewritten or touched since: its bytes are not known without reading them)."""
+    try:
+        record = json.loads((folder / WEIGHTS_DIGESTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    recorded = record.get("files") if isinstance(record, dict) else None
+    if not isinstance(recorded, dict) or set(recorded) != {path.name for path in files}:
+        return None
+    digests = {}
+    for path in files:
+        entry, info = recorded[path.name], path.stat()
+        if (not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str)
+                or entry.get("size") != info.st_size or entry.get("mtime_ns") != info.st_mtime_ns):
+            return None
+        digests[path.name] = entry["sha256"]
+    return digests
+
+
 def folders_fingerprint(folders: Sequence[str | Path]) -> str | None:
     """What identifies the weights in ``folders`` (in order, each once), as judge-serve's ``GET /v1/models`` entry
     gives it (``weights_fingerprint``, ``serve.layout.weights_fingerprint`` choosing the folders) and ``judge-eval
-    run`` records it: a SHA-256 over each weights file's name, size and modification time in nanoseconds, folder by
-    folder. Only each file's metadata is read (the files are gigabytes); a copy or a ``touch`` changes it, as a
-    retraining into the same folder does. None when no folder holds a weights file."""
+    run`` records it: a SHA-256, folder by folder, over each weights file's name and content digest where the
+    folder's ``WEIGHTS_DIGESTS`` (judge-train's exports write one) records it and the files' sizes and modification
+    times are still the recorded ones, else over each file's name, size and modification time in nanoseconds. Only
+    the record and each file's metadata are read (the files are gigabytes): an export written again with the same
+    weights keeps its fingerprint and a retraining changes it; a folder without a record, or a file touched or
+    copied (without ``cp -p``) since its record, is fingerprinted by the metadata, which a copy or a ``touch``
+    changes. None when no folder holds a weights file."""
     import hashlib
 
     digest, found = hashlib.sha256(), False
     for position, folder in enumerate(dict.fromkeys(Path(f) for f in folders)):
-        for path in weight_files(folder):  # stat follows a hub snapshot's symlinks to the blobs they name
-            info = path.stat()
-            digest.update(f"{position}/{path.name}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+        files = weight_files(folder)  # stat follows a hub snapshot's symlinks to the blobs they name
+        recorded = _recorded_digests(folder, files)
+        for path in files:
+            if recorded is not None:
+                digest.update(f"{position}/{path.name}\0sha256:{recorded[path.name]}\n".encode())
+            else:
+                info = path.stat()
+                digest.update(f"{position}/{path.name}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
             found = True
     return digest.hexdigest() if found else None
 

@@ -288,10 +288,15 @@ def weights_fingerprint(layout: CheckpointLayout) -> str | None:
     compares it with the one its verdicts were asked of: a judge retrained into the same folder and served under
     the same name differs in nothing else it can see.
 
-    Nothing is read but each file's metadata (a stat per file; the files are gigabytes). Not a hash of the
-    safetensors headers: those hold the tensors' names, dtypes, shapes and offsets, equal for a retrained model of
-    the same architecture. A copy or a ``touch`` changes it too: a resume is then refused, loudly, where a missed
-    retraining would have mixed two judges' verdicts in one folder silently. None when no folder holds a weights file.
+    A judge-train export's folder records its files' content digests (``judge.checkpoints.WEIGHTS_DIGESTS``): while
+    each file's size and modification time are the recorded ones, its digest stands for them, so the same weights
+    exported again keep the fingerprint (``judge.checkpoints.folders_fingerprint``).
+
+    Nothing is read but each file's metadata and that record (a stat per file; the files are gigabytes). Not a hash
+    of the safetensors headers: those hold the tensors' names, dtypes, shapes and offsets, equal for a retrained
+    model of the same architecture. A copy or a ``touch`` changes it too: a resume is then refused, loudly, where a
+    missed retraining would have mixed two judges' verdicts in one folder silently. None when no folder holds a
+    weights file.
 
     A released ``-r`` layout is fingerprinted by its own folder (and a ``generator_model`` given in place of its
     causal view) only, never by the derived views (``serve.released``): those are judge-serve's own copies, rebuilt

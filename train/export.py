@@ -25,6 +25,10 @@ twice; 15 GB extra for T-lite in bf16). Serving a regression judge:
    with ``export/`` — the rationale re-rendered as training rendered it, as judge-serve does (which also reads a
    special-token string in the prompt or rationale as text); the head reads its last token.
 
+Each folder of weights also holds ``weights_sha256.json`` (``judge.checkpoints.record_weights_digests``): its weights
+files' content digests, by which judge-serve's weights fingerprint stays the same when the same weights are exported
+again (a ``--resume`` that trains nothing) and changes when they differ.
+
 ``pollux_judge.json`` says which judge a folder holds: ``{"mode", "prompt_version", "generator", "score_head"}``;
 ``README.md`` is its model card (``train.model_card``; rewrite it with evaluation figures by ``judge-train card``).
 
@@ -50,7 +54,8 @@ from typing import Any
 import torch
 
 from judge.plumbing.atomic_write import staging_dir
-from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, TRAINED_LENGTHS, TrainedLengths, write_manifest
+from judge.checkpoints import (EXPORT_MANIFEST, GENERATOR_SUBDIR, TRAINED_LENGTHS, TrainedLengths,
+                               record_weights_digests, write_manifest)
 from judge.prompts import PROMPT_VERSION
 
 __all__ = [
@@ -225,6 +230,7 @@ def export_seq2seq(model, tokenizer, out_dir: str | Path, *, verdict_format: str
     model.config.use_cache = True  # gradient checkpointing switched it off for training
     model.save_pretrained(str(out), safe_serialization=True)
     _save_tokenizer_and_generation(model, tokenizer, out)
+    record_weights_digests(out)  # the same weights exported again keep their fingerprint
     lengths = {TRAINED_LENGTHS: trained_lengths.to_manifest()} if trained_lengths else {}
     write_manifest(out, "seq2seq", generator=".", score_head=None, verdict_format=verdict_format,
                    prompt_version=prompt_version, **lengths)
@@ -277,6 +283,8 @@ def export_regression(model, tokenizer, out_dir: str | Path) -> Path:
     for name in shared:
         shutil.copyfile(out / name, generator_dir / name)
 
+    for folder in (out, generator_dir):  # each its own record: the same weights exported again keep their fingerprint
+        record_weights_digests(folder)
     write_manifest(out, "regression", generator=GENERATOR_SUBDIR, score_head="score")
     return out
 

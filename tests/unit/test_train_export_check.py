@@ -13,6 +13,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from judge import apply_chat, render_rationale_target
+from judge.checkpoints import WEIGHTS_DIGESTS
 from train import export
 from train.score_head import Qwen2ForRationaleAndScore
 
@@ -110,7 +111,9 @@ def test_a_regression_export_writes_its_tokenizer_once_and_the_generator_reads_t
     out = export.export_regression(model, qwen_tokenizer, tmp_path / "export")
     assert saved == [out]
     generator = out / export.GENERATOR_SUBDIR
-    names = {p.name for p in out.iterdir() if p.is_file()} - {"config.json", "model.safetensors", export.EXPORT_MANIFEST}
+    # each folder's weights digests are its own weights'
+    names = {p.name for p in out.iterdir() if p.is_file()} - {"config.json", "model.safetensors", export.EXPORT_MANIFEST,
+                                                              WEIGHTS_DIGESTS}
     assert {"tokenizer.json", "tokenizer_config.json", "generation_config.json"} <= names
     for name in names:
         assert (generator / name).read_bytes() == (out / name).read_bytes(), name

@@ -1,0 +1,81 @@
+"""The weights fingerprint of a judge-train export (``judge.checkpoints.folders_fingerprint``): the same across an
+identical re-export (a ``judge-train run --resume`` that trains nothing and exports again rewrites every weights file
+with new modification times), other when the weights change, and still other after a ``touch`` of a file whose
+recorded digest it no longer matches."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+from transformers import Qwen2ForCausalLM
+
+from judge.checkpoints import WEIGHTS_DIGESTS, export_weights_fingerprint, record_weights_digests
+from serve.layout import resolve_layout, weights_fingerprint
+from train import export
+from train.score_head import Qwen2ForRationaleAndScore
+
+
+def _later(folder, seconds: int = 1) -> None:
+    """Move every weights file's modification time on by ``seconds`` (back, when negative), as a rewrite that much
+    later leaves it."""
+    for path in folder.rglob("*.safetensors"):
+        info = path.stat()
+        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + seconds * 1_000_000_000))
+
+
+def _written_earlier(out) -> dict:
+    """The export as if written a second before now (its records made then), so that writing it again surely leaves
+    other modification times; returns them."""
+    _later(out, -1)
+    for record in out.rglob(WEIGHTS_DIGESTS):
+        record_weights_digests(record.parent)
+    return {path: path.stat().st_mtime_ns for path in out.rglob("*.safetensors")}
+
+
+def test_a_seq2seq_export_written_again_keeps_its_fingerprint_and_other_weights_change_it(
+        tiny_causal_dir, qwen_tokenizer, tmp_path):
+    model = Qwen2ForCausalLM.from_pretrained(str(tiny_causal_dir), dtype=torch.float32)
+    out = export.export_seq2seq(model, qwen_tokenizer, tmp_path / "export")
+    first = export_weights_fingerprint(out)
+    assert (out / WEIGHTS_DIGESTS).is_file()
+    times = _written_earlier(out)
+    assert export_weights_fingerprint(out) == first
+    export.export_seq2seq(model, qwen_tokenizer, out)  # exported again: the same bytes, rewritten
+    assert all(path.stat().st_mtime_ns != mtime for path, mtime in times.items())
+    assert export_weights_fingerprint(out) == first
+    assert weights_fingerprint(resolve_layout(out)) == first  # judge-serve's, as judge-eval records it
+    with torch.no_grad():
+        model.lm_head.weight[0, 0] += 1.0  # trained further: other weights of the same size
+    export.export_seq2seq(model, qwen_tokenizer, out)
+    assert export_weights_fingerprint(out) != first
+
+
+def test_a_file_changed_after_its_digest_was_recorded_is_fingerprinted_by_its_metadata(
+        tiny_causal_dir, qwen_tokenizer, tmp_path):
+    """A weights file whose size or modification time is not what the record says may hold other bytes: the
+    record is not trusted for it, and a ``touch`` changes the fingerprint as it did before any record."""
+    model = Qwen2ForCausalLM.from_pretrained(str(tiny_causal_dir), dtype=torch.float32)
+    out = export.export_seq2seq(model, qwen_tokenizer, tmp_path / "export")
+    first = export_weights_fingerprint(out)
+    _later(out)  # touched without the record: maybe replaced by hand
+    touched = export_weights_fingerprint(out)
+    assert touched != first
+    (out / WEIGHTS_DIGESTS).unlink()
+    assert export_weights_fingerprint(out) == touched  # what a folder without a record gets
+
+
+def test_a_regression_export_written_again_keeps_its_fingerprint(tiny_causal_dir, qwen_tokenizer, tmp_path):
+    """Both folders (the export and generator/) carry their own record; judge-serve's fingerprint agrees."""
+    model = Qwen2ForRationaleAndScore.from_pretrained(str(tiny_causal_dir), dtype=torch.float32)
+    out = export.export_regression(model, qwen_tokenizer, tmp_path / "export")
+    first = export_weights_fingerprint(out)
+    assert (out / export.GENERATOR_SUBDIR / WEIGHTS_DIGESTS).is_file()
+    times = _written_earlier(out)
+    export.export_regression(model, qwen_tokenizer, out)
+    assert len(times) == 2 and all(path.stat().st_mtime_ns != mtime for path, mtime in times.items())
+    assert export_weights_fingerprint(out) == first == weights_fingerprint(resolve_layout(out))
+    with torch.no_grad():
+        model.score.weight[0, 0] += 1.0  # the head alone trained further: the export's folder differs
+    export.export_regression(model, qwen_tokenizer, out)
+    assert export_weights_fingerprint(out) != first
