@@ -209,6 +209,11 @@ def test_annotate_reads_a_blank_subtype_as_unknown_and_names_the_field_at_fault(
         # a word where a number goes was a TypeError from the bound check (4096 > 'lots')
         ("{model: t, max_tokens: lots}", "traces: teacher: max_tokens: expected an integer, got 'lots'"),
         ("{model: t, extra_body: 3}", "traces: teacher: extra_body: expected a mapping, got an integer"),
+        # merged over the request by the SDK: the wire said 4096 while the rows and the oversize bound said 1024
+        ("{model: t, extra_body: {max_tokens: 4096}}",
+         "traces: teacher: extra_body: 'max_tokens' is a field the client sets itself (model, messages, max_tokens, "
+         "temperature) or one that changes the reply's shape (stream): set it as the endpoint's own key, or leave it "
+         "out"),
     ],
 )
 def test_a_bad_endpoint_mapping_is_one_line_naming_its_setting(tmp_path, capsys, teacher, message):
@@ -304,3 +309,17 @@ def test_a_stage_given_a_later_stages_output_says_so_and_exits_2(tmp_path, capsy
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"judge-train data {stage}: error: {source}: line 1: a row of the {given} stage's output (it holds {marks}): "
         f"the {stage} stage reads the {reads} stage's output")
+
+
+@pytest.mark.parametrize("key", ["model", "messages", "max_tokens", "temperature", "stream"])
+def test_an_extra_body_key_the_client_sets_is_refused_by_the_endpoint(key):
+    """``extra_body`` is merged over the request body: its ``max_tokens`` (or ``model``, ``temperature``,
+    ``messages``) replaced the endpoint's on the wire while the rows named the endpoint's model and the client bounded
+    the answer by the endpoint's ``max_tokens`` (a 40-character answer under 4096 tokens refused as oversized); its
+    ``stream`` made every reply an event stream the client cannot read. Refused when the endpoint is built."""
+    from train.synthetic.config import EndpointConfig
+
+    with pytest.raises(ValueError) as refused:
+        EndpointConfig(model="t", max_tokens=2, extra_body={"top_p": 0.9, key: 1})
+    assert str(refused.value).startswith(f"endpoint t: extra_body: {key!r} is a field the client sets itself")
+    assert EndpointConfig(model="t", extra_body={"top_p": 0.9, "seed": 3}).extra_body == {"top_p": 0.9, "seed": 3}

@@ -20,6 +20,8 @@ from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 
 __all__ = [
     "EndpointConfig",
+    "CLIENT_FIELDS",
+    "check_extra_body",
     "stage_endpoints",
     "InstructionsConfig",
     "DedupConfig",
@@ -115,7 +117,8 @@ class EndpointConfig:
     share: float = _f(1.0, "relative share of the jobs this endpoint gets (shares are normalised)")
     temperature: float = _f(0.7, "sampling temperature")
     max_tokens: int = _f(1024, "completion token limit")
-    extra_body: dict = _f({}, "extra request fields passed through unchanged (e.g. top_p, seed)")
+    extra_body: dict = _f({}, "extra request fields passed through unchanged (e.g. top_p, seed); not the fields the "
+                          "client sets itself (model, messages, max_tokens, temperature) nor stream")
 
     def __post_init__(self) -> None:
         # Typed as the config's own fields are: PyYAML reads `temperature: 6e-1` (no dot) as the text '6e-1', which
@@ -128,6 +131,7 @@ class EndpointConfig:
             raise ValueError("endpoint: 'model' is required")
         # A NaN share passed `<= 0` (every comparison with it is false) and sent every job to the last endpoint.
         check_numbers(self, f"endpoint {self.model}")
+        check_extra_body(self.extra_body, f"endpoint {self.model}")
         self.name = self.name or self.model
 
     @property
@@ -136,6 +140,26 @@ class EndpointConfig:
         from judge.plumbing.api_keys import resolve_api_key
 
         return resolve_api_key("", self.api_key_env, command="judge-train data", default_env=self.api_key_env) or "EMPTY"
+
+
+#: The request fields ``train.synthetic.client.ChatClient`` sets from an endpoint's own keys, and ``stream``, which
+#: would make every reply an event stream the client does not read. The SDK merges ``extra_body`` over the request,
+#: so one of these there replaced the endpoint's value on the wire while the rows named the endpoint's model and the
+#: client bounded the answer by the endpoint's ``max_tokens``.
+CLIENT_FIELDS = ("model", "messages", "max_tokens", "temperature", "stream")
+
+
+def check_extra_body(extra_body: dict, where: str) -> None:
+    """Refuse an ``extra_body`` key among ``CLIENT_FIELDS``.
+
+    Raises:
+        ValueError: "<where>: extra_body: '<key>' is a field the client sets itself ...".
+    """
+    for key in CLIENT_FIELDS:
+        if key in extra_body:
+            raise ValueError(f"{where}: extra_body: {key!r} is a field the client sets itself (model, messages, "
+                             "max_tokens, temperature) or one that changes the reply's shape (stream): set it as the "
+                             "endpoint's own key, or leave it out")
 
 
 #: ``retry_wait_budget_s``'s help: the bound judge-eval's ``--retry-wait-budget-s`` puts on one request's waits, with
@@ -466,4 +490,6 @@ def endpoint_config(mapping: Any, where: str) -> EndpointConfig:
     if unknown:
         raise ConfigError(f"{where}: unknown keys {unknown} for an endpoint; {suggest_keys(unknown, known)}")
     hints = field_types(EndpointConfig)
-    return EndpointConfig(**{key: coerce(key, value, hints[key], where) for key, value in mapping.items()})
+    coerced = {key: coerce(key, value, hints[key], where) for key, value in mapping.items()}
+    check_extra_body(coerced.get("extra_body") or {}, where)  # named as the config names it, not by its model
+    return EndpointConfig(**coerced)
