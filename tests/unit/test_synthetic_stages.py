@@ -265,6 +265,11 @@ def test_generation_fields_absent_levels_and_russian():
         ("[PROBLEM] Задача без конца", (None, "malformed:no_tags")),
         ("[PROBLEM]   [END]", (None, "malformed:empty")),
         ("[PROBLEM] а [END] [PROBLEM] б [END]", (None, "malformed:several_problems")),
+        # a reasoning that never closed (cut by max_tokens): a block drafted inside it is no instruction
+        ("<think>Набросок: [PROBLEM] черновик задачи [END] теперь доработаю", (None, "malformed:unfinished_reasoning")),
+        ("  <THINK>[PROBLEM] черновик [END]", (None, "malformed:unfinished_reasoning")),
+        # a <think> that is not the text's opening is the problem's own words
+        ("[PROBLEM] Что делает тег <think>? [END]", ("Что делает тег <think>?", "")),
     ],
 )
 def test_parse_problem(text, expected):

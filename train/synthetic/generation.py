@@ -7,7 +7,7 @@ asked for the problem wrapped in ``[PROBLEM] ... [END]``.
 
 Filters, in order: a failed request (asked again by a rerun); an output longer than ``max_tokens`` could produce
 (``oversized``: ``train.synthetic.client.longer_than_asked``, the generator's answer, not asked again); a malformed
-output (no ``[PROBLEM] ... [END]``, an empty or repeated block); more than ``max_non_russian`` non-Russian word
+output (no ``[PROBLEM] ... [END]``, an empty or repeated block, or an opening ``<think>`` never closed); more than ``max_non_russian`` non-Russian word
 tokens; an exact duplicate (case and whitespace folded) of an earlier instruction, in job order.
 """
 
@@ -148,10 +148,18 @@ def render_generation_prompt(task, level: str, language: str = "en") -> str:
 def parse_problem(text: str) -> tuple[str | None, str]:
     """The problem inside ``[PROBLEM] ... [END]`` (a ``<think>`` preamble is skipped).
 
+    An output that opens with a ``<think>`` it never closes (its reasoning cut by ``max_tokens``, on a server without
+    a reasoning parser) holds no answer: a block in it is a draft the generator wrote while reasoning, so it is
+    ``malformed:unfinished_reasoning``, as the answers stage drops such an answer.
+
     Returns:
         (problem, "") or (None, reason) with reason one of ``malformed:no_tags``, ``malformed:empty``,
-        ``malformed:several_problems``.
+        ``malformed:several_problems``, ``malformed:unfinished_reasoning``.
     """
+    from judge.verdicts import leading_reasoning
+
+    if leading_reasoning(text or "")[1] is None:
+        return None, "malformed:unfinished_reasoning"
     text = _THINK.sub("", text or "", count=1) if "</think" in (text or "").lower() else (text or "")
     blocks = _problem_blocks(text)
     if not blocks:
