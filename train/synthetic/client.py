@@ -256,24 +256,30 @@ class ChatClient:
         self._client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0, timeout=timeout_s)
         self._api_error = openai.APIError
 
-    def complete(self, prompt: str, system: str = "", temperature: float | None = None) -> ChatResult:
+    def complete(self, prompt: str, system: str = "", temperature: float | None = None,
+                 seed: int | None = None) -> ChatResult:
         """Ask for one completion of ``prompt`` as a single user turn.
+
+        Args:
+            seed: sent as the request's ``seed``, in place of the endpoint's ``extra_body`` one (None: the endpoint's
+                ``extra_body`` as it is).
 
         Returns:
             A ``ChatResult``; never raises for a failed request, nor for one its ``watch`` did not send.
         """
         if self.watch is None:
-            return self._complete(prompt, system, temperature)
+            return self._complete(prompt, system, temperature, seed)
         stop = self.watch.before_request(self.retry)
         if stop is not None:  # failed like an outage, not sent: journalled as failed, asked again by a rerun
             return ChatResult("", False, f"not sent: {stop}", attempts=0)
-        result = self._complete(prompt, system, temperature)
+        result = self._complete(prompt, system, temperature, seed)
         self.watch.after_request(result, self.retry)
         return result
 
-    def _complete(self, prompt: str, system: str, temperature: float | None) -> ChatResult:
+    def _complete(self, prompt: str, system: str, temperature: float | None, seed: int | None) -> ChatResult:
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
         ep = self.endpoint
+        extra_body = ep.extra_body if seed is None else {**ep.extra_body, "seed": seed}
         attempts = Attempts()
         try:
             response = self.retry.call(lambda: self._client.chat.completions.create(
@@ -281,7 +287,7 @@ class ChatClient:
                 messages=messages,
                 temperature=ep.temperature if temperature is None else temperature,
                 max_tokens=ep.max_tokens,
-                extra_body=ep.extra_body or None,
+                extra_body=extra_body or None,
             ), attempts)
         except self._api_error as err:  # retries spent, or a 4xx retrying will not fix
             status = getattr(err, "status_code", None)

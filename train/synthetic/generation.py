@@ -31,6 +31,8 @@ __all__ = [
     "non_russian_share",
     "generation_jobs",
     "generation_fingerprint",
+    "generator_seed",
+    "job_seed",
     "run_instructions",
 ]
 
@@ -223,15 +225,30 @@ def generation_jobs(config: InstructionsConfig) -> list[tuple[str, dict]]:
                 # The generator is a function of the job's own key (``stable_endpoint``): another --limit,
                 # --per-task-level or task_types selects other jobs but sends none of the journalled ones elsewhere.
                 endpoint = stable_endpoint(key, shares, config.seed) if shares else 0
-                jobs.append((key, {"task": task, "level": level, "endpoint": endpoint}))
+                jobs.append((key, {"task": task, "level": level, "endpoint": endpoint, "index": index}))
     return jobs[: config.limit] if config.limit else jobs
 
 
-def generation_fingerprint(task, level: str, language: str = "en") -> str:
+def generation_fingerprint(task, level: str, language: str = "en", seed: int | None = None, index: int = 0) -> str:
     """What a generation request is made of, as journalled (``request_sha``): ``GENERATION_VERSION`` and the rendered
-    prompt (the template filled from the taxonomy). A journal written under another template or version is asked
-    again, not relabelled with this one."""
-    return f"{GENERATION_VERSION}\n{render_generation_prompt(task, level, language)}"
+    prompt (the template filled from the taxonomy), and for job ``index`` > 0 of a generator seeded with ``seed``
+    (``job_seed``) the seed it is asked with. A journal written under another template or version, or a job
+    journalled under another seed, is asked again, not relabelled with this one."""
+    moved = f"\nseed {seed + index}" if seed is not None and index else ""
+    return f"{GENERATION_VERSION}\n{render_generation_prompt(task, level, language)}{moved}"
+
+
+def generator_seed(endpoint: EndpointConfig) -> int | None:
+    """The ``seed`` of a generator's ``extra_body`` when it is an integer, else None (an unseeded generator)."""
+    seed = (endpoint.extra_body or {}).get("seed")
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
+def job_seed(seed: int | None, index: int) -> int | None:
+    """The seed job ``index`` of a (leaf task, complexity level) is asked with: the generator's ``seed`` + ``index``.
+    The pair's jobs send one prompt, so under one seed a seeded generator answers them alike, ``per_task_level``
+    requests paid for one instruction; the traces stage moves its teacher's seed per sample the same way."""
+    return None if seed is None else seed + index
 
 
 def run_instructions(config: InstructionsConfig, out_dir: Path) -> dict:
@@ -244,9 +261,12 @@ def run_instructions(config: InstructionsConfig, out_dir: Path) -> dict:
     jobs = generation_jobs(config)
     log(f"instructions: {len(jobs)} jobs over {len(endpoints)} generators -> {out_dir}")
 
+    seeds = [generator_seed(e) for e in endpoints]
+
     def work(payload: dict) -> dict:
         task, level, ep = payload["task"], payload["level"], payload["endpoint"]
-        result = clients[ep].complete(render_generation_prompt(task, level, config.details_language))
+        result = clients[ep].complete(render_generation_prompt(task, level, config.details_language),
+                                      seed=job_seed(seeds[ep], payload["index"]))
         return {
             "task_group": task.group,
             "task_type": task.task_type,
@@ -264,7 +284,8 @@ def run_instructions(config: InstructionsConfig, out_dir: Path) -> dict:
 
     journal = Journal(out_dir / "journal.jsonl")
     run_jobs(jobs, work, journal, config.concurrency, "instructions",
-             fingerprint=lambda payload: generation_fingerprint(payload["task"], payload["level"], config.details_language))
+             fingerprint=lambda payload: generation_fingerprint(payload["task"], payload["level"], config.details_language,
+                                                                seeds[payload["endpoint"]], payload["index"]))
     unrecorded = sum(1 for key, _ in jobs if "generation_version" not in journal.rows[key])
     if unrecorded:
         log(f"instructions: {unrecorded} journalled rows predate recorded prompt versions; kept, labelled "
