@@ -4,7 +4,8 @@ Every data stage talks to its models through ``ChatClient.complete`` (one user t
 runs many of them at once through ``journal.run_jobs``. Only transient failures are retried (``judge.plumbing.retry``):
 connection errors, timeouts, 408, 409, 429 and 5xx, waiting at least the server's ``Retry-After``, one request's
 waits together at most the stage's ``retry_wait_budget_s`` (a retry whose wait would pass it is not made). Any other
-4xx is the caller's bug and fails at once.
+4xx is the caller's bug and fails at once. Each attempt's answer must be whole within the stage's ``timeout_s``
+(``WholeAnswerClient``), however slowly the server sends it.
 
 Every stage asks its endpoints through an ``EndpointWatch``: the first request waits for the endpoint's first contact
 (its model list), and an endpoint not there, or whose requests keep failing after their retries, is asked no more
@@ -20,12 +21,15 @@ from __future__ import annotations
 
 import hashlib
 import math
+import socket
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import httpx2  # the openai SDK's HTTP client, which WholeAnswerClient extends
 
 from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
 from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_answer
@@ -36,10 +40,12 @@ from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 from train.synthetic.config import EndpointConfig
 from train.synthetic.journal import log
 
-__all__ = ["ChatClient", "ChatResult", "CHARS_PER_TOKEN", "EndpointWatch", "REASONING_TOKEN_CAP", "longer_than_asked",
-           "message_text", "stable_endpoint", "unusable_endpoints"]
+__all__ = ["ChatClient", "ChatResult", "CHARS_PER_TOKEN", "EndpointWatch", "NoWholeAnswer", "REASONING_TOKEN_CAP",
+           "WholeAnswerClient", "longer_than_asked", "message_text", "stable_endpoint", "unusable_endpoints"]
 
 _BACKOFF_CAP_S = 60.0
+#: The SDK's own client's connection limits (``openai.DefaultHttpxClient``), kept for the client that replaces it.
+_CONNECTION_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
 
 
 @dataclass(frozen=True)
@@ -228,6 +234,68 @@ def unusable_endpoints(clients: Iterable[ChatClient]) -> dict[str, Any]:
     return {"endpoints_unusable": stops, "requests_not_sent": sum(watch.n_not_sent for watch in watches)}
 
 
+class NoWholeAnswer(httpx2.ReadTimeout):
+    """A reply whose body was not whole within the request's ``timeout_s``: a timeout, retried as the SDK's are."""
+
+
+class WholeAnswerClient(httpx2.Client):
+    """The chat client's HTTP client (the SDK's ``http_client``): each answer must be whole within ``timeout_s`` of
+    its send.
+
+    The SDK's ``timeout`` bounds each read, so a server (or a proxy) sending its answer a few bytes at a time held a
+    request, its worker and a Ctrl-C for as long as it kept sending, and its late answer was kept. Here the body is
+    read by the deadline: a timer then shuts the connection's socket (a read waiting on it returns at once) and the
+    request fails with ``NoWholeAnswer``, which the SDK raises as its timeout error. The wait for the reply's headers
+    is the SDK's, bounded by ``timeout_s`` of silence; a reply that begins past the deadline fails the same way. A
+    streamed reply (``stream=True``, which no stage asks for) is its reader's to bound.
+
+    Args:
+        timeout_s: the whole answer's bound, seconds.
+        **kwargs: ``httpx2.Client``'s.
+    """
+
+    def __init__(self, timeout_s: float, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.whole_answer_s = timeout_s
+
+    def send(self, request: httpx2.Request, *, stream: bool = False, **kwargs: Any) -> httpx2.Response:
+        deadline = time.monotonic() + self.whole_answer_s
+        response = super().send(request, stream=True, **kwargs)
+        if stream:
+            return response
+        expired = threading.Event()
+        network_stream = response.extensions.get("network_stream")
+
+        def expire() -> None:
+            expired.set()
+            sock = network_stream.get_extra_info("socket") if network_stream is not None else None
+            if sock is not None:
+                try:  # the plain socket's shutdown, under TLS too: the reading thread keeps its TLS object
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+                except OSError:
+                    pass  # already closed: the read has ended
+
+        # A daemon: a timer left waiting never holds the interpreter's exit; it is cancelled once the body is read.
+        timer = threading.Timer(max(0.0, deadline - time.monotonic()), expire)
+        timer.daemon = True
+        timer.start()
+        try:
+            response.read()
+        except httpx2.TransportError:
+            response.close()
+            if expired.is_set():  # the shut socket's own error: the deadline's doing
+                raise self._late() from None
+            raise
+        finally:
+            timer.cancel()
+        if expired.is_set() or time.monotonic() > deadline:
+            raise self._late()
+        return response
+
+    def _late(self) -> NoWholeAnswer:
+        return NoWholeAnswer(f"no whole answer within timeout_s {self.whole_answer_s:g} s")
+
+
 class ChatClient:
     """A chat client for one endpoint.
 
@@ -236,7 +304,8 @@ class ChatClient:
         max_retries: retries of a transient failure.
         backoff_s: the first retry delay; it doubles per retry, capped at 60 s, jittered, never shorter than the
             server's ``Retry-After`` (``judge.plumbing.retry``).
-        timeout_s: per-request timeout.
+        timeout_s: per-request timeout: the answer must be whole within it (``WholeAnswerClient``), retried as a
+            timeout when it is not.
         retry_wait_budget_s: the most seconds one request waits between its retries, all waits together
             (``RetryPolicy.wait_budget_s``; the stage config's ``retry_wait_budget_s``): a retry whose wait would
             pass it is not made, and the request fails as at retries spent, its ``error`` saying why.
@@ -253,7 +322,9 @@ class ChatClient:
         self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=_BACKOFF_CAP_S,
                                  wait_budget_s=retry_wait_budget_s, bound_flag="retry_wait_budget_s")
         # The SDK's own retries are off: this class retries, so attempts are counted and reported.
-        self._client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0, timeout=timeout_s)
+        self._client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0, timeout=timeout_s,
+                                     http_client=WholeAnswerClient(timeout_s, timeout=timeout_s, follow_redirects=True,
+                                                                   limits=_CONNECTION_LIMITS))
         self._api_error = openai.APIError
 
     def complete(self, prompt: str, system: str = "", temperature: float | None = None,
@@ -292,7 +363,8 @@ class ChatClient:
         except self._api_error as err:  # retries spent, or a 4xx retrying will not fix
             status = getattr(err, "status_code", None)
             stopped = f" ({said})" if (said := retry_stop_said(err)) else ""  # a wait past retry_wait_budget_s
-            return ChatResult("", False, f"{type(err).__name__}: {err}{stopped}", attempts=attempts.n,
+            late = f" ({err.__cause__})" if isinstance(err.__cause__, NoWholeAnswer) else ""  # the SDK's own words hide it
+            return ChatResult("", False, f"{type(err).__name__}: {err}{late}{stopped}", attempts=attempts.n,
                               outage=streak_failure(err, self.retry),
                               status=status if isinstance(status, int) else None)
         except JSON_REFUSALS as err:

@@ -189,7 +189,7 @@ class _Common:
     concurrency: int = _f(8, "requests in flight at once")
     max_retries: int = _f(5, "retries of a failed request (connection errors, 429, 5xx) before giving up")
     backoff_s: float = _f(1.0, "first retry delay in seconds; doubles on every retry (capped at 60 s)")
-    timeout_s: float = _f(600.0, "per-request timeout in seconds")
+    timeout_s: float = _f(600.0, "per-request timeout in seconds: the whole answer, not each read")
     retry_wait_budget_s: float = _f(DEFAULT_WAIT_BUDGET_S, _WAIT_BUDGET_HELP)
     seed: int = _f(0, "seed for job assignment and shuffling")
     limit: int = _f(0, "process only the first N jobs (0: all); for dry runs")
@@ -282,7 +282,7 @@ class DedupConfig:
     concurrency: int = _f(8, "borderline-check requests in flight")
     max_retries: int = _f(5, "retries of a failed borderline-check request")
     backoff_s: float = _f(1.0, "first retry delay in seconds")
-    timeout_s: float = _f(120.0, "per-request timeout in seconds")
+    timeout_s: float = _f(120.0, "per-request timeout in seconds: the whole answer, not each read")
     retry_wait_budget_s: float = _f(DEFAULT_WAIT_BUDGET_S, _WAIT_BUDGET_HELP)
     device: str = _f("cpu", "embedding device (cpu, cuda)")
 
