@@ -32,7 +32,7 @@ import httpx
 import httpx2  # the openai SDK's HTTP client, which WholeAnswerClient extends
 
 from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
-from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_answer
+from judge.plumbing.json_reading import JSON_REFUSALS, lone_surrogate_at, unreadable_answer
 from judge.plumbing.message_content import described_content, message_text, separated_reasoning
 from judge.plumbing.retry import (Attempts, EndpointUnusable, RetryPolicy, list_models, retry_stop_said,
                                   retryable_status)
@@ -397,6 +397,13 @@ class ChatClient:
             return ChatResult("", False, f"oversized: {_oversized_detail(len(text), len(reasoning), ep.max_tokens)}: "
                               "the server did not generate under the limit it was asked with", attempts=attempts.n,
                               finish_reason=finish_reason, oversized=True)
+        for part, value in (("content", text), ("reasoning", reasoning)):
+            if (at := lone_surrogate_at(value)) is not None:
+                # Valid JSON ("\ud800") but no text: the journal's UTF-8 write raised out of the worker and stopped
+                # the stage, and every rerun asked it again and stopped the same way. Failed, asked again by a rerun.
+                return ChatResult("", False, f"the endpoint's message {part} is not valid Unicode text: a lone "
+                                  f"surrogate (U+{ord(value[at]):04X}) at character {at}", attempts=attempts.n,
+                                  finish_reason=finish_reason)
         return ChatResult(text, True, attempts=attempts.n, finish_reason=finish_reason, reasoning=reasoning)
 
 
