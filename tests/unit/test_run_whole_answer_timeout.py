@@ -5,42 +5,18 @@ long as it kept trickling, and its late answer was kept as a verdict."""
 from __future__ import annotations
 
 import json
-import socket
 import threading
 
 import judge
 from eval.cli import main
 from tests.support.eval_cli import run_args
-from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+from tests.support.trickling_endpoint import trickling_endpoint
 
 VERDICT = "[FEEDBACK] ok [RESULT] 1 [END]"
 
 
 def _trickling(done: threading.Event):
-    """A vLLM-like responder whose chat answers are a whole verdict preceded by JSON whitespace sent one byte every
-    50 ms until ``done`` (or 200 bytes, the bound of a failing test): no read ever waits past a 0.5 s read timeout."""
-    def respond(path: str, body: dict) -> tuple:
-        if path == "/v1/judge":
-            return 404, {"detail": "Not Found"}
-        connection = server.local.connection
-        payload = json.dumps(chat_completion(VERDICT, body["model"])).encode()
-        n_spaces = 200
-        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-                           b"Connection: close\r\n\r\n" % (n_spaces + len(payload)))
-        try:
-            for _ in range(n_spaces):
-                if done.wait(0.05):  # paces the trickle; the test sets it once the run has ended
-                    break
-                connection.sendall(b" ")
-            else:
-                connection.sendall(payload)
-        except OSError:
-            pass  # the client gave up and closed the connection: what the fix does
-        connection.shutdown(socket.SHUT_RDWR)
-        raise ConnectionAbortedError("answered by hand")  # the handler's own answer is not sent
-
-    server = ScriptedEndpoint(respond)
-    return server
+    return trickling_endpoint(VERDICT, done)
 
 
 def test_a_server_trickling_its_answer_past_timeout_s_is_a_failed_request(tmp_path):

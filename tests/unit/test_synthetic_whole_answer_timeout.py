@@ -4,45 +4,19 @@ server that sends its headers and then its body a few bytes at a time, each with
 
 from __future__ import annotations
 
-import json
-import socket
 import threading
 
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+from tests.support.trickling_endpoint import trickling_endpoint
 from train.synthetic.client import ChatClient
 from train.synthetic.config import EndpointConfig
 
 TEXT = "[PROBLEM] Задача [END]"
 
 
-def _trickling(done: threading.Event) -> ScriptedEndpoint:
-    """A responder whose chat answer is preceded by JSON whitespace sent one byte every 50 ms until ``done`` (or 200
-    bytes, the bound of a failing test): no read ever waits past a 0.5 s read timeout."""
-    def respond(path: str, body: dict) -> tuple:
-        connection = server.local.connection
-        payload = json.dumps(chat_completion(TEXT, body["model"])).encode()
-        n_spaces = 200
-        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-                           b"Connection: close\r\n\r\n" % (n_spaces + len(payload)))
-        try:
-            for _ in range(n_spaces):
-                if done.wait(0.05):  # paces the trickle; the test sets it once the client has returned
-                    break
-                connection.sendall(b" ")
-            else:
-                connection.sendall(payload)
-        except OSError:
-            pass  # the client gave up and closed the connection: what the fix does
-        connection.shutdown(socket.SHUT_RDWR)
-        raise ConnectionAbortedError("answered by hand")  # the handler's own answer is not sent
-
-    server = ScriptedEndpoint(respond)
-    return server
-
-
 def test_an_answer_trickled_past_timeout_s_is_a_failed_request(capsys):
     done = threading.Event()
-    server = _trickling(done)
+    server = trickling_endpoint(TEXT, done)
     try:
         client = ChatClient(EndpointConfig(model="scripted", base_url=server.base_url, max_tokens=64), max_retries=0,
                             timeout_s=0.5)
