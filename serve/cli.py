@@ -378,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not spec.url:
                 require_weights(spec.model_dir, spec.role)
                 refuse_unsplittable_heads(str(spec.model_dir), config)
-        require_tokenizer(layout.root)  # judge-serve's own, whatever the engines load (attached ones too)
+        require_tokenizer(layout.root)  # judge-serve's own and its chat template, whatever the engines load
         for spec in engine_specs(config, layout):  # a generating engine's own: what it writes becomes text by it
             if not spec.url and spec.role == "generator" and spec.model_dir != layout.root:
                 require_tokenizer(spec.model_dir, spec.role)

@@ -49,6 +49,7 @@ from judge.checkpoints import (
     checkpoint_trained_lengths,
     classifier_num_labels,
     folders_fingerprint,
+    holds_chat_template,
     holds_tokenizer,
     is_released_regression,
     judge_kind,
@@ -262,23 +263,35 @@ def _shards_not_there(folder: Path) -> list[str]:
 
 
 def require_tokenizer(folder: Path, role: str | None = None) -> None:
-    """Refuse a local checkpoint folder that holds none of ``TOKENIZER_FILES``: transformers builds a tokenizer from
-    such a folder anyway, with a vocabulary of one token. judge-serve renders and tokenizes every prompt with the
-    checkpoint's (``role`` None), so that every prompt reached the engine empty (400, "You must pass at least one
-    prompt"); a generating engine (``role`` ``"generator"``: a regression judge's ``generator/`` or
-    ``--generator-model``) turns what it writes into text with its own folder's, so that every completion came back
-    as that one token.
+    """Refuse a local checkpoint folder whose tokenizer judge-serve cannot use.
+
+    * None of ``TOKENIZER_FILES``: transformers builds a tokenizer from such a folder anyway, with a vocabulary of one
+      token. judge-serve renders and tokenizes every prompt with the checkpoint's (``role`` None), so that every
+      prompt reached the engine empty (400, "You must pass at least one prompt"); a generating engine (``role``
+      ``"generator"``: a regression judge's ``generator/`` or ``--generator-model``) turns what it writes into text
+      with its own folder's, so that every completion came back as that one token.
+    * The checkpoint's own (``role`` None) with no chat template (``judge.checkpoints.holds_chat_template`` looks where
+      transformers reads one): judge-serve renders every prompt through it (``judge.apply_chat``), so each judgment
+      failed inside transformers, a server error on every request after judge-serve turned ready. judge-train
+      refuses such a base folder the same way (``judge.checkpoints.model_folder_gaps``). A generating engine only
+      turns tokens into text: its folder needs no template.
 
     Raises:
         LayoutError: naming the folder, the engine that reads it (``role``) and the files looked for.
     """
-    if Path(folder).is_dir() and not holds_tokenizer(folder):
+    if not Path(folder).is_dir():
+        return
+    if not holds_tokenizer(folder):
         why = ("judge-serve tokenizes every prompt with it" if role is None else
                f"the {role} engine turns the tokens it writes into text with it")
-        raise LayoutError(
-            f"model: {folder} holds no tokenizer ({', '.join(TOKENIZER_FILES)}): {why}; save the base model's "
-            "tokenizer into the folder (tokenizer.save_pretrained), as judge-train's exports have it"
-        )
+        said = f"{folder} holds no tokenizer ({', '.join(TOKENIZER_FILES)}): {why}; save the base model's tokenizer"
+    elif role is None and not holds_chat_template(folder):
+        said = (f"the tokenizer in {folder} has no chat template (chat_template.jinja, or chat_template in "
+                "tokenizer_config.json): judge-serve renders every prompt through it; save the base model's tokenizer "
+                "with its chat template")
+    else:
+        return
+    raise LayoutError(f"model: {said} into the folder (tokenizer.save_pretrained), as judge-train's exports have it")
 
 
 def weights_fingerprint(layout: CheckpointLayout) -> str | None:
