@@ -70,7 +70,9 @@ def sft_examples(rows: list[dict[str, Any]], tokenizer, *, thinking: bool = Fals
     ``completion_mask`` is what trl's own tokenization writes for a prompt-completion row (trl/trainer/sft_trainer.py,
     ``SFTTrainer._prepare_dataset``, ``tokenize_fn``): 0 over the longest common prefix of the prompt's ids (through
     the generation prompt) and the whole text's, 1 from there through the end-of-turn token and what the template
-    writes after it. A judge that never learns to stop never writes ``[END]``.
+    writes after it. A judge that never learns to stop never writes ``[END]``. That prefix must be the prompt's ids
+    whole: a generation prompt whose last token merges with the target's first (one ending ``assistant:`` before
+    ``[FEEDBACK]``: ``:[`` is one token) would train a prompt judge-serve never sends, and is refused.
 
     With ``thinking`` the reasoning must be trained, where judge-serve prompts the judge to write it
     (:func:`_with_the_reasoning`): a template that drops it from a rendered assistant turn (DeepSeek-R1 distills,
@@ -82,7 +84,8 @@ def sft_examples(rows: list[dict[str, Any]], tokenizer, *, thinking: bool = Fals
 
     Raises:
         ConfigError: a row whose prompt the chat template does not keep verbatim (its user turn cannot be told from
-            the template's text; ``judge.chat_tokens.unfit_template``); ``thinking``, and a chat template the integer
+            the template's text; ``judge.chat_tokens.unfit_template``), or whose generation prompt it tokenizes
+            otherwise with the target after it; ``thinking``, and a chat template the integer
             format's reasoning cannot be trained through; or a chat template whose rendered assistant turn does not
             follow its generation prompt.
     """
@@ -96,9 +99,16 @@ def sft_examples(rows: list[dict[str, Any]], tokenizer, *, thinking: bool = Fals
         parts += [chat_parts(generation, row["prompt"]), chat_parts(full, row["prompt"], completion=completion)]
     ids = chat_ids(tokenizer, parts)
     examples = []
-    for prompt_ids, full_ids in zip(ids[::2], ids[1::2]):
+    for row, prompt_ids, full_ids in zip(rows, ids[::2], ids[1::2]):
         # trl's common_prefix_length (trl/data_utils.py): the completion starts where the two diverge
         n = next((k for k, (a, b) in enumerate(zip(prompt_ids, full_ids)) if a != b), min(len(prompt_ids), len(full_ids)))
+        if n < len(prompt_ids):  # the prompt's last ids merge with the target's first: not the prompt judge-serve sends
+            from judge.chat_tokens import unfit_template
+
+            raise unfit_template(tokenizer, row, "tokenizes its generation prompt otherwise with the judge's text "
+                                 f"after it (the prompt's ids end {tokenizer.convert_ids_to_tokens(prompt_ids[n:])!r}, "
+                                 f"the text's go on {tokenizer.convert_ids_to_tokens(full_ids[n:n + 2])!r})",
+                                 recipe="seq2seq", instead="Qwen3, or a ChatML base: Qwen2.5, T-lite")
         examples.append({"input_ids": full_ids, "completion_mask": [0] * n + [1] * (len(full_ids) - n)})
     return examples
 

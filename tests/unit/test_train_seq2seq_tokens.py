@@ -389,3 +389,24 @@ def test_a_tagged_row_is_counted_with_the_empty_block_it_is_trained_with(qwen3_t
     count_as_trained = {"text_of": lambda r: training_text(r, tokenizer)}
     assert drop_too_long([row], tokenizer, trained - 1, **count_as_trained) == ([], 1)
     assert drop_too_long([row], tokenizer, trained, **count_as_trained) == ([row], 0)
+
+
+def test_a_template_whose_generation_prompt_merges_with_the_target_is_refused(qwen_tokenizer):
+    """A generation prompt ending in "assistant:" with the target's "[FEEDBACK]" after it: the whole text tokenizes
+    ":[" as one token, so the longest common prefix (trl's rule) stopped before ":" and the judge was trained on a
+    prompt one token short of the one judge-serve sends, the ":" it is served never seen. Refused naming the field
+    and the row, as the regression recipe refuses it, never trained on a prompt judge-serve does not send."""
+    from train.config import ConfigError
+
+    template = ("{% for m in messages %}{% if m['role'] == 'user' %}<|im_start|>user\n{{ m['content'] }}<|im_end|>\n"
+                "{% else %}<|im_start|>assistant:{{ m['content'] }}<|im_end|>\n{% endif %}{% endfor %}"
+                "{% if add_generation_prompt %}<|im_start|>assistant:{% endif %}")
+    tokenizer = _with_template(qwen_tokenizer, template)
+    row = {"id": "m1", "prompt": prompt_of(), "completion": target(False)}
+    served = chat_ids(tokenizer, [chat_parts(judge.apply_chat(tokenizer, row["prompt"]), row["prompt"])])[0]
+    whole = tokenizer(judge.apply_chat(tokenizer, row["prompt"], row["completion"]), add_special_tokens=False)
+    assert whole["input_ids"][:len(served)] != served  # the merge the refusal is about
+    with pytest.raises(ConfigError, match=r"^model_name_or_path: the chat template of .* tokenizes its generation "
+                                          r"prompt otherwise with the judge's text after it \(the prompt's ids end \[':'\], "
+                                          r"the text's go on \[':\[', 'FE'\]\) \(row 'm1'\)"):
+        sft_examples([row], tokenizer)
