@@ -23,8 +23,9 @@ logger = logging.getLogger(__name__)
 
 def refuse_unrenderable_chat_template(tokenizer, base: str, *, thinking: bool = False) -> None:
     """Refuse a tokenizer whose chat template cannot render a judge prompt, as a generation prompt and with an
-    answer (``judge.apply_chat``, the one place prompts are rendered): none at all (transformers' ValueError), or one
-    that raises for a lone user turn (a template that demands a system turn or alternating turns). A base folder
+    answer (``judge.apply_chat``, the one place prompts are rendered): none at all, named templates without a default
+    one (transformers' ValueError: it will not pick one), or one that raises for a lone user turn (a template that
+    demands a system turn or alternating turns). A base folder
     without a template is refused earlier (``train.cli.refuse_incomplete_base``); a hub id's tokenizer is seen here
     first. Rendered with a short text: what fails is the turns' shape, not the prompt's words.
 
@@ -42,7 +43,7 @@ def refuse_unrenderable_chat_template(tokenizer, base: str, *, thinking: bool = 
     try:
         judge.apply_chat(tokenizer, "?", thinking=thinking)
         judge.apply_chat(tokenizer, "?", "!", thinking=thinking)
-    except TemplateError as err:
+    except (TemplateError, ValueError) as err:  # ValueError: transformers' own refusal (named templates, no default)
         raise ConfigError(f"model_name_or_path: the chat template of {base} cannot render the judge prompt, one "
                           f"user turn: {err}") from None
 

@@ -112,6 +112,20 @@ def test_a_tokenizer_without_a_chat_template_is_named(qwen_tokenizer, monkeypatc
         refuse_unrenderable_chat_template(qwen_tokenizer, "org/base")
 
 
+def test_a_tokenizer_with_only_named_chat_templates_is_named(qwen_tokenizer, monkeypatch):
+    """Named templates and no default one (``additional_chat_templates/`` without ``default.jinja``, or a
+    tokenizer_config.json list without a "default"): transformers refuses to pick one with a ValueError, which was a
+    traceback of judge-train run; now one line naming the field and transformers' words."""
+    from train.config import ConfigError
+    from train.recipe_data import refuse_unrenderable_chat_template
+
+    monkeypatch.setattr(qwen_tokenizer, "chat_template", {"tool_use": qwen_tokenizer.chat_template})
+    with pytest.raises(ConfigError, match=r"^model_name_or_path: the chat template of org/base cannot render the "
+                                          r"judge prompt, one user turn: This model has multiple chat templates with "
+                                          r"no default specified!.*\['tool_use'\]"):
+        refuse_unrenderable_chat_template(qwen_tokenizer, "org/base")
+
+
 def test_the_rows_are_tokenized_once_and_handed_to_the_recipe(tmp_path, monkeypatch, tiny_causal_dir):
     """The data step before the claim is the recipe's: ``main`` gets its rows and ids and does not tokenize them again
     (``sft_examples`` runs once for the training rows and once for the validation rows)."""
