@@ -86,7 +86,7 @@ from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowL
                                RefuseWhileDrainingMiddleware, RequestIdMiddleware, bearer_matches, own_host_names,
                                unless_disconnected)
 from serve.engine_client import (MAX_ANSWER_BYTES, EngineBusy, EngineFailure, EngineUnavailable, discard_unclaimed,
-                                 read_up_to, unless_dead, until_dead)
+                                 read_up_to, retry_headers_of, unless_dead, until_dead)
 from serve.errors import (engine_error, error_response, judgment_failed, relayed_stream, sanitized,
                           unknown_model_message)
 from serve.judging import check_before_start, unknown_model
@@ -451,7 +451,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             finally:
                 upstream_response.release()
             return engine_error(upstream_response.status, raw, role, names=served_names(state), asked_model=asked,
-                                retry_headers=state.retry_headers([role]))
+                                retry_headers=state.retry_headers([role]),
+                                engine_retry_headers=retry_headers_of(upstream_response.headers))
         event_stream = upstream_response.headers.get("content-type", "").startswith("text/event-stream")
 
         async def body():

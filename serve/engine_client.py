@@ -26,7 +26,18 @@ T = TypeVar("T")
 
 __all__ = ["EngineClient", "EngineHttp", "Hop", "engine_session", "discard_unclaimed", "unless_dead", "until_dead",
            "ENGINE_KEEPALIVE_S", "PROBE_CONNECTIONS", "MAX_ANSWER_BYTES", "EngineBusy", "EngineUnavailable",
-           "EngineFailure", "unreadable_answer", "read_capped", "read_up_to"]
+           "EngineFailure", "unreadable_answer", "read_capped", "read_up_to", "RETRY_HEADERS", "retry_headers_of"]
+
+#: The headers of an engine's answer that say when to ask again (RFC 9110's ``Retry-After``, and ``retry-after-ms``,
+#: which OpenAI and Azure send and ``judge.plumbing.retry`` reads first).
+RETRY_HEADERS = ("Retry-After", "retry-after-ms")
+
+
+def retry_headers_of(headers: Mapping[str, str]) -> dict[str, str]:
+    """The ``RETRY_HEADERS`` among an engine's answer's ``headers`` (case-insensitive, as aiohttp's are), each value
+    bounded: a 408, 409 or 429 judge-serve passes on carries them, so its client waits what the engine (or a proxy
+    in front of it) asked, not only its own first backoff."""
+    return {name: headers[name][:64] for name in RETRY_HEADERS if name in headers}
 
 
 class EngineUnavailable(Exception):
@@ -45,13 +56,17 @@ class EngineFailure(Exception):
     404) with the engine's status and its message, sanitized; vLLM's 404 for the model as a 503 with ``Retry-After``;
     anything else as a 502 without the message (a 5xx's may carry the engine's internals):
     ``serve.errors.judgment_failed``. ``public``: what the client is told
-    instead, when the failure is another model's (the task classifier's) and the message for the log says more."""
+    instead, when the failure is another model's (the task classifier's) and the message for the log says more.
+    ``retry_headers``: the engine's ``RETRY_HEADERS`` (``retry_headers_of``), passed on with a status a later attempt
+    can pass."""
 
-    def __init__(self, message: str, status: int = 500, public: str | None = None, param: Any = None):
+    def __init__(self, message: str, status: int = 500, public: str | None = None, param: Any = None,
+                 retry_headers: Mapping[str, str] | None = None):  # fmt: skip
         super().__init__(message)
         self.status = status
         self.public = public
         self.param = param  # the engine's error's ``param`` ("model": vLLM's 404 for a model it does not serve)
+        self.retry_headers = dict(retry_headers or {})
 
 
 class EngineClient:
@@ -74,12 +89,13 @@ class EngineClient:
         self.http, self.url, self.dead, self.reason = http, url, dead, reason
         self.headers = {**_IDENTITY, **(headers or {})}
 
-    async def _exchange(self, path: str, payload: dict[str, Any], headers: Mapping[str, str]) -> tuple[int, bytes]:
+    async def _exchange(self, path: str, payload: dict[str, Any],
+                        headers: Mapping[str, str]) -> tuple[int, bytes, dict[str, str]]:
         # The engine's JSON is read as sent: the session does not decompress (the proxy passes bytes through).
         # On the judgments' own pool: proxied generations holding theirs cannot keep a judgment waiting.
         response = await self.http.request("POST", self.url + path, judgment=True, json=payload, headers=headers)
         try:
-            return response.status, await read_capped(response, path)
+            return response.status, await read_capped(response, path), retry_headers_of(response.headers)
         finally:
             response.release()
 
@@ -94,7 +110,7 @@ class EngineClient:
         if call is None:
             raise EngineUnavailable(self.reason())
         try:
-            status, body = call.result()
+            status, body, retry_headers = call.result()
         except EngineBusy:
             raise
         except aiohttp.ConnectionTimeoutError as err:
@@ -113,7 +129,7 @@ class EngineClient:
                 message, param = error["message"], error.get("param")
             except (ValueError, KeyError, TypeError, AttributeError):
                 message = body[:500].decode("utf-8", "replace")
-            raise EngineFailure(f"engine answered {status}: {message}", status, param=param)
+            raise EngineFailure(f"engine answered {status}: {message}", status, param=param, retry_headers=retry_headers)
         try:
             answer = json.loads(body)
         except ValueError:  # UnicodeDecodeError included

@@ -130,12 +130,14 @@ def _engine_error_body(status: int, message: str, param: Any, code: Any, role: s
 
 
 def engine_error(status: int, raw: bytes, role: str, *, names: Sequence[str] = (),
-                 asked_model: Any = None, retry_headers: Mapping[str, str] | None = None) -> JSONResponse:
+                 asked_model: Any = None, retry_headers: Mapping[str, str] | None = None,
+                 engine_retry_headers: Mapping[str, str] | None = None) -> JSONResponse:
     """An engine's error answer in OpenAI's shape with a string ``code``: a 4xx keeps the engine's message (its
     internals replaced, ``sanitized``), a 5xx says only that the engine failed (its text goes to judge-serve's log).
     vLLM's 404 for a model it lacks, given the ``asked_model`` and judge-serve's served ``names``, is OpenAI's
     ``model_not_found`` naming them, unless ``asked_model`` is one of those names: then the engine no longer serves
-    what judge-serve does, a 503 with ``retry_headers`` (by default ``Retry-After: RENAMED_ENGINE_RETRY_AFTER_S``)."""
+    what judge-serve does, a 503 with ``retry_headers`` (by default ``Retry-After: RENAMED_ENGINE_RETRY_AFTER_S``).
+    A 408, 409 or 429 keeps ``engine_retry_headers``, the engine's own (``serve.engine_client.retry_headers_of``)."""
     detail = json_or_none(raw)
     message, param, code = _engine_detail(detail, raw)
     status, body = _engine_error_body(status, message, param, code, role, names, asked_model)
@@ -143,6 +145,8 @@ def engine_error(status: int, raw: bytes, role: str, *, names: Sequence[str] = (
         if retry_headers is None:
             retry_headers = {"Retry-After": str(RENAMED_ENGINE_RETRY_AFTER_S)}
         return JSONResponse(body, status_code=status, headers=dict(retry_headers))
+    if status < 500 and retryable_status(status) and engine_retry_headers:
+        return JSONResponse(body, status_code=status, headers=dict(engine_retry_headers))
     return JSONResponse(body, status_code=status)
 
 
@@ -171,7 +175,9 @@ def judgment_failed(err: EngineUnavailable | EngineFailure, state: Any) -> JSONR
     ``ServerState``): 503 with ``Retry-After`` for a dead or unreachable engine, or one that answers vLLM's 404 for its
     model (it no longer serves the name judge-serve sends: an attached engine restarted under another); 503
     ``server_busy`` for a call that found none of judge-serve's connections free in time; an engine's refusal
-    (4xx but 401, 403 and 404) with its own status and message, sanitized; 502 for an engine that failed (a 5xx, its
+    (4xx but 401, 403 and 404) with its own status and message, sanitized, a 408, 409 or 429 with the engine's own
+    ``Retry-After`` (``EngineFailure.retry_headers``) when it sent one, and none of judge-serve's; 502 for an engine
+    that failed (a 5xx, its
     message left in judge-serve's log), refused judge-serve's own key (401), forbade it (403) or lacks the route
     (any other 404); 503 ``queue_full`` with the bound's
     ``Retry-After`` for a request over ``max_queued_judgments`` (``serve.queued.QueueFull``)."""
@@ -207,8 +213,10 @@ def judgment_failed(err: EngineUnavailable | EngineFailure, state: Any) -> JSONR
                               code="engine_unavailable", headers=state.retry_headers(state.engines))
     if public is None and 400 <= status < 500 and status not in (401, 403, 404):
         # The engine refused what this request asked of it (a window, a sampling value): the client's to change, as
-        # on the proxied routes (engine_error). A 502 would be retried by every client to the same end.
-        return error_response(status, sanitized(str(err)))
+        # on the proxied routes (engine_error). A 502 would be retried by every client to the same end. A status a
+        # later attempt can pass keeps the engine's Retry-After: judge-serve knows no better wait than the engine's.
+        headers = err.retry_headers if retryable_status(status) else None
+        return error_response(status, sanitized(str(err)), headers=headers or None)
     # A 403 (judge-serve forbidden) or a 404 for a route the engine lacks, passed on, would read as the client's own
     # key refused or as judge-serve lacking /v1/judge: judge-serve's failure, as the 401 of its key is.
     if public:
