@@ -239,13 +239,17 @@ def parse_rationale(text: str) -> tuple[str, bool]:
     return body.strip(), False
 
 
-def rationale_cut_short(text: str | None, finish_reason: str | None) -> bool:
+def rationale_cut_short(text: str | None, finish_reason: str | None, *, complete: bool | None = None) -> bool:
     """Whether the length limit stopped a regression judge's generation before a tag closed its rationale: the
     ``finish_reason`` is ``length`` and ``parse_rationale`` finds no ``[RESULT]`` or ``[END]`` after it. A rationale
     closed before the cut (text after the ``[END]``, as ``stop_at_end`` false runs on, or a ``[RESULT]`` the LM added)
     is whole. One reading for judge-serve, which scores an export's head only on a whole rationale, and for
-    judge-eval's rows, so the same text and ``finish_reason`` get the same verdict in both."""
-    return finish_reason == "length" and not parse_rationale(text or "")[1]
+    judge-eval's rows, so the same text and ``finish_reason`` get the same verdict in both. ``complete``: what
+    ``parse_rationale`` said of ``text``, from a caller that has read the rationale already (judge-serve reads it for
+    the head's input), so the text is not read twice; None: read here."""
+    if finish_reason != "length":
+        return False
+    return not (parse_rationale(text or "")[1] if complete is None else complete)
 
 
 def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = False) -> Verdict:

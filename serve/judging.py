@@ -843,7 +843,7 @@ class Judge:
         if not (text.strip() if released else rationale):
             out["error"], out["error_reason"] = VerdictError.EMPTY, "the judge wrote no rationale for the head to score"
             return out, None, True
-        if not released and rationale_cut_short(text, finish_reason):
+        if not released and rationale_cut_short(text, finish_reason, complete=complete):
             # Re-rendered, a cut rationale would gain an [END] the judge never wrote and be scored as whole; a tagged
             # verdict cut the same way fails ``cut``. One the judge closed before the cut (``stop_at_end`` false runs
             # on to the turn's end) is whole: the head reads it as training rendered it. A released judge's head reads

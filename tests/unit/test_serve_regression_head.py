@@ -232,3 +232,26 @@ def test_a_head_input_is_built_only_once_its_engine_slot_is_taken(qwen_tokenizer
     results = asyncio.run(server._judge_jobs(jobs, options))
     assert [r.score for r in results] == [1.0] * 4
     assert (pending[0], most[0]) == (0, 1)
+
+
+@pytest.mark.parametrize(("text", "finish_reason"), [("[FEEDBACK] Хороший сти", "length"),
+                                                     ("[FEEDBACK] Хороший стих. [END]", "length"),
+                                                     ("[FEEDBACK] Хороший стих. [END]", "stop")],
+                         ids=["cut", "closed-at-the-limit", "stopped"])
+def test_an_exports_rationale_is_parsed_once_per_reply(qwen_tokenizer, monkeypatch, text, finish_reason):
+    """One reply's rationale is read once: its text for the head and whether the length limit cut it come from that
+    one reading (``judge.parse_rationale``, wherever it is called from)."""
+    import judge.verdicts
+    import serve.judging
+
+    parsed: list[str] = []
+    original = judge.verdicts.parse_rationale
+
+    def counted(said: str):
+        parsed.append(said)
+        return original(said)
+
+    monkeypatch.setattr(judge.verdicts, "parse_rationale", counted)
+    monkeypatch.setattr(serve.judging, "parse_rationale", counted)
+    _judged(qwen_tokenizer, "rationale_target", text, finish_reason=finish_reason)
+    assert parsed == [text]
