@@ -345,7 +345,9 @@ def error_words(error: Mapping[str, Any]) -> str:
         return f"must hold at least {ctx['min_length']} {entries}, got an empty list"
     if kind == "string_too_short" and ctx.get("min_length") == 1:
         return "must not be empty"
-    if kind == "literal_error" and "expected" in ctx:  # a literal's values as JSON writes strings
+    if kind == "literal_error" and "expected" in ctx:
+        # the literal's values as pydantic lists them, each in single quotes ("'refuse' or 'fail'"), as the value
+        # sent is quoted after "got" (got_words); JSON's double quotes would come back escaped in the error body
         return f"must be one of {ctx['expected']}, got {got_words(error['input'])}"
     return error["msg"]
 

@@ -307,3 +307,16 @@ def test_server_changed_shows_the_servers_format_name_with_its_control_character
     assert "\x1b" not in str(caught.value)
     assert str(caught.value).startswith("judge-serve answered in the verdict format tagged\\x1b[2J, but this run")
     assert str(caught.value).endswith("(then set --verdict-format tagged\\x1b[2J)")
+
+
+def test_a_literal_refused_names_its_values_and_the_value_sent_in_single_quotes():
+    """The contract's own words for a value outside a literal (``oversize``): each allowed value and the value sent
+    in the same single quotes, none of JSON's double quotes (they would come back escaped in an error body)."""
+    import pydantic
+
+    from judge.wire import JudgeRequest, error_words
+
+    with pytest.raises(pydantic.ValidationError) as refused:
+        JudgeRequest.model_validate({"items": [{"instruction": "q", "answer": "a"}], "oversize": "drop"})
+    (error,) = refused.value.errors()
+    assert error_words(error) == "must be one of 'refuse' or 'fail', got a string 'drop'"
