@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 import judge
-from judge.plumbing.atomic_write import write_atomically, write_atomically_together
+from judge.plumbing.atomic_write import NotSynced, write_atomically, write_atomically_together
 from judge import JudgeRecord, ScaleError
 from judge.verdicts import gives_reasons, rationale_words
 
@@ -815,33 +815,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{prog}: error: {what}" + ("; nothing written" if args.out else ""), file=sys.stderr)
         return 2
     if args.out:
-        earlier = _inode(args.out)
+        # A file that was not there before is "written", never "replaced".
+        what = "replaced" if Path(args.out).exists() else "written"
         try:
             written, dropped = write_rows_and_dropped(rows, report.dropped_rows, args.out)
+        except NotSynced as err:  # both renamed into place, then their folder's fsync failed
+            print(f"{prog}: error: --out {args.out}: {args.out} {what}, but not yet synced to disk "
+                  f"({err.strerror or err})", file=sys.stderr)
+            return 2
         except OSError as err:  # no permission, a read-only disk, a parent that is a file: named, the rows kept
             # The rows file is renamed last, so a failed write or rename leaves it as it was (the dropped file may
-            # have been replaced); the folder's fsync comes after both renames, so its failure leaves both in place.
-            # A file that was not there before is "written", never "replaced".
-            what = "written" if earlier is None else "replaced"
-            if _inode(args.out) not in (None, earlier):
-                print(f"{prog}: error: --out {args.out}: {args.out} {what}, but not yet synced to disk "
-                      f"({err.strerror or err})", file=sys.stderr)
-            else:
-                print(f"{prog}: error: --out {args.out}: cannot write ({err.strerror or err}); {args.out} not "
-                      f"{what}", file=sys.stderr)
+            # have been replaced).
+            print(f"{prog}: error: --out {args.out}: cannot write ({err.strerror or err}); {args.out} not "
+                  f"{what}", file=sys.stderr)
             return 2
         print(f"wrote {written}")
         print(f"wrote {dropped} ({len(report.dropped_rows)} dropped verdict(s), each with its drop_reason)")
     return 0
-
-
-def _inode(path: str | Path) -> int | None:
-    """The inode of the file ``path`` names (where a symlink points); None where there is none. A file replaced by
-    a rename has another."""
-    try:
-        return Path(path).stat().st_ino
-    except OSError:
-        return None
 
 
 def write_rows_and_dropped(rows: list[dict], dropped: list[dict], out: str | Path) -> tuple[Path, Path]:
@@ -853,8 +843,8 @@ def write_rows_and_dropped(rows: list[dict], dropped: list[dict], out: str | Pat
         (the rows file, the dropped file).
 
     Raises:
-        OSError: as a write or rename raises (the files written aside are removed), or the folder's fsync after
-            both renames (both files replaced).
+        OSError: as a write or rename raises (the files written aside are removed).
+        NotSynced: the folder's fsync failed after both renames (both files replaced).
     """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,21 @@ from pathlib import Path
 from typing import BinaryIO
 
 __all__ = ["write_atomically", "write_atomically_together", "replace_folder", "staging_dir", "aside_dir",
-           "sync_folder", "make_folder"]
+           "sync_folder", "make_folder", "NotSynced"]
+
+
+class NotSynced(OSError):
+    """The renames landed (every file, or the folder, already replaced) but the fsync of their folder failed: the
+    new names may not be on disk yet. An ``OSError`` with the fsync's errno and words, its ``__cause__`` the fsync's
+    error, so a caller tells "replaced, not synced" from "not replaced" by the type alone."""
+
+
+def _sync_after_rename(folder: Path) -> None:
+    """``sync_folder`` after a rename landed in ``folder``: its failure raised as ``NotSynced``."""
+    try:
+        sync_folder(folder)
+    except OSError as err:
+        raise NotSynced(err.errno, err.strerror or str(err), str(folder)) from err
 
 #: Random names tried before giving up (each is 12 hex digits: a clash means another writer holds that name now).
 _ATTEMPTS = 100
@@ -46,9 +60,9 @@ def write_atomically(path: str | Path, content: bytes | Callable[[BinaryIO], Non
         ``path``.
 
     Raises:
-        OSError: as the writes, fsync or rename raise (``path`` then as it was, no temporary file left); or as the
-            fsync of its folder raises after the rename (``path`` then already replaced, its new name perhaps not yet
-            on disk).
+        OSError: as the writes, fsync or rename raise (``path`` then as it was, no temporary file left).
+        NotSynced: the fsync of its folder failed after the rename (``path`` then already replaced, its new name
+            perhaps not yet on disk).
     """
     return write_atomically_together([(path, content)], mode=mode)[0]
 
@@ -70,8 +84,9 @@ def write_atomically_together(files: Sequence[tuple[str | Path, bytes | Callable
 
     Raises:
         OSError: as a write, fsync or rename raises (the files before the failed rename replaced, the others as they
-            were, no temporary file left); or as the fsync of a folder raises after every rename (every file then
-            already replaced, its new name perhaps not yet on disk).
+            were, no temporary file left).
+        NotSynced: the fsync of a folder failed after every rename (every file then already replaced, its new name
+            perhaps not yet on disk).
     """
     given = [Path(path) for path, _ in files]
     paths, temps = [_file_itself(path) for path in given], []
@@ -96,7 +111,7 @@ def write_atomically_together(files: Sequence[tuple[str | Path, bytes | Callable
             tmp.unlink(missing_ok=True)
         raise
     for folder in dict.fromkeys(path.parent for path in paths):
-        sync_folder(folder)
+        _sync_after_rename(folder)
     return given
 
 
@@ -225,15 +240,16 @@ def replace_folder(staging: str | Path, export_dir: str | Path) -> Path:
     in one step the folder is never absent; elsewhere the earlier one is renamed aside first, absent for the instant
     between two renames, and never half-written; an earlier one a kill left aside there is removed by the next
     replacement. A symlinked ``export_dir`` is replaced where it points (``staging_dir`` stages beside that folder).
-    The parent folder is fsynced once the new folder holds the name (``sync_folder``).
+    The parent folder is fsynced once the new folder holds the name (``sync_folder``); its failure raises
+    ``NotSynced``, the new folder then in place.
     """
     staging, export_dir = Path(staging), _folder_itself(export_dir)
     if not export_dir.exists():
         staging.rename(export_dir)
-        sync_folder(export_dir.parent)
+        _sync_after_rename(export_dir.parent)
         shutil.rmtree(aside_dir(export_dir), ignore_errors=True)
     elif _exchange(staging, export_dir):
-        sync_folder(export_dir.parent)
+        _sync_after_rename(export_dir.parent)
         shutil.rmtree(staging)  # now the earlier export
     else:
         aside = aside_dir(export_dir)
@@ -244,6 +260,6 @@ def replace_folder(staging: str | Path, export_dir: str | Path) -> Path:
         except BaseException:
             aside.rename(export_dir)  # the earlier folder back under its name, not left aside with none in place
             raise
-        sync_folder(export_dir.parent)
+        _sync_after_rename(export_dir.parent)
         shutil.rmtree(aside, ignore_errors=True)
     return export_dir

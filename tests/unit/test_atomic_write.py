@@ -391,3 +391,34 @@ def test_a_set_whose_last_file_fails_to_write_replaces_none_and_leaves_no_tempor
         write_atomically_together([(tmp_path / "a", b"new a"), (tmp_path / "b", fails)])
     assert ((tmp_path / "a").read_bytes(), (tmp_path / "b").read_bytes()) == (b"earlier a", b"earlier b")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
+
+
+def test_a_folder_fsync_failing_after_the_rename_is_told_apart_from_a_write_that_failed(tmp_path, monkeypatch):
+    """The two outcomes a caller reports differently: the folder's fsync failing after the rename raises
+    ``NotSynced`` (an OSError, its errno and words kept) with the file already replaced; a rename that fails raises
+    the rename's own OSError, not ``NotSynced``, with the file as it was."""
+    import errno
+
+    from judge.plumbing import atomic_write
+
+    target = tmp_path / "rows.jsonl"
+    target.write_bytes(b"earlier\n")
+
+    def sync_fails(folder):
+        raise OSError(errno.EIO, "Input/output error")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(atomic_write, "sync_folder", sync_fails)
+        with pytest.raises(atomic_write.NotSynced) as unsynced:
+            atomic_write.write_atomically(target, b"new\n")
+    assert (unsynced.value.errno, unsynced.value.strerror) == (errno.EIO, "Input/output error")
+    assert isinstance(unsynced.value, OSError) and target.read_bytes() == b"new\n"
+
+    def rename_fails(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(atomic_write.os, "replace", rename_fails)
+    with pytest.raises(OSError) as failed:
+        atomic_write.write_atomically(target, b"newer\n")
+    assert not isinstance(failed.value, atomic_write.NotSynced) and failed.value.errno == errno.ENOSPC
+    assert target.read_bytes() == b"new\n"
