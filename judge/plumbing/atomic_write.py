@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 __all__ = ["write_atomically", "write_atomically_together", "replace_folder", "staging_dir", "aside_dir",
-           "sync_folder", "make_folder", "NotSynced"]
+           "sync_folder", "sync_tree", "make_folder", "NotSynced"]
 
 
 class NotSynced(OSError):
@@ -156,6 +156,28 @@ def sync_folder(folder: str | Path) -> None:
         os.close(fd)
 
 
+def sync_tree(folder: str | Path) -> None:
+    """fsync every regular file under ``folder``, then the folder holding them, deepest first and ``folder`` last
+    (``sync_folder``), so that a folder written by others (a model's ``save_pretrained``, which does not fsync) is on
+    disk, bytes and names, before a rename makes it the one a reader trusts. Symlinks are not followed.
+
+    Raises:
+        OSError: as opening or fsyncing a file raises, or a folder's fsync (``sync_folder``).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    for root, _, names in os.walk(folder, topdown=False):
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            if not stat.S_ISREG(os.lstat(path).st_mode):  # a link (walk lists one beside the files) or a socket
+                continue
+            fd = os.open(path, flags)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        sync_folder(root)
+
+
 def make_folder(path: str | Path, mode: int = 0o777) -> list[Path]:
     """Make the folder ``path`` and its missing parents (``mode`` less the umask), each then named on disk: the
     folder holding each one made is fsynced (``sync_folder``), so that files later fsynced in a new run folder are not
@@ -240,10 +262,13 @@ def replace_folder(staging: str | Path, export_dir: str | Path) -> Path:
     in one step the folder is never absent; elsewhere the earlier one is renamed aside first, absent for the instant
     between two renames, and never half-written; an earlier one a kill left aside there is removed by the next
     replacement. A symlinked ``export_dir`` is replaced where it points (``staging_dir`` stages beside that folder).
+    Every file of ``staging`` is fsynced before the swap (``sync_tree``): the export's writers do not fsync, and a
+    crash of the machine just after the swap could otherwise leave the name on files never written to disk.
     The parent folder is fsynced once the new folder holds the name (``sync_folder``); its failure raises
     ``NotSynced``, the new folder then in place.
     """
     staging, export_dir = Path(staging), _folder_itself(export_dir)
+    sync_tree(staging)  # its files on disk before a name that readers trust points at them
     if not export_dir.exists():
         staging.rename(export_dir)
         _sync_after_rename(export_dir.parent)

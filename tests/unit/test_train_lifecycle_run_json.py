@@ -30,8 +30,12 @@ def test_the_export_s_run_json_replaces_the_run_folder_s_whole_or_not_at_all(tmp
     stage_result(staging, out, RunResult(output_dir=str(out), export_dir=str(out / "export"), global_step=4,
                                          final_learning_rate=0.0))  # fmt: skip
 
-    def killed(fd):  # the process dies after the bytes are written, before they are known to be on disk
-        raise KeyboardInterrupt("killed")
+    real_fsync = os.fsync
+
+    def killed(fd):  # the process dies after run.json's bytes are written aside, before they are known to be on disk
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".tmp"):  # not the staged export's own files, synced first
+            raise KeyboardInterrupt("killed")
+        return real_fsync(fd)
 
     monkeypatch.setattr(atomic_write.os, "fsync", killed)
     with pytest.raises(KeyboardInterrupt):
