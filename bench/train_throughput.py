@@ -58,7 +58,13 @@ T_LITE_SHAPES = {
 
 
 def cpu_packing_ratio(rows: int, batch: int, max_length: int, seed: int) -> dict:
-    """Train one epoch padded, then one packed, on the same rows; return tokens/s of each and their ratio."""
+    """Train one epoch padded, then one packed, on the same rows; return tokens/s of each and their ratio. Its tiny
+    model and trainer outputs go to a temporary folder, removed however the run ends."""
+    with tempfile.TemporaryDirectory(prefix="bench-train-") as folder:
+        return _cpu_packing_ratio_in(Path(folder), rows, batch, max_length, seed)
+
+
+def _cpu_packing_ratio_in(work: Path, rows: int, batch: int, max_length: int, seed: int) -> dict:
     import torch
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
@@ -71,7 +77,6 @@ def cpu_packing_ratio(rows: int, batch: int, max_length: int, seed: int) -> dict
     from train.recipe_steps import load_tokenizer
     from train.training_arguments import launch_arithmetic, training_kwargs
 
-    work = Path(tempfile.mkdtemp(prefix="bench-train-"))
     base = build_tiny_qwen2(work / "base", kind="causal", seed=seed)
     tokenizer = load_tokenizer(str(base))
     all_rows, _ = build_rows(judge.load_records(judge.sample_data_path()), recipe="seq2seq", zero_shot="drop")
