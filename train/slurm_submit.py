@@ -59,8 +59,9 @@ from typing import Any, Sequence
 
 from judge.plumbing.json_reading import counted
 
-#: The template: the sbatch script shipped in the repository's ``slurm/`` folder.
-DEFAULT_SCRIPT = Path(__file__).resolve().parent.parent / "slurm" / "train.sbatch"
+#: The template: the sbatch script inside the train package, so that an installed wheel has it as a clone does
+#: (package data); the repository's ``slurm/train.sbatch`` is a link to it.
+DEFAULT_SCRIPT = Path(__file__).resolve().parent / "sbatch" / "train.sbatch"
 
 #: Every variable ``slurm/train.sbatch`` reads from its environment (not those it sets itself, ``JUDGE_NNODES``):
 #: the rendered script sets each one or unsets it, so that the kept script is exactly what runs.

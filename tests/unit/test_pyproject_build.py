@@ -39,3 +39,18 @@ def test_every_data_file_in_the_packages_is_package_data():
                    for pattern in patterns.get(package, []))
 
     assert [path for path in data if not shipped(path)] == []
+
+
+def test_judge_train_submits_default_template_ships_in_the_wheel():
+    """`judge-train submit` renders its sbatch template from inside the train package, where an installed wheel has
+    it too ([tool.setuptools.package-data] names it); slurm/train.sbatch, which the docs and `sbatch` use in a clone,
+    is the same file."""
+    from train.slurm_submit import DEFAULT_SCRIPT
+
+    package = REPO / "train"
+    assert DEFAULT_SCRIPT.is_file() and DEFAULT_SCRIPT.is_relative_to(package), DEFAULT_SCRIPT
+    inside = DEFAULT_SCRIPT.relative_to(package).as_posix()
+    patterns = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]
+    assert any(fnmatch.fnmatchcase(inside, pattern) and inside.count("/") == pattern.count("/")
+               for pattern in patterns.get("train", [])), inside
+    assert (REPO / "slurm" / "train.sbatch").resolve() == DEFAULT_SCRIPT.resolve()
