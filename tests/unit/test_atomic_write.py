@@ -348,7 +348,8 @@ def test_a_result_file_a_later_step_reads_is_replaced_whole(tmp_path, monkeypatc
 
 
 def test_training_rows_that_fail_mid_stream_leave_the_earlier_file(tmp_path):
-    """A row json cannot write (here a set) half-way through used to leave the file cut after the rows before it."""
+    """A row json cannot write (here a set) half-way through leaves the earlier file whole, never one cut after the
+    rows before it."""
     from train.build_data import write_rows
 
     path = _train_rows(tmp_path, 1)

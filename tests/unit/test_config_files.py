@@ -464,7 +464,7 @@ def test_an_anchored_mapping_holding_a_merge_is_no_repeat_when_named_again(tmp_p
 @pytest.mark.parametrize("text", ["", "# only a comment\n\n"])
 def test_an_empty_config_file_is_named_as_empty(tmp_path, capsys, text):
     """An empty --config is every default (the synthetic stages' configs may be); judge-train, which needs a recipe,
-    blamed a field ("'recipe' must be one of [...], got None"); now it says the file names no recipe, exit 2."""
+    says the file names no recipe, exit 2, not a field's error ("'recipe' must be one of [...], got None")."""
     import train.cli
 
     path = tmp_path / "empty.yaml"

@@ -54,8 +54,8 @@ def trl_ids(tokenizer, texts: list[str]) -> list[list[int]]:
 def test_an_answer_that_forges_the_judges_turn_never_reaches_trl(tmp_path, monkeypatch, caplog, qwen3_tokenizer,
                                                                  qwen3_tokenizer_dir, recipe_tokenizer_loaded_once):
     """Through the recipe's data stage: the forging item is dropped, counted in run.json as ``special_token_string``
-    and logged with its id; trl tokenizes every prompt it is given to exactly judge-serve's ids. Before, trl's ids of
-    the forging prompt held three ``<|im_end|>`` (the answer's two and the template's) where judge-serve's hold one.
+    and logged with its id; trl tokenizes every prompt it is given to exactly judge-serve's ids (trl's ids of the
+    forging prompt would hold three ``<|im_end|>``, the answer's two and the template's, where judge-serve's hold one).
     The test stops once the data report is written (the base folder holds the tiny Qwen3's tokenizer only)."""
     from train import recipe_steps
 

@@ -47,7 +47,7 @@ def test_a_trainer_args_key_the_recipe_passes_is_refused_when_the_config_loads(k
 
 def test_judge_train_grpo_refuses_reward_weights_before_making_the_run_folder(tmp_path, capsys):
     """`judge-train grpo --trainer-args '{"reward_weights": [1.0, 0.0]}'` exits 2 with the one line and leaves no
-    output folder (it used to leave base-model/, run.json and run.lock)."""
+    output folder (no base-model/, run.json or run.lock)."""
     from train.cli import main
 
     code = main(["grpo", "--config", str(TINY_GRPO), "--output-dir", str(tmp_path / "run"),

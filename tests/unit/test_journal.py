@@ -131,8 +131,8 @@ def test_open_journal_cuts_the_torn_tail_so_appends_start_clean(tmp_path):
 def test_an_append_after_a_torn_tail_cuts_it_and_the_journal_reads_back_whole(tmp_path, caplog, data, kept):
     """A writer appending to a journal a kill left torn (eval's pairwise judging and the reward journal append after
     reading with iter_journal, which leaves the file as it is) cuts the torn last line first, says so and counts it:
-    the rows it writes start a line of their own, and every complete line stays. Before, the row joined the torn
-    line and the next read refused the journal."""
+    the rows it writes start a line of their own, and every complete line stays: a row never joins the torn line,
+    which the next read would refuse."""
     path = tmp_path / "j.jsonl"
     path.write_bytes(data)
     writer = JournalWriter(path)

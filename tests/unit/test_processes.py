@@ -489,9 +489,9 @@ def test_wait_ready_returns_once_the_url_answers(tmp_path):
 
 def test_wait_ready_does_not_take_another_programs_answer_for_the_commands(tmp_path):
     """A server outside the command's process group answers on the port the command was given (the command never
-    binds it): wait_ready keeps waiting for the command and its error says another program holds the port. (Before,
-    the answer passed for the command's. A CI run once showed what that does: every /classify to a regression
-    judge-serve's pooler URL got a 404 as a generating engine answers it, and the pooler was never reported dead.)"""
+    binds it): wait_ready keeps waiting for the command and its error says another program holds the port. Taken
+    for the command's, that answer would send every /classify to a regression judge-serve's pooler URL a 404 as a
+    generating engine answers it, and the pooler would never be reported dead."""
     import http.server
     import threading
 

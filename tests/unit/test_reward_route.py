@@ -411,7 +411,7 @@ def test_get_reward_whose_client_disconnects_has_its_judging_cancelled(tiny_caus
 def test_a_keyed_reward_client_that_disconnects_leaves_no_key_in_the_log(tiny_causal_dir, monkeypatch):
     """OpenRLHF's client posts to ``/get_reward/<key>`` (the key in the path, no header); when it disconnects,
     judge-serve's own log line names the request's path: the key is written ``<reward-key>`` there, as in the access
-    log. Before, ``INFO judge_serve: the client of POST /get_reward/<the key> left before its answer`` reached the log.
+    log, never ``INFO judge_serve: the client of POST /get_reward/<the key> left before its answer``.
     The engine holds the judgment until the client has closed and judge-serve has said so."""
     import logging
     import socket
@@ -716,7 +716,7 @@ def test_an_auto_labels_answer_too_long_for_the_judge_is_that_samples_failure(ti
     """Two samples, both labelled "criteria": "auto" (the shipped tfidf classifier), the second's answer too long
     for the judge's context: the request is answered 200, the first sample judged, the second failed
     (context_length_exceeded on each criterion a failed choice gives, never classified), as it is with named
-    criteria. Before, the whole request was refused with a 400 naming labels[1]."""
+    criteria, never the whole request refused with a 400 naming labels[1]."""
     label = {"instruction": "Напиши стих о весне.", "criteria": "auto"}
     body = {"query": [PROMPT + "Весна пришла.", PROMPT + "слово " * 20_000], "prompts": [PROMPT, PROMPT],
             "labels": [label, label]}

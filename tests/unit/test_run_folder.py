@@ -41,7 +41,7 @@ def data(tmp_path) -> Path:
 
 def test_a_second_judge_eval_run_on_one_folder_is_refused_naming_the_first(data, tmp_path):
     """Two `judge-eval run` on one --out: the second stops (exit 2) naming the first's pid, host and command; the
-    first finishes with one row per item, and nothing was judged twice (both used to run)."""
+    first finishes with one row per item, and nothing was judged twice (never both running)."""
     first_request, release = threading.Event(), threading.Event()
 
     def respond(path: str, body: dict) -> tuple[int, dict]:
@@ -512,7 +512,7 @@ def test_a_data_stage_refused_before_any_work_leaves_the_folder_as_it_found_it(t
 
 
 def test_training_refuses_a_folder_with_a_finished_export(tmp_path):
-    """A folder holding export/ and no checkpoint-N (it used to be silently overwritten) needs
+    """A folder holding export/ and no checkpoint-N (never silently overwritten) needs
     --overwrite_output_dir, which deletes the export once training is about to start (``clear_earlier_run``)."""
     from train.config import ConfigError, Seq2SeqConfig
     from train.output_folder import check_output_dir, clear_earlier_run

@@ -116,10 +116,10 @@ def test_a_token_bound_of_another_json_kind_is_a_400_in_json_words(value, words)
 def test_an_engine_serving_under_another_name_answers_to_both_names_everywhere(tiny_causal_dir, monkeypatch):
     """An attached engine serving ``Qwen/T-lite-it-1.0`` while judge-serve's own name is the folder's: /v1/models
     lists the engine's entry (the proxied routes take its name, as vLLM does), and /v1/judge and
-    ``GET /v1/models/{id}`` answer to both names. Before, /v1/judge refused the listed name ("the model
-    `Qwen/T-lite-it-1.0` does not exist; this server serves `tiny-causal0`"), so ``judge-eval run`` without --model
-    (models[0]["id"]) failed every request, and ``GET /v1/models/tiny-causal0`` answered 404 "the model
-    `tiny-causal0` does not exist; this server serves `tiny-causal0`"."""
+    ``GET /v1/models/{id}`` answer to both names: /v1/judge never refuses the listed name ("the model
+    `Qwen/T-lite-it-1.0` does not exist; this server serves `tiny-causal0`"), which would fail every request of
+    ``judge-eval run`` without --model (models[0]["id"]), nor ``GET /v1/models/tiny-causal0`` its own name with a 404
+    "the model `tiny-causal0` does not exist; this server serves `tiny-causal0`"."""
     own = ServeConfig(model=str(tiny_causal_dir)).model_name
     assert own != ENGINE_MODEL
     with _attached(tiny_causal_dir, monkeypatch) as (http, engine):

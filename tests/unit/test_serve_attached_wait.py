@@ -2,8 +2,8 @@
 
 judge-serve attached to an engine (``--generator-url``/``--pooling-url``) that does not answer: it waits up to
 ``--engine-start-timeout-s`` (the engine may still be loading, started beside it), but says at once what it waits
-for and why, and its refusal names the bound. Before, a URL with a wrong port left it silent for the whole wait
-(900 s by default), /ready answering "the engines are still starting". Stopping an engine of its own names how
+for and why, and its refusal names the bound: a URL with a wrong port never leaves it silent for the whole wait
+(900 s by default) with /ready answering "the engines are still starting". Stopping an engine of its own names how
 long it may take (``engine_stop_grace_s``)."""
 
 from __future__ import annotations

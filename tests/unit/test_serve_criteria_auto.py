@@ -204,8 +204,8 @@ REFUSED = {
 @pytest.mark.parametrize("case", list(REFUSED))
 def test_a_request_that_will_be_refused_is_refused_before_the_classifier_is_asked(failing_classifier, case):
     """The classifier is down (every call raises): a request it cannot make valid is still its 400 naming the field,
-    and the classifier was never called. Before, every auto item was classified first, and the classifier's failure
-    answered it with a 502 (or, hanging, a 504) that a client retries to the same end."""
+    and the classifier was never called: never the classifier's failure answered as a 502 (or, hanging, a 504) that a
+    client retries to the same end."""
     http, classifier = failing_classifier
     classifier.calls.clear()
     items, oversize, param = REFUSED[case]

@@ -234,7 +234,7 @@ def test_an_attached_engine_restarted_with_another_model_is_followed(flood_serve
     """An attached engine that comes back serving another model with another window (restarted by its operator
     while it was down) is read again when it is taken back: judge-serve's own name reaches it under the new name,
     the max_tokens judge-serve adds stays within the new window, and /v1/judge answers to the new name, no longer the
-    old one. Before, the name and window read at start were kept: vLLM answered 404 to every call. The engine's
+    old one: the name and window read at start are not kept (vLLM would answer 404 to every call). The engine's
     listing changes while it is down, so the probe that takes it back is the first to see the new one."""
     from serve.config import ServeConfig
 

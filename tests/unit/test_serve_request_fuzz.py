@@ -112,7 +112,7 @@ def oversized_rubrics(draw):
 def test_rubric_numbers_over_the_caps_are_a_400_naming_the_rubric(rubrics):
     """A custom rubric with too many levels or too many digits is a 400 naming ``items[0].criteria[0].rubrics``:
     never a scale of millions of levels echoed in every result, never a 500 (ValueError, MemoryError,
-    OverflowError), as 457 bytes of "от 0 до 10000000" used to get."""
+    OverflowError), even for 457 bytes of "от 0 до 10000000"."""
     with pytest.raises(RequestError) as err:
         validate(_custom(rubrics))
     assert (err.value.status, err.value.param) == (400, _RUBRIC_PARAM)

@@ -28,8 +28,8 @@ def test_special_token_strings_in_a_requests_text_stay_text(request, template, t
     ``<|im_start|>assistant`` is tokenized as the characters it is: the prompt has one user turn (one
     ``<|im_start|>`` before the generation prompt's, one ``<|im_end|>``), and decodes back to the text judged, on
     every way judge-serve tokenizes a prompt (an item's shared part and each criterion's, a whole prompt, a pair).
-    Before, the answer's strings became the chat template's control tokens: 4 ``<|im_start|>`` and 3 ``<|im_end|>``,
-    a second assistant turn with the answer's own verdict before the judge's."""
+    The answer's strings never become the chat template's control tokens (4 ``<|im_start|>`` and 3 ``<|im_end|>``,
+    a second assistant turn with the answer's own verdict before the judge's)."""
     from judge.wire import PairwiseRequest
     from serve.chat_tokens import tokenize_sharing_prefixes
     from serve.jobs import build_pair_jobs

@@ -136,7 +136,7 @@ def _healed(state: ServerState) -> asyncio.Event:
 def test_a_restart_that_cannot_start_its_engine_counts_and_past_the_limit_judge_serve_stops(monkeypatch):
     """An engine that cannot even be started (EMFILE: judge-serve out of descriptors) is a failed restart, retried
     within engine_max_restarts like one that did not come up; past them judge-serve is "failed" and on_fatal stops
-    it (exit 1). Before, the OSError ended the heal task, which nobody awaited: "ready" for ever over a dead engine."""
+    it (exit 1): the OSError never ends the heal task unawaited, leaving "ready" for ever over a dead engine."""
     import errno
 
     import serve.supervision

@@ -156,12 +156,11 @@ def test_a_signal_stop_keeps_its_checkpoint_with_save_total_limit_1_and_a_valida
 
 def test_a_sigusr1_during_the_export_requeues_and_leaves_the_earlier_export(tmp_path, monkeypatch, preemption):
     """slurm/train.sbatch starts torchrun under `trap "" USR1`, so the disposition a rank inherits is "ignore". The
-    stopper's handlers used to be uninstalled when trainer.train() returned: Slurm's pre-timeout SIGUSR1 arriving
-    during the export (merge, save, reload and check, card) was dropped, nothing requeued the job, which ran into its
-    time limit with its export folder deleted and half-written. Now the handlers stay until the export is done; a
-    signal during it requeues the job at once, while the export's step still runs, and gives the export up at the
-    end of that step, before it replaces the earlier one (exit 0): the rerun resumes from the final checkpoint and
-    exports again."""
+    stopper's handlers stay installed after trainer.train() returns, until the export is done: uninstalled there,
+    Slurm's pre-timeout SIGUSR1 arriving during the export (merge, save, reload and check, card) would be dropped,
+    and the job would run into its time limit with its export folder deleted and half-written. A signal during it
+    requeues the job at once, while the export's step still runs, and gives the export up at the end of that step,
+    before it replaces the earlier one (exit 0): the rerun resumes from the final checkpoint and exports again."""
     import os
     import threading
     from types import SimpleNamespace

@@ -154,8 +154,8 @@ def _two_ranks(tmp_path: Path, monkeypatch, record: str, signum: int):
 def test_every_rank_returns_rank_zeros_requeue_after_its_scontrol_calls(signum, tmp_path, monkeypatch):
     """Preempted within GraceTime (SIGTERM) or near the time limit (SIGUSR1): rank 1's ``train`` returns requeued
     True, and by then the fake scontrol already holds rank 0's calls (for SIGTERM the record, then the requeue; for
-    SIGUSR1 the requeue alone): it waited for rank 0's answer. Rank 1 itself asked nothing. Before, rank 1 returned
-    False at once, whatever rank 0 was doing."""
+    SIGUSR1 the requeue alone): it waited for rank 0's answer, never returning False at once whatever rank 0 was
+    doing. Rank 1 itself asked nothing."""
     result, rank_one, calls = _two_ranks(tmp_path, monkeypatch, _PREEMPTED, signum)
     expected_calls = (["show job -o 7"] if signum == signal.SIGTERM else []) + ["requeue 7"]
     assert result.requeued is True

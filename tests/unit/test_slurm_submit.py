@@ -117,7 +117,7 @@ def json_files_read(monkeypatch) -> list[str]:
 def test_submit_reads_the_deepspeed_json_once(capsys, tmp_path, monkeypatch):
     """The checks at load, the launch's (its accumulation and bf16) and the rendered note take one reading of the
     DeepSpeed JSON, the one the config was checked by: a note read again could describe a file edited meanwhile, which
-    no check had seen. Before, submit read it three times."""
+    no check had seen."""
     from tests.support.submit_folder import shipped_configs_submit_folder
 
     monkeypatch.chdir(shipped_configs_submit_folder(tmp_path / "submit"))

@@ -566,7 +566,7 @@ def test_a_folder_whose_only_checkpoint_has_a_cut_rng_file_is_submitted_naming_t
                                                                                                capsys):  # fmt: skip
     """slurm/train.sbatch sets a checkpoint whose RNG file is cut aside (train.output_folder's rule) and, none whole
     left, starts fresh: submit renders the job (exit 0) and names on stderr the checkpoint it will not resume
-    from, which the folder logger's silencing used to hide; stdout is the script alone."""
+    from, which the folder logger's silencing must not hide; stdout is the script alone."""
     _cut_rng_checkpoint(tmp_path)
     assert _submit(submit_config, "--dry-run") == 0
     captured = capsys.readouterr()

@@ -235,7 +235,7 @@ def test_the_group_port_found_free_is_never_the_rendezvous_port_named(tmp_path):
     """JUDGE_MASTER_PORT named and the group port left to the probe on nx-b: the rendezvous port is free there until
     torchrun binds it, so a kernel could hand it out for the group, and torchrun's store and trl's group store would
     both bind it (the second failing once the model loaded). The probe holds it while it asks: the group gets
-    another. Before, the kernel here handed the named port out and the job trained with both on it."""
+    another, never the named port, which the job would train with both stores on."""
     with _held(0) as (port,):
         pass  # a port the kernel gave out, released: free now
     proc, _, training = _job(tmp_path, kernel_picks=port, JUDGE_MASTER_PORT=str(port))
@@ -247,8 +247,8 @@ def test_the_group_port_found_free_is_never_the_rendezvous_port_named(tmp_path):
 
 def test_a_named_group_port_is_never_given_out_for_the_rendezvous_first(tmp_path):
     """JUDGE_VLLM_GROUP_PORT named and the rendezvous port left to the probe: the named one is bound first, so the
-    kernel cannot hand it out for the rendezvous. Before, the free port was asked first, the kernel here handed out
-    the named one, and the job stopped calling the named port taken, though only the job itself held it."""
+    kernel cannot hand it out for the rendezvous: asked first, the free port could be the named one, and the job
+    would stop calling the named port taken, though only the job itself held it."""
     with _held(0) as (port,):
         pass
     proc, _, training = _job(tmp_path, kernel_picks=port, JUDGE_VLLM_GROUP_PORT=str(port))

@@ -105,8 +105,8 @@ def _fails(*args, **kwargs):
 @pytest.mark.parametrize("save, check", [(_half_a_save, None), (_a_whole_save, _fails)],
                          ids=["the save fails half-way", "the reload check fails"])
 def test_an_export_that_fails_leaves_the_earlier_one_whole(tmp_path, monkeypatch, save, check):
-    """The classifier used to save straight into export/: a save cut short left a config.json and half the weights
-    there, a folder judge-serve and judge-eval take for a finished classifier."""
+    """The classifier is not saved straight into export/: a save cut short there would leave a config.json and half
+    the weights, a folder judge-serve and judge-eval take for a finished classifier."""
     before, run_json = _earlier_export(tmp_path)
     with pytest.raises(_SaveFailed):
         _run_the_recipe(tmp_path, monkeypatch, save=save, check=check or (lambda *args: {}))

@@ -28,9 +28,9 @@ class _Trainer:
 
 
 def test_a_signal_during_the_export_requeues_at_once_through_the_stopper_passed_in(tmp_path, monkeypatch):
-    """The watch's thread used to look at the stopper's flag once a second, and the export found the stopper among
-    the trainer's callbacks. Now the handler wakes the thread: the requeue is done while the export's step still
-    runs, well within the second the old look took (the save below waits for it, half a second at most)."""
+    """The handler wakes the watch's thread, which the export is given the stopper for (not one found among the
+    trainer's callbacks, nor a flag looked at once a second): the requeue is done while the export's step still
+    runs, well within a second (the save below waits for it, half a second at most)."""
     import torch
 
     from train import export, preemption

@@ -360,8 +360,8 @@ def test_a_tokenizer_adding_tokens_its_template_does_not_render_is_refused():
 
 
 def test_the_tokenization_check_reads_one_prompt_not_the_whole_set():
-    """Whether trl tokenizes a prompt as judge-serve does is decided on one prompt: the check used to tokenize every
-    prompt two or three times, work that grew with the data set, to learn what one prompt tells."""
+    """Whether trl tokenizes a prompt as judge-serve does is decided on one prompt: the check does not tokenize every
+    prompt, work that grows with the data set, to learn what one prompt tells."""
     rows, _ = grpo.grpo_rows([record(f"r{i}", [2]) for i in range(20)])
 
     class Counting:

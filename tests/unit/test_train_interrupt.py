@@ -1,8 +1,8 @@
 """Ctrl+C (SIGINT) during ``judge-train run``: the first stops at the end of the step with a checkpoint (or, during
 a save, at that checkpoint), a second stops at once; the run exits 130 with one line naming the checkpoint kept and
 ``--resume``, no traceback, its run folder's lock released (train/preemption.py ``SaveAndStopOnSignal``,
-train/cli.py ``_interrupted``). Before, SIGINT was Python's KeyboardInterrupt wherever it landed: a traceback, the
-steps since the last save lost, and a save it cut left as a checkpoint folder without its state.
+train/cli.py ``_interrupted``): never Python's KeyboardInterrupt wherever it lands, which would mean a traceback,
+the steps since the last save lost, and a save it cut left as a checkpoint folder without its state.
 
 The signals are real (``os.kill`` of this process) and sent at a known point: from a callback at a given step, or
 from inside the trainer's save."""
@@ -108,8 +108,8 @@ def test_ctrl_c_while_the_trainer_sets_up_stops_before_training_and_keeps_the_ea
     """Pressed while ``trainer.train()`` sets up (the optimizer, DeepSpeed, a checkpoint's load: minutes for a large
     model), with the stopper already installed: nothing of this launch is trained, so it stops at once, before the
     first step, as a press while the run is built does; and an ``--overwrite-output-dir`` launch has not deleted the
-    earlier run, which a user may be pressing Ctrl+C to keep. Before, that run was deleted at ``on_train_begin``, a
-    step was trained and saved, and only then did the launch stop."""
+    earlier run, which a user may be pressing Ctrl+C to keep: that run is not deleted at ``on_train_begin`` with a
+    step trained and saved before the launch stops."""
     from transformers import Trainer
 
     from tests.support.tiny_regressor import prepared_run
@@ -135,7 +135,7 @@ def test_ctrl_c_while_the_trainer_sets_up_stops_before_training_and_keeps_the_ea
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGUSR1], ids=["ctrl-c", "pre-timeout"])
 def test_ctrl_c_during_a_save_stops_at_that_checkpoint_without_training_another_step(signum, tmp_path, monkeypatch):
     """Pressed while checkpoint-2 is being written (save_steps 2): the save finishes whole and training stops at
-    step 2. Before, the save was cut (KeyboardInterrupt); Slurm's SIGUSR1 there trained step 3 and saved again,
+    step 2: the save is not cut (KeyboardInterrupt), and Slurm's SIGUSR1 there does not train step 3 and save again,
     which its time limit may not leave time for."""
     from tests.support.tiny_regressor import prepared_run
 
@@ -170,7 +170,7 @@ def test_under_torchrun_a_second_ctrl_c_relayed_as_sigterm_stops_at_once(tmp_pat
     sends each worker the first as SIGINT; a second, pressed while it waits for them, cuts that wait, and its
     shutdown then sends them SIGTERM (torch/distributed/elastic/agent/server/api.py, ``SimpleElasticAgent.run``,
     its ``finally``) and waits ``--shutdown-timeout`` again. A worker takes that SIGTERM as the second press: stops
-    at once, in the save the first asked for. Before, the SIGTERM only set the flag again and the save went on."""
+    at once, in the save the first asked for, not merely setting the flag again while the save goes on."""
     from tests.support.tiny_regressor import prepared_run
 
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "none")  # what torchrun sets in its workers' environment
@@ -328,8 +328,8 @@ def _scontrol_recorded(tmp_path: Path, monkeypatch) -> Path:
 def test_ranks_that_got_ctrl_c_and_slurms_signal_both_stop_as_interrupted(signals, tmp_path, monkeypatch):
     """Rank 0 and rank 1 get different signals during checkpoint-1's save, one of them Ctrl+C: both stop there as
     interrupted (SIGINT, exit 130, no requeue asked), as one rank that gets both does (``_on_signal``: the user's stop
-    stays one). Before, the all-reduce took the highest signal number, SIGTERM (15) or SIGUSR1 (10) over SIGINT (2):
-    both ranks stopped as for Slurm (exit 75), and under Slurm rank 0 asked for a requeue the user had not. Run
+    stays one). The all-reduce does not take the highest signal number, SIGTERM (15) or SIGUSR1 (10) over SIGINT (2):
+    both ranks would stop as for Slurm (exit 75), and under Slurm rank 0 would ask for a requeue the user had not. Run
     under Slurm here (SLURM_JOB_ID set, an scontrol that would requeue the job): rank 0 calls no scontrol."""
     monkeypatch.setenv("SLURM_JOB_ID", "7")
     calls = _scontrol_recorded(tmp_path, monkeypatch)
@@ -356,8 +356,8 @@ def test_the_stopper_ranks_slurms_signals_below_ctrl_c_and_sigterm_above_sigusr1
 def test_one_rank_that_gets_sigterm_and_sigusr1_stops_for_sigterm_in_either_order(order):
     """The ranks' precedence holds on one rank too: a ``scancel``'s SIGTERM followed by the time limit's SIGUSR1
     within one step stops for the SIGTERM, whose requeue rule reads the job's record (cancelled: not requeued).
-    Before, the later signal replaced the earlier one on a rank, so that rank stopped for SIGUSR1, which always
-    requeues, and a cancelled job came back, where a rank that got only the SIGTERM kept it out."""
+    The later signal does not replace the earlier one on a rank: that rank would stop for SIGUSR1, which always
+    requeues, and a cancelled job would come back, where a rank that got only the SIGTERM keeps it out."""
     from train.preemption import SaveAndStopOnSignal
 
     stopper = SaveAndStopOnSignal()
@@ -416,9 +416,9 @@ def _export_on_one_rank(rank: int, store: str, output_dir: str, seen: str) -> No
 
 def test_every_rank_ends_as_interrupted_when_ctrl_c_gives_rank_0s_export_up(tmp_path, monkeypatch):
     """Under torchrun every rank gets Ctrl+C while rank 0 exports alone and the others wait for it. Rank 0 gives
-    the export up; the others, told so, exit 130 as it does. Before, they waited in a barrier that rank 0 never
-    reached: when it exited, gloo's "Connection closed by peer" traceback (exit 1; under NCCL a hang until
-    torchrun's SIGKILL). Rank 1 runs forked."""
+    the export up; the others, told so, exit 130 as it does, never waiting in a barrier that rank 0 never reaches
+    (when it exits, gloo's "Connection closed by peer" traceback, exit 1; under NCCL a hang until torchrun's
+    SIGKILL). Rank 1 runs forked."""
     from train import export
 
     def load_and_be_interrupted(*args, **kwargs):
@@ -492,8 +492,8 @@ def _build_cut_by(monkeypatch, cut) -> None:
 
 def test_ctrl_c_while_the_tiny_base_is_built_leaves_no_scratch_folder(tmp_path, monkeypatch, capsys):
     """The tiny base is built in a scratch folder in the run folder and renamed into place: a Ctrl+C during the
-    build stops at once (exit 130, one line) and takes the half-built scratch folder with it. Before, every such
-    press left a ``.base-model-*`` folder of partial weights in the run folder."""
+    build stops at once (exit 130, one line) and takes the half-built scratch folder with it: no ``.base-model-*``
+    folder of partial weights is left in the run folder."""
     from train.recipe_steps import resolve_base_model
 
     _build_cut_by(monkeypatch, lambda: os.kill(os.getpid(), signal.SIGINT))
@@ -549,8 +549,8 @@ def test_a_ctrl_c_stop_names_the_checkpoint_kept_and_resume(how, tmp_path, monke
 def test_a_ctrl_c_during_the_last_save_of_a_run_that_then_exports_whole_exits_0(tmp_path, monkeypatch, capsys):
     """Pressed during the final step's save, Ctrl+C does not stop training (it ends there anyway); a recipe whose
     export runs without the stopper's watch (the task classifier's) then exports in full. The run is finished and
-    exported: exit 0 with the export's line, as a ``--resume`` of it says. Before, it exited 130 saying
-    "interrupted", and an ``afterok`` dependant never started on a finished run."""
+    exported: exit 0 with the export's line, as a ``--resume`` of it says, not 130 saying "interrupted", which
+    would keep an ``afterok`` dependant from ever starting on a finished run."""
     from tests.support.tiny_regressor import prepared_run
 
     _ctrl_c_inside_the_save(monkeypatch)  # the first save of a run saving only at its last step, 6
@@ -571,8 +571,8 @@ def test_a_ctrl_c_during_the_last_save_of_a_run_that_then_exports_whole_exits_0(
 @pytest.mark.parametrize("ended", ["exported", "stopped by Slurm"])
 def test_the_runs_last_line_is_global_rank_0s_alone(ended, rank, tmp_path, monkeypatch, capsys):
     """Under torchrun or deepspeed every rank returns the recipe's result; the job log's last line (the export, or
-    the stop and --resume) is said by global rank 0 alone, as the interrupted and finished lines are. Before, every
-    rank printed it: one "exported" line a rank."""
+    the stop and --resume) is said by global rank 0 alone, as the interrupted and finished lines are, not one
+    "exported" line a rank."""
     monkeypatch.setenv("RANK", rank)
 
     def recipe(config):

@@ -84,8 +84,8 @@ def test_a_resume_of_a_run_json_without_a_fingerprint_goes_on_with_a_warning(tmp
 
 def test_every_row_over_max_length_exits_2_with_one_line(tmp_path, capsys, tiny_causal_dir,
                                                          recipe_tokenizer_loaded_once):
-    """Every sample row is longer than 16 tokens: the run used to end with a ValueError traceback and exit 1,
-    while --help promises exit 2 for "no training rows left"."""
+    """Every sample row is longer than 16 tokens: the run exits 2 with one line, as --help promises for "no training
+    rows left", not with a ValueError traceback and exit 1."""
     from pathlib import Path
 
     from train.cli import main

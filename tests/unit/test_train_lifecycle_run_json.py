@@ -1,8 +1,8 @@
-"""The run folder's run.json is never left cut, and one that is (an older version's copy killed midway) no longer
-fails every later launch into the folder.
+"""The run folder's run.json is never left cut, and one that is (a copy killed midway) does not fail every later
+launch into the folder.
 
-``put_export_in_place`` copied the export's run.json over the run folder's with ``shutil.copy2``: a kill in the copy
-left a truncated run.json, and every requeue then crashed reading it back (``write_provenance``).
+``put_export_in_place`` replaces the run folder's run.json with the export's atomically: a copy in place, cut by a
+kill, would leave a truncated run.json that every requeue then failed to read back (``write_provenance``).
 """
 
 from __future__ import annotations
