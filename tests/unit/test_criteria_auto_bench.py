@@ -35,9 +35,9 @@ class _FailsSome:
 
 
 def test_failed_choices_are_counted_and_left_out_of_the_set_means():
-    """Three rows: one Advice hit (Jaccard 1 by either reading), two failures. Before, each failure was a fallback
-    scored against the gold set and a 0.0 in the top-1 columns, and the raised one ended the bench. Now: failed
-    2 of 3, fallback 0, leaf top-1 1/3 (a failure is a miss), set means over the one scored row (1.0), n_scored 1."""
+    """Three rows: one Advice hit (Jaccard 1 by either reading), two failures, neither scored as a fallback against
+    the gold set nor ending the bench when raised: failed 2 of 3, fallback 0, leaf top-1 1/3 (a failure is a miss),
+    set means over the one scored row (1.0), n_scored 1."""
     results = evaluate(_FailsSome(), ROWS)
     assert [(r["failed"], r["fallback"], r["level"]) for r in results] == [
         (False, False, "leaf"), (True, False, "failed"), (True, False, "failed")]

@@ -354,8 +354,8 @@ def test_a_call_that_spent_its_retries_within_the_budget_does_not_say_a_bound_st
 def test_the_jitter_never_decides_whether_a_retry_is_made(monkeypatch, asynchronous):
     """Retry-After: 400 for ever, a budget of 1000 s, 2 retries: the two waits the server asks for (800 s) fit the
     budget, so both retries are made whatever the jitter draws; at its high end the second wait is cut to end at the
-    budget, never below the Retry-After. Before, the jitter's high end (600 s, then 600 s more past 1000) made one
-    retry where its low end made two: the same server failed a request or not by a coin toss."""
+    budget, never below the Retry-After. The jitter's high end (600 s, then 600 s more past 1000) never makes one
+    retry where its low end makes two: the same server must not fail a request or not by a coin toss."""
     import judge.plumbing.retry as retry
 
     busy = (503, {"error": {"message": "busy"}}, {"Retry-After": "400"})

@@ -1,6 +1,6 @@
 """The synthetic-data stages stop asking an endpoint they cannot use (``train.synthetic.client.EndpointWatch``) and
 end with exit 4: nothing listening, a server still failing at the first contact, or requests failing in a row after
-their retries. Before, each job paid its full backoff and the stage exited 0 with every request failed. An endpoint
+their retries, not each job paying its full backoff and the stage exiting 0 with every request failed. An endpoint
 that answers its requests is never refused for what its model list says."""
 
 from __future__ import annotations

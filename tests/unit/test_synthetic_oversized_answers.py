@@ -93,7 +93,7 @@ def test_instructions_drops_an_oversized_output_once_and_a_rerun_asks_nothing(tm
 def test_the_dedup_check_counts_an_oversized_answer_apart_and_asks_it_once(tmp_path, monkeypatch):
     """The chain a-b (DUPLICATE), a-c, c-d (DIFFERENT) of test_synthetic_dedup, c-d answered too long: read as not
     confirmed (d kept, as DIFFERENT kept it), counted as llm_check_oversized and not as a failed request, and a
-    rerun sends nothing. Before, it was a failed check that every rerun asked again."""
+    rerun sends nothing: not a failed check that every rerun would ask again."""
     from tests.unit.test_synthetic_dedup import _REF_ROWS, _cosine_only, _row, chain_checks_replied
     from train.synthetic.dedup import render_llm_check_prompt, run_dedup
 

@@ -850,7 +850,7 @@ def test_a_journal_row_from_before_the_request_check_is_reused(scripted, tmp_pat
 def test_ctrl_c_cancels_the_jobs_not_started_and_journals_those_in_flight(tmp_path, monkeypatch,
                                                                          python_sigint_handler):
     """Ctrl-C during a stage (a SIGINT in the main thread once all 30 jobs are queued and both workers are busy): the
-    28 jobs not started are cancelled, where the pool's exit used to run every one of them, each a paid request; the 2
+    28 jobs not started are cancelled, not run by the pool's exit, each a paid request; the 2
     in flight finish and are journalled, and the KeyboardInterrupt goes on.
 
     The order is made, not waited for: the main thread raises the SIGINT itself (a signal sent from a worker can land
