@@ -126,6 +126,7 @@ def test_a_generating_model_without_a_tokenizer_is_refused_naming_its_folder(tmp
     tokenizer (the root's) does not stand in for it."""
     monkeypatch.setattr(serve_cli, "check_installed_vllm", lambda: None)
     root = _folder(tmp_path / "export", CLASSIFIER, "model.safetensors", "tokenizer.json")
+    (root / "chat_template.jinja").write_text("{{ messages }}")  # the root's own tokenizer is whole
     generator = _folder(tmp_path / "elsewhere" if generator_given else root / "generator", CAUSAL, "model.safetensors")
     argv = ["--model", str(root), "--port", str(_free_port())]
     assert serve_cli.main(argv + (["--generator-model", str(generator)] if generator_given else [])) == 2
