@@ -47,10 +47,14 @@ def check_target_modules(config: TrainConfig, model, modules_to_save: list[str] 
     name matches (as a whole part of its name, or one of its submodules): such a target (the regression ``score``
     head) is trained in full, not by an adapter, and recorded as an adapter all the same.
 
+    A name that matches a module peft cannot adapt (a container such as ``mlp`` or ``self_attn``, a norm, the rotary
+    embedding) is refused here by name: peft's ``get_peft_model`` raises a ``ValueError`` on it ("Target module ...
+    is not supported") once the run folder is claimed.
+
     Raises:
         ConfigError: naming each unmatched target and the nearest layer names the model has (modules without
-            children: a container such as ``mlp`` is one peft refuses as a target), or each target that matches
-            only modules trained in full.
+            children: a container such as ``mlp`` is one peft refuses as a target), each target that matches only
+            modules trained in full, or a target that names a kind of module peft cannot adapt.
     """
     import difflib
     import re
@@ -60,13 +64,16 @@ def check_target_modules(config: TrainConfig, model, modules_to_save: list[str] 
     modules = [(name, module) for name, module in model.named_modules() if name]
     # peft's own pattern for a modules_to_save name, unescaped as peft uses it
     saved = [re.compile(rf"(^|.*\.){kept}($|\..*)") for kept in modules_to_save or ()]
-    missing, in_full = [], []
+    missing, in_full, unfit = [], [], []
     for target in target_modules(config):
-        matched = [name for name, _ in modules if name == target or name.endswith("." + target)]
+        matched = [(name, module) for name, module in modules if name == target or name.endswith("." + target)]
+        adapted = [(name, module) for name, module in matched if not any(pattern.match(name) for pattern in saved)]
         if not matched:
             missing.append(target)
-        elif all(any(pattern.match(name) for pattern in saved) for name in matched):
+        elif not adapted:
             in_full.append(target)
+        elif any(not _adaptable(module) for _, module in adapted):
+            unfit.append((target, sorted({type(module).__name__ for _, module in adapted if not _adaptable(module)})))
     if missing:
         leaves = sorted({name.rsplit(".", 1)[-1] for name, module in modules if next(module.children(), None) is None})
         close = sorted({near for target in missing for near in difflib.get_close_matches(target, leaves, n=1)})
@@ -78,6 +85,21 @@ def check_target_modules(config: TrainConfig, model, modules_to_save: list[str] 
         raise ConfigError(f"lora_target_modules: {', '.join(in_full)} {'is' if len(in_full) == 1 else 'are'} trained "
                           f"in full (modules_to_save), not by an adapter; remove {'it' if len(in_full) == 1 else 'them'}"
                           " from lora_target_modules")
+    if unfit:
+        names = "; ".join(f"{target} names {', '.join(kinds)} modules" for target, kinds in unfit)
+        raise ConfigError(f"lora_target_modules: {names}, and peft puts adapters only on linear, embedding and "
+                          "convolution layers (it would stop with 'Target module ... is not supported'); name the "
+                          f"layers inside instead. Its linear layers: {', '.join(QWEN2_LINEAR_MODULES)} ('all-linear')")
+
+
+def _adaptable(module) -> bool:
+    """Whether peft's LoRA puts an adapter on ``module``: the layer types ``LoraModel._create_new_module`` takes
+    (peft/tuners/lora/model.py in huggingface/peft; the others raise "Target module ... is not supported")."""
+    import torch
+    from transformers.pytorch_utils import Conv1D
+
+    return isinstance(module, (torch.nn.Linear, torch.nn.Embedding, torch.nn.Conv1d, torch.nn.Conv2d,
+                               torch.nn.Conv3d, torch.nn.MultiheadAttention, Conv1D))
 
 
 def trainable_in_float32(model) -> list[str]:

@@ -100,3 +100,28 @@ def test_a_target_trained_in_full_is_refused(tiny_causal_dir, qwen_tokenizer, tm
         regression.build_model(config, str(tiny_causal_dir), weights_dtype(config), qwen_tokenizer.pad_token_id)
     assert str(refused.value) == ("lora_target_modules: score is trained in full (modules_to_save), not by an "
                                   "adapter; remove it from lora_target_modules")
+
+
+@pytest.mark.parametrize(("targets", "named", "kind"), [
+    ("mlp", "mlp", "Qwen2MLP"),
+    ("self_attn", "self_attn", "Qwen2Attention"),
+    ("layers.0", "layers.0", "Qwen2DecoderLayer"),
+    ("q_proj,norm", "norm", "Qwen2RMSNorm"),
+    ("rotary_emb", "rotary_emb", "Qwen2RotaryEmbedding"),
+])  # fmt: skip
+def test_a_target_peft_cannot_adapt_is_refused_by_name(tiny_causal_dir, tmp_path, targets, named, kind):
+    """A container (mlp, self_attn, a decoder layer) or a norm matches a module, so the name check let it by, and
+    peft's get_peft_model then raised its ValueError ("Target module Qwen2MLP(...) is not supported"), a traceback
+    after the run folder was claimed. Refused as a ConfigError naming the target and the kind of module it names."""
+    from peft import get_peft_model
+
+    from train import lora
+
+    model, config = _tiny_model_and_config(tiny_causal_dir, tmp_path, targets)
+    with pytest.raises(ValueError, match="is not supported"):  # what peft does with it
+        get_peft_model(model, lora.lora_config(config))
+    model, config = _tiny_model_and_config(tiny_causal_dir, tmp_path, targets)
+    with pytest.raises(ConfigError) as refused:
+        lora.lora_config(config, model=model)
+    assert str(refused.value).startswith(f"lora_target_modules: {named} names {kind} modules")
+    assert "peft puts adapters only on linear, embedding and convolution layers" in str(refused.value)
