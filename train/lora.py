@@ -49,12 +49,16 @@ def check_target_modules(config: TrainConfig, model, modules_to_save: list[str] 
 
     A name that matches a module peft cannot adapt (a container such as ``mlp`` or ``self_attn``, a norm, the rotary
     embedding) is refused here by name: peft's ``get_peft_model`` raises a ``ValueError`` on it ("Target module ...
-    is not supported") once the run folder is claimed.
+    is not supported") once the run folder is claimed. So is a name that matches the input or output embeddings of
+    a model that ties them (``tie_word_embeddings``: Qwen2.5-0.5B to 3B, the tiny base): the adapter trains the one
+    use of the shared matrix it sits on, and merged at export (``train.export.load_trained``) it is written into
+    that matrix, which the other use reads too, so the exported judge is not the one trained.
 
     Raises:
         ConfigError: naming each unmatched target and the nearest layer names the model has (modules without
             children: a container such as ``mlp`` is one peft refuses as a target), each target that matches only
-            modules trained in full, or a target that names a kind of module peft cannot adapt.
+            modules trained in full, a target that names a kind of module peft cannot adapt, or one on the tied
+            embeddings.
     """
     import difflib
     import re
@@ -64,7 +68,8 @@ def check_target_modules(config: TrainConfig, model, modules_to_save: list[str] 
     modules = [(name, module) for name, module in model.named_modules() if name]
     # peft's own pattern for a modules_to_save name, unescaped as peft uses it
     saved = [re.compile(rf"(^|.*\.){kept}($|\..*)") for kept in modules_to_save or ()]
-    missing, in_full, unfit = [], [], []
+    missing, in_full, unfit, tied = [], [], [], []
+    shared = _tied_embeddings(model)
     for target in target_modules(config):
         matched = [(name, module) for name, module in modules if name == target or name.endswith("." + target)]
         adapted = [(name, module) for name, module in matched if not any(pattern.match(name) for pattern in saved)]
@@ -74,6 +79,8 @@ def check_target_modules(config: TrainConfig, model, modules_to_save: list[str] 
             in_full.append(target)
         elif any(not _adaptable(module) for _, module in adapted):
             unfit.append((target, sorted({type(module).__name__ for _, module in adapted if not _adaptable(module)})))
+        elif any(module is embedding for _, module in adapted for embedding in shared):
+            tied.append(target)
     if missing:
         leaves = sorted({name.rsplit(".", 1)[-1] for name, module in modules if next(module.children(), None) is None})
         close = sorted({near for target in missing for near in difflib.get_close_matches(target, leaves, n=1)})
@@ -90,6 +97,10 @@ def check_target_modules(config: TrainConfig, model, modules_to_save: list[str] 
         raise ConfigError(f"lora_target_modules: {names}, and peft puts adapters only on linear, embedding and "
                           "convolution layers (it would stop with 'Target module ... is not supported'); name the "
                           f"layers inside instead. Its linear layers: {', '.join(QWEN2_LINEAR_MODULES)} ('all-linear')")
+    if tied:
+        raise ConfigError(f"lora_target_modules: an adapter on {', '.join(tied)} of a base whose lm_head is its input "
+                          "embedding matrix (tie_word_embeddings) would be merged into both at export, so the exported "
+                          "judge would not be the one trained; remove it, or train an untied base (T-lite, T-pro)")
 
 
 def _adaptable(module) -> bool:
@@ -100,6 +111,14 @@ def _adaptable(module) -> bool:
 
     return isinstance(module, (torch.nn.Linear, torch.nn.Embedding, torch.nn.Conv1d, torch.nn.Conv2d,
                                torch.nn.Conv3d, torch.nn.MultiheadAttention, Conv1D))
+
+
+def _tied_embeddings(model) -> tuple:
+    """The input and output embedding modules of ``model`` when they share one weight, else none."""
+    inputs, outputs = model.get_input_embeddings(), model.get_output_embeddings()
+    if inputs is None or outputs is None or getattr(inputs, "weight", None) is not getattr(outputs, "weight", None):
+        return ()
+    return inputs, outputs
 
 
 def trainable_in_float32(model) -> list[str]:

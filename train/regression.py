@@ -135,9 +135,10 @@ def refuse_unfit_base(base_model: str | Path, folder: Path | None = None, *,
       another architecture's weights by name, initialising what is missing and dropping what it has no place for (a
       Qwen3's ``q_norm``/``k_norm``), with nothing but transformers' load report to say so.
     * A regression judge (``_refuse_trained_head``).
-    * An adapter on ``lm_head`` (``lora_targets``) of a base that ties it to ``embed_tokens`` (Qwen2.5-0.5B to 3B,
-      the tiny base): the adapter trains on the head alone, but merged at export it is written into the one shared
-      matrix, so the export's input embeddings are not the trained ones and its check fails after the training.
+    * An adapter on ``lm_head`` or ``embed_tokens`` (``lora_targets``, as peft matches a name: ``model.embed_tokens``
+      too) of a base that ties the two (Qwen2.5-0.5B to 3B, the tiny base): the adapter trains one use of the shared
+      matrix alone, but merged at export it is written into that matrix, so the export's other use is not the
+      trained one and its check fails after the training.
 
     Args:
         base_model: ``model_name_or_path`` as given (named in the message); ``tiny-qwen3`` is Qwen3 before it is built,
@@ -161,11 +162,12 @@ def refuse_unfit_base(base_model: str | Path, folder: Path | None = None, *,
     if base is not None:
         _refuse_trained_head(base_model, *base, _manifest_mode(base_model, base[0]))
     tied = str(base_model) == TINY_MODEL or bool(base and base[1].get("tie_word_embeddings"))
-    if tied and "lm_head" in lora_targets:
-        raise ConfigError(f"lora_target_modules: an adapter on lm_head of {base_model}, whose lm_head is its input "
-                          "embedding matrix (tie_word_embeddings), would be merged into both at export, so the "
-                          "exported judge would not be the one trained; remove lm_head, or train an untied base "
-                          "(T-lite, T-pro)")
+    on_shared = [name for name in lora_targets if name in ("lm_head", "embed_tokens", "model.embed_tokens")]
+    if tied and on_shared:
+        raise ConfigError(f"lora_target_modules: an adapter on {', '.join(on_shared)} of {base_model}, whose lm_head is "
+                          "its input embedding matrix (tie_word_embeddings), would be merged into both at export, so "
+                          f"the exported judge would not be the one trained; remove {', '.join(on_shared)}, or train "
+                          "an untied base (T-lite, T-pro)")
 
 
 def _refuse_trained_head(base_model: str | Path, folder: Path, config: dict[str, Any], mode: Any) -> None:

@@ -125,3 +125,39 @@ def test_a_target_peft_cannot_adapt_is_refused_by_name(tiny_causal_dir, tmp_path
         lora.lora_config(config, model=model)
     assert str(refused.value).startswith(f"lora_target_modules: {named} names {kind} modules")
     assert "peft puts adapters only on linear, embedding and convolution layers" in str(refused.value)
+
+
+@pytest.mark.parametrize("targets", ["embed_tokens", "q_proj,model.embed_tokens"])
+def test_an_adapter_on_the_embeddings_of_a_tied_base_is_refused(tiny_causal_dir, qwen_tokenizer, tmp_path, targets):
+    """The tiny base ties lm_head to embed_tokens (as Qwen2.5-0.5B to 3B do): an embedding adapter trains the lookup
+    alone while lm_head reads the bare matrix, and merging it at export writes it into the one shared matrix, so the
+    exported LM head is not the trained one. Refused for every recipe once the base has loaded; an untied base takes
+    it."""
+    from transformers import Qwen2ForCausalLM
+
+    from train import lora
+    from train.tiny_models import tiny_qwen2_config
+
+    model, config = _tiny_model_and_config(tiny_causal_dir, tmp_path, targets)
+    with pytest.raises(ConfigError) as refused:
+        lora.lora_config(config, model=model)
+    named = targets.split(",")[-1]
+    assert str(refused.value).startswith(f"lora_target_modules: an adapter on {named} of a base whose lm_head is its "
+                                         "input embedding matrix (tie_word_embeddings)")
+    untied_config = tiny_qwen2_config()
+    untied_config.tie_word_embeddings = False
+    assert lora.lora_config(config, model=Qwen2ForCausalLM(untied_config)) is not None
+
+
+def test_the_regression_recipe_refuses_an_embedding_adapter_of_a_tied_base_before_the_run_folder(tmp_path):
+    """The regression recipe's pre-load refusal (train.regression.refuse_unfit_base, judge-train's data check) covers
+    embed_tokens as it covers lm_head: the merge writes either into the one shared matrix."""
+    from train.cli import check_training_data
+
+    for targets in ("q_proj,embed_tokens", "model.embed_tokens"):
+        config = load_config(TINY_REGRESSION, {"lora": True, "lora_target_modules": targets,
+                                               "output_dir": str(tmp_path / "run")})
+        with pytest.raises(ConfigError, match=rf"^lora_target_modules: an adapter on {targets.split(',')[-1]} of "
+                                              r".*\(tie_word_embeddings\)"):
+            check_training_data(config)
+        assert not (tmp_path / "run").exists()
