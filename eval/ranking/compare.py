@@ -19,8 +19,8 @@ resample, one draw of those instructions (with replacement) feeds both matrices,
 hard cancels out of the difference (the paired bootstrap of ``eval.scoring.bootstrap.paired_bootstrap``, over
 instructions instead of items). Both matrices, the point's and each resample's, are differenced at
 ``COMPARED_DIGITS`` digits, as the leaderboard's means are (``compared_values``). A cell's interval is the
-``1 - alpha`` one of those resamples (``called_interval``: its ends the ⌈n·alpha/2⌉-th smallest and largest of the n
-differences); its p-value is the paired sign-flip permutation test's over the instructions
+``1 - alpha`` one of those resamples (``eval.scoring.resample_rules.called_interval``: its ends the ⌈n·alpha/2⌉-th
+smallest and largest of the n differences); its p-value is the paired sign-flip permutation test's over the instructions
 (``eval.ranking.permutation``: the two runs' totals of any set of instructions swapped, exact up to ``EXACT_MAX``
 instructions): the bootstrap's own p is 0 whenever every instruction's difference shares a sign, which under the null
 happens with probability 2 / 2^n, so on few instructions it called far more often than alpha. A cell is called
@@ -70,7 +70,7 @@ from judge.wire import HUB_SNAPSHOT, root_identity
 
 __all__ = ["is_ranking_run", "compare_rankings", "render_ranking_compare_markdown", "judge_settings", "binary_criteria",
            "JUDGE_SETTINGS", "WEIGHTS_SETTINGS", "COMPARED_DIGITS", "compared_values", "weights_differences",
-           "judge_note_lines", "called_interval", "holm_adjusted", "holm_unreachable",
+           "judge_note_lines", "holm_adjusted", "holm_unreachable",
            "margin_aliases", "paired_items", "Pairing",
            # What the leaderboard (``eval.ranking.leaderboard``) shares with two runs' comparison: one home of each.
            "UNJUDGED_SETTINGS", "load_ranking_run", "unjudged_setting", "instruction_contents", "judge_differences",
@@ -523,31 +523,6 @@ def called_verdict(low: float, high: float, p_value: float, alpha: float) -> str
     return "no difference"
 
 
-def called_interval(d: np.ndarray, alpha: float) -> tuple[float, float, float]:
-    """(low, high, p) of the resampled differences ``d`` at level ``1 - alpha``, by one count of resamples.
-
-    p is twice the smaller share of the n finite differences on either side of 0 (a 0 counts on both). The ends are
-    order statistics, the k-th smallest and the k-th largest, k the fewest resamples on the wrong side of 0 whose
-    share makes p reach alpha: low > 0 exactly when fewer than k differences are <= 0, that is when p < alpha (and
-    high < 0 alike). Interpolated percentiles (``matrix.percentile_interval``) would disagree with p at the edge: of
-    40 resamples with one <= 0, they give the interval [0.4875, 0.5] (a call) beside p = 0.050 (none).
-
-    Returns:
-        NaNs when no difference is finite.
-    """
-    d = np.sort(d[np.isfinite(d)])
-    n = len(d)
-    if n == 0:
-        return math.nan, math.nan, math.nan
-    p = min(1.0, 2.0 * min(float(np.count_nonzero(d <= 0)) / n, float(np.count_nonzero(d >= 0)) / n))
-    k = max(1, min(n, math.floor(n * alpha / 2.0)))  # then settled in p's own arithmetic: never off by a rounding
-    while k > 1 and 2.0 * ((k - 1) / n) >= alpha:
-        k -= 1
-    while k < n and 2.0 * (k / n) < alpha:
-        k += 1
-    return float(d[k - 1]), float(d[n - k]), p
-
-
 def margin_aliases(arrays) -> dict[tuple[int, int], tuple[int, int]]:
     """The margins of a paired matrix (``matrix.MatrixArrays``) that are another cell under another name: a row's
     ``mean_over_meta`` over one cell with items, a column's ``mean_over_criteria`` over one criterion's non-binary
@@ -686,7 +661,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
                                      resampled_matrices)
     from eval.ranking.permutation import sign_flip_p, swapped_matrices
     from eval.ranking.rank import NOT_A_RANKING
-    from eval.scoring.resample_rules import resamples_to_call
+    from eval.scoring.resample_rules import called_interval, resamples_to_call
 
     folders = [Path(run_a), Path(run_b)]
     for folder in folders:

@@ -22,7 +22,7 @@ instruction whose binary (gate) criterion some runs scored and others did not le
 Per pair (B above A in the table's order): ``delta`` = mean B - mean A with its paired interval at level
 ``1 - alpha / m``, m = K(K - 1)/2 (Bonferroni: the m calls together are wrong with probability at most alpha), its
 ends the ⌈n·alpha/(2m)⌉-th smallest and largest of the n resampled differences
-(``eval.ranking.compare.called_interval``). At least 2m / alpha resamples are drawn
+(``eval.scoring.resample_rules.called_interval``). At least 2m / alpha resamples are drawn
 (``eval.scoring.resample_rules.resamples_to_call``; 1120 for eight candidates), more than asked when ``n_boot`` is fewer
 (said on stderr before drawing; never past ``MAX_RESAMPLES``, an ``alpha`` needing more is refused): with fewer no
 pair could be called. The pair's p-value is the paired sign-flip permutation test's over the
@@ -131,15 +131,14 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
     from scipy.stats import rankdata
 
     import eval.ranking.compare as compare  # its pairing rule and loader, read at the call (one home of each)
-    from eval.ranking.compare import (binary_criteria, called_interval, called_verdict, compared_values,
-                                      excluded_instructions, finite_or_none, is_ranking_run, unjudged_answers,
-                                      why_no_call)
+    from eval.ranking.compare import (binary_criteria, called_verdict, compared_values, excluded_instructions,
+                                      finite_or_none, is_ranking_run, unjudged_answers, why_no_call)
     from eval.ranking.matrix import MIN_INSTRUCTIONS, instruction_weights, matrix_arrays, percentile_interval
     from eval.ranking.permutation import sign_flip_p
     from eval.ranking.rank import NOT_A_RANKING
     from eval.scoring.interval_options import PERCENTILE_METHOD, check_extreme_rate_interval
     from eval.scoring.interval_options import extreme_rate_interval as extreme_rate_interval_of
-    from eval.scoring.resample_rules import resamples_to_call
+    from eval.scoring.resample_rules import called_interval, resamples_to_call
 
     check_extreme_rate_interval(extreme_rate_interval)
 

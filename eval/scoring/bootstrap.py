@@ -22,6 +22,7 @@ import numpy as np
 
 from eval.scoring.interval_options import PERCENTILE_METHOD
 from eval.scoring.metrics import finite_pairs
+from eval.scoring.resample_rules import called_interval
 
 __all__ = [
     "BOOTSTRAP_RESOLUTION",
@@ -438,7 +439,7 @@ def paired_bootstrap(
     statistic: str,
     n_boot: int = 1000,
     rng: np.random.Generator | None = None,
-    level: float = 0.95,
+    alpha: float = 0.05,
     clusters: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Paired bootstrap of ``stat(B) - stat(A)`` over the items both judges scored.
@@ -450,13 +451,16 @@ def paired_bootstrap(
         x_a, y_a: judge A's scores and references (NaN: not scored by A).
         x_b, y_b: judge B's, aligned with A's item by item.
         statistic: ``"mae"``, ``"spearman"``, ``"pearson"`` or ``"mean"``.
-        n_boot, rng, level, clusters: as for ``bootstrap_ci``.
+        n_boot, rng, clusters: as for ``bootstrap_ci``.
+        alpha: the interval is at level ``1 - alpha``, given as the alpha a call reads the p-value against (not as a
+            level: 1 - 0.95 is not 0.05 in floating point, and the interval would then disagree with a p of 0.05).
 
     Returns:
         ``{"n", "a", "b", "delta", "ci": [low, high], "p_value"}``: the statistic of each judge on the paired
-        items, ``delta = b - a``, its percentile interval, and the two-sided bootstrap p-value of delta = 0
-        (twice the smaller share of resampled deltas on either side of 0, capped at 1); with ``"n_resamples"``, the
-        resamples whose delta was defined, once any was drawn.
+        items, ``delta = b - a``, its interval, and the two-sided bootstrap p-value of delta = 0 (twice the smaller
+        share of resampled deltas on either side of 0, capped at 1), both by one count of the resampled deltas
+        (``eval.scoring.resample_rules.called_interval``: the interval excludes 0 exactly when p < ``alpha``);
+        with ``"n_resamples"``, the resamples whose delta was defined, once any was drawn.
     """
     rng = rng or np.random.default_rng(0)
     columns = [np.asarray(c, dtype=np.float64) for c in (x_a, y_a, x_b, y_b)]
@@ -486,6 +490,6 @@ def paired_bootstrap(
     deltas = deltas[np.isfinite(deltas)]
     result["n_resamples"] = int(len(deltas))  # a degenerate resample (one distinct value: no Spearman) is left out
     if len(deltas):
-        result["ci"] = percentile_interval(deltas, level)
-        result["p_value"] = float(min(1.0, 2.0 * min((deltas <= 0).mean(), (deltas >= 0).mean())))
+        low, high, p_value = called_interval(deltas, alpha)
+        result.update(ci=[low, high], p_value=p_value)
     return result

@@ -282,7 +282,7 @@ def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.
     cells = None if clusters is None else clusters[index_a]
     # the interval at 1 - alpha: a call at alpha beside a 95 % interval that spans 0 would contradict it
     found = bootstrap.paired_bootstrap(xa, ya, xb, yb, _STAT[metric], n_boot, bootstrap.cell_rng(seed, key),
-                                       level=1.0 - alpha, clusters=cells)
+                                       alpha=alpha, clusters=cells)
     # the units the bootstrap resampled: the paired items, or their instructions (what the minimum counts)
     paired = np.isfinite(xa) & np.isfinite(ya) & np.isfinite(xb) & np.isfinite(yb)
     units = found["n"] if cells is None else len(np.unique(cells[paired]))

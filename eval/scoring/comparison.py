@@ -38,8 +38,8 @@ class Paired(_ComparisonRecord):
     """One statistic of both judges on the items both scored (``eval.scoring.bootstrap.paired_bootstrap``).
 
     Attributes:
-        n: paired items; a, b: the baseline's and the run's statistic on them; delta: b - a; ci: its percentile
-        interval; p_value: the two-sided paired-bootstrap p-value of delta = 0; verdict: "better", "worse", "n.s."
+        n: paired items; a, b: the baseline's and the run's statistic on them; delta: b - a; ci: its interval,
+        read off the resamples with p_value by one count (it excludes 0 exactly when p_value < alpha); p_value: the two-sided paired-bootstrap p-value of delta = 0; verdict: "better", "worse", "n.s."
         (also, whatever the p-value, for a cell of fewer than ``eval.scoring.compare.MIN_PAIRED`` paired items or
         instructions) or "—" (undefined); n_resamples: the resamples whose delta was defined, over which
         ``p_value`` is a share (its resolution: a p-value of 0 means below 2 / n_resamples), absent where no

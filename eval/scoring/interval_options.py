@@ -9,7 +9,8 @@ is read off a bootstrap, nor what interval a share of 0 or 1 has. These choices 
   with ``method="linear"`` (numpy's default, Hyndman and Fan's definition 7), named here (``PERCENTILE_METHOD``) and
   in metrics.json (``settings.percentile_method``), fixed, not an option: every percentile interval of ``score``,
   ``compare``, ``rank`` and the validity section is read by ``eval.scoring.bootstrap.percentile_interval`` (a
-  ranking pair's called interval is order statistics instead, ``eval.ranking.compare.called_interval``), and any
+  called interval, compare's paired delta's and a ranking pair's, is order statistics instead,
+  ``eval.scoring.resample_rules.called_interval``), and any
   other of numpy's rules moves an end by less than one rank of the sorted resamples (between the values one rank
   beyond the two around linear's end; not always between those two: Weibull's position is nearly a rank lower).
 - **a rate of 0 or 1** (``EXTREME_RATE_INTERVALS``): a pairwise run's rates (``judge-eval score``) and a leaderboard's

@@ -9,6 +9,9 @@ Two floors, one resample apart, for two readings of a percentile bootstrap:
   of p < alpha once 2 / n < alpha; compare's calls and the ceiling's verdict read it. ``resamples_for_family`` is the
   same bound for a Holm family of m cells.
 
+``called_interval`` reads an interval and its p-value off the same resamples by one count, so that an interval
+excluding 0 and a p-value below alpha never disagree: compare's paired cells and rank's pairs read it.
+
 Kept apart from ``eval.scoring.bootstrap`` (the engine that draws the resamples) and ``eval.scoring.compare`` (which
 reads them) so that the ceiling, compare and rank read one definition without importing each other.
 """
@@ -17,7 +20,9 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["paired_resamples_to_call", "resamples_for_family", "resamples_to_call"]
+import numpy as np
+
+__all__ = ["called_interval", "paired_resamples_to_call", "resamples_for_family", "resamples_to_call"]
 
 
 def resamples_to_call(alpha: float) -> int:
@@ -43,3 +48,29 @@ def resamples_for_family(m: int, alpha: float) -> int:
     below alpha (``judge-eval compare``'s tables by model, task type or criterion, ``eval.scoring.compare.compare``),
     so n must be more than 2 m / alpha: 41 for one cell at 0.05, 1,001 for 25."""
     return math.floor(2.0 * m / alpha + 1e-9) + 1  # the tolerance: as resamples_to_call's, an exact 2 m / alpha
+
+
+def called_interval(d: np.ndarray, alpha: float) -> tuple[float, float, float]:
+    """(low, high, p) of the resampled differences ``d`` at level ``1 - alpha``, by one count of resamples.
+
+    p is twice the smaller share of the n finite differences on either side of 0 (a 0 counts on both). The ends are
+    order statistics, the k-th smallest and the k-th largest, k the fewest resamples on the wrong side of 0 whose
+    share makes p reach alpha: low > 0 exactly when fewer than k differences are <= 0, that is when p < alpha (and
+    high < 0 alike). Interpolated percentiles (``eval.scoring.bootstrap.percentile_interval``) would disagree with p
+    at the edge: of 40 resamples with one <= 0, they give the interval [0.4875, 0.5] (a call) beside p = 0.050
+    (none).
+
+    Returns:
+        NaNs when no difference is finite.
+    """
+    d = np.sort(d[np.isfinite(d)])
+    n = len(d)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    p = min(1.0, 2.0 * min(float(np.count_nonzero(d <= 0)) / n, float(np.count_nonzero(d >= 0)) / n))
+    k = max(1, min(n, math.floor(n * alpha / 2.0)))  # then settled in p's own arithmetic: never off by a rounding
+    while k > 1 and 2.0 * ((k - 1) / n) >= alpha:
+        k -= 1
+    while k < n and 2.0 * (k / n) < alpha:
+        k += 1
+    return float(d[k - 1]), float(d[n - k]), p

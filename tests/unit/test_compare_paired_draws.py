@@ -49,7 +49,7 @@ def test_the_paired_interval_is_drawn_at_one_minus_alpha_and_says_so(tmp_path):
     assert wide.ci[0] <= narrow.ci[0] <= narrow.ci[1] <= wide.ci[1] and narrow.ci != wide.ci
     truth, judge = np.array([e[0] for e in experts], float), np.array(JUDGE, float)
     again = bootstrap.paired_bootstrap(np.array(base), truth, judge, truth, "mae", 200,
-                                       bootstrap.cell_rng(0, "all/overall/mae"), level=0.8)
+                                       bootstrap.cell_rng(0, "all/overall/mae"), alpha=0.2)
     assert list(narrow.ci) == pytest.approx(again["ci"])
     line = next(line for line in headline(result) if line.startswith("On the Standard test"))
     assert f"80 % CI [{narrow.ci[0]:.3f}, {narrow.ci[1]:.3f}]" in line and "95 %" not in line

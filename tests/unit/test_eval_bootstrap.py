@@ -314,15 +314,15 @@ def test_a_mean_of_verdict_confidences_is_resampled_exact_not_on_the_judge_score
 
 @pytest.mark.parametrize("drawn, p_value, ci", [
     # (times item 0 is drawn, times item 1 is drawn) per resample -> its delta of MAE: (2, 0) -1, (1, 1) 0, (0, 2) +1
-    ([(2, 0)] * 8 + [(1, 1), (0, 2)], 0.4, [-1.0, 0.55]),  # 9/10 at or below 0, 2/10 at or above: 2 x 2/10
+    ([(2, 0)] * 8 + [(1, 1), (0, 2)], 0.4, [-1.0, 1.0]),  # 9/10 at or below 0, 2/10 at or above: 2 x 2/10
     ([(2, 0)] * 10, 0.0, [-1.0, -1.0]),  # none at or above 0: an estimate of 0 (compare writes it p < 2 / n)
     ([(1, 1)] * 10, 1.0, [0.0, 0.0]),  # a delta of exactly 0 counts on both sides: 2 x 1, capped at 1
     ([(2, 0)] * 5 + [(0, 2)] * 5, 1.0, [-1.0, 1.0]),
 ])
 def test_the_paired_p_value_and_interval_by_hand(monkeypatch, drawn, p_value, ci):
     """paired_bootstrap's two-sided p is twice the smaller share of resampled deltas at or below 0 and at or above 0,
-    capped at 1, and its interval the percentiles (linear) at (1 - level) / 2 and 1 - (1 - level) / 2: here over
-    resamples set by hand. Item 0 is an error of 1 for A and none for B (B better by 1), item 1 the reverse."""
+    capped at 1, and its interval the k-th smallest and largest delta, k the fewest resamples whose share makes p reach
+    alpha (here 1 of 10 at alpha 0.1: the least and the greatest): over resamples set by hand. Item 0 is an error of 1 for A and none for B (B better by 1), item 1 the reverse."""
     def by_hand(counts, n_boot, rng, cell_of_item, clusters):
         weights = np.zeros((len(drawn), len(counts)))
         for row, times in enumerate(drawn):
@@ -332,7 +332,7 @@ def test_the_paired_p_value_and_interval_by_hand(monkeypatch, drawn, p_value, ci
 
     monkeypatch.setattr(bootstrap, "_weights", by_hand)
     found = bootstrap.paired_bootstrap(np.array([1.0, 0.0]), np.zeros(2), np.array([0.0, 1.0]), np.zeros(2), "mae",
-                                       n_boot=len(drawn), level=0.9)
+                                       n_boot=len(drawn), alpha=0.1)
     assert (found["a"], found["b"], found["delta"]) == (0.5, 0.5, 0.0)
     assert found["n_resamples"] == len(drawn)
     assert found["p_value"] == pytest.approx(p_value, abs=1e-12)

@@ -286,3 +286,38 @@ def test_a_comparison_is_reproduced_by_its_seed_and_moves_with_another(tmp_path)
     assert first == again
     cells = [c["comparisons"][0]["splits"]["all"]["overall"]["mae"] for c in (first, other)]
     assert cells[0]["delta"] == cells[1]["delta"] and cells[0]["ci"] != cells[1]["ci"]
+
+
+def test_paired_interval_and_p_read_one_count_of_the_resamples(monkeypatch):
+    """80 resamples by hand over two cells (the run's Verdict Confidence -1 on one item, +1 on three; the
+    baseline's 0): two resamples draw only the -1 item (delta -1), 78 only the +1 items (delta +1). p = 2 * 2/80 =
+    0.05, not below alpha 0.05: n.s. Interpolated percentiles put the low end at -1 + 0.975 * 2 = 0.95, an interval
+    that excludes 0 beside that n.s.; read by one count (k = 2: 2 * 1/80 < 0.05 <= 2 * 2/80), it is [-1, 1]."""
+    def weights(counts, n_boot, rng, cell_of_item=None, clusters=None):
+        lone = (counts == 1).astype(float)  # the cell of the -1 item
+        return [np.vstack([lone] * 2 + [1.0 - lone] * 78)]
+
+    monkeypatch.setattr(bootstrap, "_weights", weights)
+    zeros = np.zeros(4)
+    found = bootstrap.paired_bootstrap(zeros, zeros, np.array([-1.0, 1.0, 1.0, 1.0]), zeros, "mean", n_boot=80,
+                                       alpha=0.05)
+    assert found["n_resamples"] == 80
+    assert found["p_value"] == pytest.approx(0.05)
+    assert found["ci"] == [-1.0, 1.0]
+
+
+def test_paired_interval_excludes_zero_exactly_when_p_is_below_alpha():
+    """Over drawn data (30 items, a few of them mended by the run; 100 resamples, where p moves in steps of 0.02),
+    the interval excludes 0 exactly when p < alpha, at two levels."""
+    for seed in range(120):
+        rng = np.random.default_rng(seed)
+        reference = rng.integers(0, 3, 30).astype(float)
+        base = rng.integers(0, 3, 30).astype(float)
+        run = base.copy()
+        mended = rng.choice(30, int(rng.integers(1, 6)), replace=False)
+        run[mended] = reference[mended]
+        for alpha in (0.05, 0.1):
+            found = bootstrap.paired_bootstrap(base, reference, run, reference, "mae", n_boot=100,
+                                               rng=np.random.default_rng(seed), alpha=alpha)
+            low, high = found["ci"]
+            assert (low > 0 or high < 0) == (found["p_value"] < alpha), (seed, alpha, found)

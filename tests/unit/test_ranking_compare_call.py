@@ -1,7 +1,7 @@
 """The call of a rank comparison (two runs: a cell; three or more: a pair of the leaderboard): its p-value is a paired
 sign-flip permutation test over the instructions (``eval.ranking.permutation``), exact on few instructions, and its
-interval the bootstrap's, its ends one count of the resamples (``eval.ranking.compare.called_interval``); a call
-needs both. Every figure is derived in the docstrings (the bootstrap's draws set by hand where they matter)."""
+interval the bootstrap's, its ends one count of the resamples (``eval.scoring.resample_rules.called_interval``);
+a call needs both. Every figure is derived in the docstrings (the bootstrap's draws set by hand where they matter)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eval.ranking.compare import called_interval, compare_rankings
+from eval.ranking.compare import compare_rankings
+from eval.scoring.resample_rules import called_interval
 from eval.ranking.permutation import fewest_for_call, smallest_p
 from eval.ranking.leaderboard import leaderboard
 from tests.support.eval_ranking import write_rank_run
