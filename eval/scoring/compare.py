@@ -685,26 +685,29 @@ def _readable(table: item_table.ItemTable, index: np.ndarray) -> np.ndarray | No
     return None if table.scale_low is None or table.scale_high is None else readable_scales(table)[index]
 
 
-def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[np.ndarray, np.ndarray]:
-    """Each item's scale ends, for the alt-test's levels under ``accuracy`` (``eval.validity.section.alt_test_judge``
-    takes the level a score rounds to only where it lies in the item's scale, else the score itself; the caller
-    rounds these out to whole levels with the section's ``rating_ends``), so that the
-    paired rho compares what the run's own section compared, and for the paired ceiling gap's ``worst`` failures
-    (the end farther from the reference), so that it counts a failure as the section's ceiling does.
+def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block
+                ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """Each item's scale ends two ways: as they are, for the paired ceiling gap's ``worst`` failures (the end farther
+    from the reference), so that it counts a failure as the section's ceiling does; and rounded out to whole levels,
+    for the alt-test's levels under ``accuracy`` (``eval.validity.section.alt_test_judge`` takes the level a score
+    rounds to only where it lies in the item's scale, else the score itself), so that the paired rho compares what
+    the run's own section compared.
 
-    The table's own ends, which items.parquet keeps (``item_table.write_table``). An items.parquet written before it
-    kept them takes its criterion's ends from the section's criterion cell, whose ``value_domain`` spans the scales
-    of its items (NaN: a criterion the section has not). That is the item's own scale wherever a criterion has one
-    scale; on a criterion whose items mix scales (two of the bundled sample's 37) a verdict outside the item's own
-    scale but inside the widest counts as that level, where the section compares it as it is."""
+    The table's own ends, which items.parquet keeps (``item_table.write_table``), read by the shared rule
+    (``eval.validity.scale_reading.reading_ends``) that the section and the confusion matrices read. An items.parquet
+    written before it kept them takes its criterion's ends from the section's criterion cell, whose ``value_domain``
+    spans the scales of its items (NaN: a criterion the section has not), rounded out as that rule rounds them
+    (``rating_ends``). That is the item's own scale wherever a criterion has one scale; on a criterion whose items
+    mix scales (two of the bundled sample's 37) a verdict outside the item's own scale but inside the widest counts
+    as that level, where the section compares it as it is."""
+    from eval.validity.scale_reading import rating_ends, reading_ends
+
     if table.scale_low is not None and table.scale_high is not None:
         # where an item's own scale is unreadable, the ends its criterion's expert scores span, else the whole
         # table's, as the section took them: over the whole table, then the split's items (the split's own experts
         # can be one unanimous criterion, whose span would make every failure cost 0)
-        from eval.validity.scale_reading import reading_ends
-
-        _, (low, high), _ = reading_ends(table)
-        return low[index], high[index]
+        _, ends, rating = reading_ends(table)
+        return (ends[0][index], ends[1][index]), (rating[0][index], rating[1][index])
     import pandas as pd
 
     codes, labels = pd.factorize(np.asarray(table.criteria_name[index], dtype=object).astype(str))
@@ -713,7 +716,9 @@ def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[
         cell = block.by_criterion.get(label)
         if cell is not None and cell.value_domain:
             ends[k] = min(cell.value_domain), max(cell.value_domain)
-    return ends[codes, 0], ends[codes, 1]
+    low, high = ends[codes, 0], ends[codes, 1]
+    with np.errstate(invalid="ignore"):
+        return (low, high), rating_ends((low, high))
 
 
 def _left_out_by_section(run: ScoredRun) -> np.ndarray:
@@ -757,7 +762,6 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
     from eval.validity.ceiling import measured
     from eval.validity.paired import paired_resamples, paired_validity
     from eval.validity.render import LEFT_OUT_WHY, counted
-    from eval.validity.section import rating_ends
 
     validity = base.metrics.validity
     if not validity:
@@ -779,12 +783,10 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
             out[split] = PairedValidity.from_json({"n_items": 0, "n_boot": paired_resamples(n_boot, 1.0 - alpha),
                                                    "rho": why, "ceiling_gap": why, "leniency": why})
             continue
-        low, high = _scale_ends(ta, ia, block)
-        # the alt-test's levels against the ends rounded out to whole levels by the section's own rule (an inferred
-        # end at an expert's half-point holds its whole level); the ceiling's failures against the ends themselves,
-        # as its ceiling takes them
-        with np.errstate(invalid="ignore"):
-            rating = rating_ends((low, high))
+        # the alt-test's levels against the ends rounded out to whole levels (an inferred end at an expert's
+        # half-point holds its whole level); the ceiling's failures against the ends themselves, as its ceiling
+        # takes them
+        (low, high), rating = _scale_ends(ta, ia, block)
         drawn_as = _drawn_as(split, keep, ta.split[index_a], predicted)
         out[split] = PairedValidity.from_json(paired_validity(ta.judge[ia], tb.judge[ib], ta.experts[ia],
                                      ta.expert_ids[ia] if ta.expert_ids is not None else None,

@@ -118,7 +118,7 @@ def test_compare_reads_an_unreadable_item_scale_as_the_section_does():
     table = dataclasses.replace(_table([1.0, 0.0, 1.0, NAN], ["ok", "ok", "ok", "failed"],
                                        [[1, 1], [0, 0], [1, 0], [1, 1]]),
                                 scale_low=np.array([0.0, 0.0, 0.0, NAN]), scale_high=np.array([1.0, 1.0, 1.0, NAN]))
-    low, high = _scale_ends(table, np.arange(4), None)
+    (low, high), _ = _scale_ends(table, np.arange(4), None)
     assert (low[3], high[3]) == (0.0, 1.0)
     assert np.array_equal(low, item_scale_ends(table)[0]) and np.array_equal(high, item_scale_ends(table)[1])
 

@@ -21,6 +21,7 @@ def test_a_split_takes_the_whole_tables_fallback_ends_as_the_section_does():
     baseline gap read 0 beside the section's 1. Now it takes the whole table's ends, then the split's items."""
     from eval.scoring.compare import _scale_ends
     from eval.validity.paired import paired_validity
+    from eval.validity.scale_reading import reading_ends
     from eval.validity.section import ValiditySettings, validity_section
     from judge.metrics_json.validity import AltTestSettings
 
@@ -39,8 +40,9 @@ def test_a_split_takes_the_whole_tables_fallback_ends_as_the_section_does():
                                ValiditySettings(n_boot=0, alpha_boot=0))
     assert abs(section.splits["standard"].overall.ceiling.gap - 1.0) < 1e-12
 
-    low, high = _scale_ends(table, standard, None)
+    (low, high), rating = _scale_ends(table, standard, None)
     assert np.array_equal(low, np.zeros(n_a)) and np.array_equal(high, np.full(n_a, 4.0))
+    assert all(np.array_equal(mine, shared[standard]) for mine, shared in zip(rating, reading_ends(table)[2]))
     paired = paired_validity(judge[standard], judge[standard], experts[standard], None, "mode", AltTestSettings(),
                              n_boot=0, scale_low=low, scale_high=high, ceiling_failures="worst")
     assert abs(paired["ceiling_gap"]["baseline"] - 1.0) < 1e-12
