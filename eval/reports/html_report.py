@@ -13,7 +13,7 @@ The tables are built generically from ``metrics.json``: every key a metric cell 
 The item explorer's data (per-item rows, texts, feedback) is built by ``eval.reports.html_explorer``; this module renders
 the pages around it, their text and numbers written by ``eval.reports.html_text``.
 
-Why one module of ~610 lines: report.html and compare.html share one page frame, one table writer and one way of
+Why one module of ~620 lines: report.html and compare.html share one page frame, one table writer and one way of
 showing names from the data (cut, told apart); their text (``html_text``) and item data (``html_explorer``) are
 already their own modules.
 """
@@ -49,8 +49,18 @@ from eval.validity.render import html_blocks as validity_blocks
 from eval.validity.render import html_table, lead_html
 from judge.metrics_json.metrics import Cell, Confusion, Metrics
 from judge.plumbing.atomic_write import write_atomically
+from judge.scales import MAX_LEVELS
 
-__all__ = ["write_report_page", "write_compare_page", "render_report_page", "render_compare_page"]
+__all__ = ["ABOVE_SCALE_ROW_NOTE", "write_report_page", "write_compare_page", "render_report_page",
+           "render_compare_page"]
+
+#: Under a test's confusion panels that draw the "above scale" row: what it counts. Past an item's highest level,
+#: but also, on a range too wide for the axes to hold its levels, a score inside that range on no axis level
+#: (``eval.scoring.item_table.off_scale_sides``), which the heading alone would say lies above its scale.
+ABOVE_SCALE_ROW_NOTE = ("\"above scale\" counts each judge score past its item's highest level and, where the item's "
+                        f"range spans more than a rubric's {MAX_LEVELS} levels (a criterion too wide to rate, which "
+                        "the validity section leaves out), each score on no level of the axes, inside that range or "
+                        "not.")
 
 #: The headline of a metric table, in this order: the paper's figures (n, failures, MAE, Spearman, VC judge /
 #: experts, and the judge-independent Experts VC) with the items MAE and Spearman are over (report.md's columns).
@@ -389,6 +399,8 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
             body.append(_confusion_html("all task groups", block.confusion.all))
             body += [_confusion_html(k, v) for k, v in block.confusion.by_task_group.items()]
             body.append("</div>")
+            if block.confusion.all.above_scale is not None:  # written in every matrix of the run, or in none
+                body.append(f'<p class="note">{_e(ABOVE_SCALE_ROW_NOTE)}</p>')
         body.append(f"<h3>{_e(title)}: MAE by criterion</h3>")
         body.append(_mae_svg(block.by_criterion, str(result.target), bool(s.n_boot)))
     body += _pollux_official(result)

@@ -332,3 +332,19 @@ def test_a_regression_heads_constant_value_past_an_end_is_named_as_the_level_it_
     reason = why_no_spearman(block.overall, constant_judge_score(block, "mode"))
     assert "the judge gave all 6 scored items the same level (2)" in reason
     assert "same score" not in reason
+
+
+def test_report_html_says_the_above_scale_row_holds_a_too_wide_criterions_answers_on_no_level():
+    """Criterion W (experts 0 and 300, too wide to rate): the judge's 151 and 3 lie inside W's range, on no axis
+    level, and are counted in the "above scale" row; report.html says under the panels what that row counts, so
+    that neither reads as a score above its scale. An on-scale run draws no such row and no such note."""
+    from eval.reports.html_report import ABOVE_SCALE_ROW_NOTE, render_report_page
+    from eval.reports.html_text import escape
+
+    table = _table([150.5, 3.0, 0.0, 1.0, 0.0], ["ok"] * 5, [[0] * 3, [300] * 3, [300] * 3, [1] * 3, [0] * 3])
+    table = dataclasses.replace(table, criteria_name=np.array(["W", "W", "W", "B", "B"], dtype=object))
+    page = render_report_page(item_table.evaluate(table, n_boot=0), None)
+    assert "above scale" in page and "on no level of the axes" in ABOVE_SCALE_ROW_NOTE
+    assert escape(ABOVE_SCALE_ROW_NOTE) in page
+    on_scale = _table([0.0, 1.0], ["ok"] * 2, [[0] * 3, [1] * 3])
+    assert escape(ABOVE_SCALE_ROW_NOTE) not in render_report_page(item_table.evaluate(on_scale, n_boot=0), None)
