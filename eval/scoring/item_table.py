@@ -1001,7 +1001,7 @@ def predicted_count(table: ItemTable, index: np.ndarray) -> int:
 
 def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: int = 0, vc_repeats: int = 100,
              ci_level: float = 0.95, derived: _Derived | None = None,
-             spearman_target: str | None = None, bootstrap_unit: str = "item") -> dict[str, Any]:
+             spearman_target: str | None = None, bootstrap_unit: str = "item", reading=None) -> dict[str, Any]:
     """Every metric of the report, for one judge.
 
     Args:
@@ -1022,6 +1022,8 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
             difficulty and so err together; ``bootstrap.cluster_resample_weights``). The paper reports no
             intervals; ``item`` is the default, ``instruction`` the honest one where items of an instruction are
             correlated, and wider.
+        reading: ``eval.validity.scale_reading.read_scales(table)`` when the caller already has it (``score`` reads
+            it once for the validity section too); None: read here.
     Returns:
         ``judge.metrics_json.metrics.Metrics`` with ``judge``, ``target``, ``settings``, ``levels`` and ``splits`` →
         {zero_shot, standard, all} → ``SplitMetrics`` (the ``overall`` cell, the cells ``by_model``,
@@ -1051,7 +1053,7 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     # range (``off_scale_sides``).
     levels = np.unique(np.concatenate([table.experts[~np.isnan(table.experts)],
                                        value_levels(table, np.arange(len(table)))])) if len(table) else np.zeros(0)
-    levels, judge_on, judge_sides = off_scale_sides(table, levels)
+    levels, judge_on, judge_sides = off_scale_sides(table, levels, reading)
 
     settings = Settings(n_boot=n_boot, seed=seed, vc_repeats=vc_repeats, ci_level=ci_level,
                         spearman_target=spearman_target, bootstrap_unit=bootstrap_unit,
@@ -1181,7 +1183,7 @@ def model_means(table: ItemTable, derived: _Derived, index: np.ndarray, by_model
                       all=row(index, overall))
 
 
-def off_scale_sides(table: ItemTable, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def off_scale_sides(table: ItemTable, levels: np.ndarray, reading=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The confusion matrices' axes and each judge score as they read it: ``levels`` with the judge's levels that lie
     on their item's range beside them, each score's level (NaN where it has none on the scale, or no score) and its
     side, -1 below its item's scale, 1 above it, 0 on it or no score. On or off the scale by the validity section's
@@ -1197,15 +1199,13 @@ def off_scale_sides(table: ItemTable, levels: np.ndarray) -> tuple[np.ndarray, n
     range that wide) or none bounds nothing: there the answers are read against the axes as they are, and a level
     no axis holds is a 1, so that no score is dropped. The matrices count a -1 in their ``below_scale`` row and a 1
     in ``above_scale`` (``judge.metrics_json.metrics.Confusion``), so a judge's stray numbers never become levels of
-    the axes (a levels x levels matrix per panel, growing with the square of its distinct scores)."""
-    from eval.validity.ceiling import measured
-    from eval.validity.scale_reading import judge_levels, off_scale_levels, reading_ends
+    the axes (a levels x levels matrix per panel, growing with the square of its distinct scores). ``reading``:
+    ``eval.validity.scale_reading.read_scales(table)`` when the caller has it; None: read here."""
+    from eval.validity.scale_reading import read_scales
     from judge.scales import MAX_LEVELS
 
-    _, _, (low, high) = reading_ends(table)
-    head = measured(table.score_source)
-    on = judge_levels(table.judge, low, high, head)
-    off = off_scale_levels(table.judge, low, high, head)
+    reading = reading if reading is not None else read_scales(table)
+    (low, high), on, off = reading.rating, reading.levels, reading.off_scale
     with np.errstate(invalid="ignore"):
         rated = np.isfinite(on) & (high - low + 1 <= MAX_LEVELS)  # NaN ends: False
     levels = np.union1d(levels, on[rated]) if rated.any() else levels

@@ -45,6 +45,7 @@ from eval.reports.html_report import render_report_page
 from eval.reports.plots import write_plots
 from eval.reports.report import log_wandb, render_markdown
 from eval.reports.notes import load_report_notes
+from eval.validity.scale_reading import read_scales
 from eval.validity.section import ValiditySettings, validity_section
 from judge.metrics_json.metrics import Metrics, Notes, RunInfo
 from judge.plumbing.atomic_write import write_atomically
@@ -436,9 +437,11 @@ def score(
     target = item_table.choose_target(table, target)
     spearman_target = target if spearman_target == "auto" else spearman_target
     derived = item_table.derive(table, target, vc_repeats=vc_repeats, seed=seed, spearman_target=spearman_target)
+    # the judge's scores against each item's scale, read once for the confusion matrices and the validity section
+    reading = read_scales(table)
     evaluated = item_table.evaluate(table, target=target, n_boot=n_boot, seed=seed, vc_repeats=vc_repeats,
                                     derived=derived, spearman_target=spearman_target,
-                                    bootstrap_unit=bootstrap_unit)
+                                    bootstrap_unit=bootstrap_unit, reading=reading)
     # ---- validity: can the judge stand in for an expert? From the same item table, per test and cell.
     # --n-boot 0 turns its intervals off too; otherwise each is capped (eval/validity/section.py)
     validity = ValiditySettings(seed=seed, n_boot=n_boot, alpha_boot=ValiditySettings.alpha_boot if n_boot else 0,
@@ -448,7 +451,7 @@ def score(
         evaluated,
         settings=dataclasses.replace(evaluated.settings, regression_scores="clipped" if clip_regression else "raw",
                                      judge_minus_one=judge_minus_one),
-        validity=validity_section(table, target, tests, validity), data=_absolute(data),
+        validity=validity_section(table, target, tests, validity, reading), data=_absolute(data),
         predictions=str(predictions.resolve()),
         # n_stale_predictions beside the items' no-prediction counts (n_missing), which the stale rows' items are in
         notes=Notes(**notes, **({"n_stale_predictions": n_stale} if n_stale else {}), **load_report_notes(load_report),

@@ -12,15 +12,20 @@ one answer is on the scale or off it, and at one level, in every figure of a rep
   (``eval.validity.ceiling.measured``), so that its 2.6 on 0-2 is 2, as its 2.4 is, and a seq2seq judge's 2.6 is 3,
   off the scale (``judge_levels``, ``off_scale_levels``).
 
+``read_scales`` takes both steps over a whole table once (``ScaleReading``): ``judge-eval score`` reads it for the
+confusion matrices and the validity section alike, rather than each reading the table again.
+
 Apart from the section so that the scoring, which the section imports, reads the rule without importing it back.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-__all__ = ["alt_test_judge", "item_scale_ends", "judge_levels", "off_scale_levels", "rating_ends", "readable_scales",
-           "reading_ends"]
+__all__ = ["ScaleReading", "alt_test_judge", "item_scale_ends", "judge_levels", "off_scale_levels", "rating_ends",
+           "read_scales", "readable_scales", "reading_ends"]
 
 
 def _rounded(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None,
@@ -132,3 +137,25 @@ def reading_ends(table) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray
     ends = scale_ends(*inferred, table.experts)
     with np.errstate(invalid="ignore"):
         return inferred, ends, rating_ends(ends)
+
+
+class ScaleReading(NamedTuple):
+    """A table's judge scores read against each item's scale once (``read_scales``): the three ends of
+    ``reading_ends`` and, against the whole-level ones, the judge's levels on the scale (``judge_levels``) and off it
+    (``off_scale_levels``), a regression head's value past an end at that end."""
+
+    inferred: tuple[np.ndarray, np.ndarray]
+    ends: tuple[np.ndarray, np.ndarray]
+    rating: tuple[np.ndarray, np.ndarray]
+    levels: np.ndarray
+    off_scale: np.ndarray
+
+
+def read_scales(table) -> ScaleReading:
+    """``ScaleReading`` of ``table`` (an ``eval.scoring.item_table.ItemTable``)."""
+    from eval.validity.ceiling import measured
+
+    inferred, ends, rating = reading_ends(table)
+    head = measured(table.score_source)
+    return ScaleReading(inferred, ends, rating, judge_levels(table.judge, *rating, head),
+                        off_scale_levels(table.judge, *rating, head))

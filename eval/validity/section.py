@@ -95,7 +95,7 @@ from eval.scoring.item_table import value_levels
 # The rule that reads a judge's score against its item's scale, shared with the confusion matrices; the section's
 # public names still, where the docs and compare cite them.
 from eval.validity.scale_reading import alt_test_judge, item_scale_ends, judge_levels, off_scale_levels, rating_ends
-from eval.validity.scale_reading import readable_scales, reading_ends
+from eval.validity.scale_reading import ScaleReading, read_scales, readable_scales, reading_ends
 from eval.validity.render import LEFT_OUT_WHY, alt_caveats, ceiling_coverage, counted, left_out_criteria
 from eval.validity.render import length_flag_text, signed
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
@@ -440,7 +440,7 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
 
 
 def validity_section(table, target: str, split_index: dict[str, np.ndarray],
-                     settings: ValiditySettings = ValiditySettings()) -> Validity:
+                     settings: ValiditySettings = ValiditySettings(), reading: ScaleReading | None = None) -> Validity:
     """The ``validity`` section for every split of ``split_index`` (as ``eval.scoring.item_table.evaluate`` splits them).
 
     Args:
@@ -448,6 +448,8 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
         target: the headline's reference, ``mode`` or ``mean`` (the ceiling uses the same).
         split_index: split -> item indices.
         settings: see ``ValiditySettings``.
+        reading: ``read_scales(table)`` when the caller already has it (``judge-eval score`` reads it once for the
+            confusion matrices too); None: read here.
 
     Returns:
         The section (``judge.metrics_json.validity.Validity``): its settings, ``named_experts`` (whether the data
@@ -469,9 +471,8 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     # scores (``reading_ends``). The judge's levels are read against them, the inferred ones
     # widened to whole levels: an unreadable scale's stray answers are then off it and counted, as on a known
     # rubric, rather than each a level of the value domain of its own.
-    inferred, ends, rating = reading_ends(table)  # ``inferred``: a criterion's own, before the fallback to the table's
-    levels = judge_levels(table.judge, *rating, head)  # NaN off the item's scale
-    off_scale = off_scale_levels(table.judge, *rating, head)
+    # ``inferred``: a criterion's own, before the fallback to the table's; ``levels``: NaN off the item's scale
+    inferred, ends, rating, levels, off_scale = reading if reading is not None else read_scales(table)
     counts = level_counts(table.experts)
     mode, unique = expert_mode(table.experts, counts)
     mean = expert_mean(table.experts)

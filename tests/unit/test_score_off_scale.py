@@ -185,3 +185,23 @@ def test_a_row_that_is_not_json_after_a_blank_line_is_one_line_naming_it(tmp_pat
     assert "Traceback" not in err
     errors = [line for line in err.splitlines() if line.startswith("judge-eval score: error:")]
     assert len(errors) == 1 and "line 3" in errors[0], err
+
+
+def test_score_reads_the_judges_scores_against_the_scale_once(tmp_path, monkeypatch):
+    """The confusion matrices and the validity section read one reading of the table's scale ends
+    (``eval.validity.scale_reading.read_scales``): the ends are assembled once per score, where each read them."""
+    import eval.validity.ceiling as ceiling
+
+    calls = []
+    scale_ends = ceiling.scale_ends
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return scale_ends(*args, **kwargs)
+
+    monkeypatch.setattr(ceiling, "scale_ends", counted)
+    records = _records()
+    run = _write_run(tmp_path / "run", records)
+    data = _jsonl_with_blank_line(tmp_path, records, lambda i, row: None)
+    assert _score(run, data, tmp_path / "out") == 0
+    assert len(calls) == 1
