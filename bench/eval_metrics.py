@@ -189,14 +189,15 @@ def build_parser():
     return parser
 
 
-def parse_args(argv: list[str] | None = None):
+def parse_args(argv: list[str] | None = None, parser=None):
     """The command line, with the end-to-end-only flags refused without --end-to-end.
 
     The check between flags lives here rather than in `main` so that whatever parses a documented command (the
     docs' command check) refuses what a reader's run would. Whether ``--baseline`` names a checkout is `main`'s to
-    check: a doc's placeholder folder must still parse.
+    check: a doc's placeholder folder must still parse. ``parser``: ``build_parser()``'s, where the caller refuses
+    with it too (None: built here).
     """
-    parser = build_parser()
+    parser = parser or build_parser()
     args = parser.parse_args(argv)
     end_to_end_only = {"--baseline": args.baseline, "--rounds": args.rounds is not None,
                        "--skip-metrics": args.skip_metrics, "--rationale-chars": args.rationale_chars}  # fmt: skip
@@ -211,16 +212,16 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["--score-once"]:  # one end-to-end round, in the child end_to_end starts: before any import of
         return _score_once(*argv[1:])  # the project's packages, which would come from the editable install's clone
-    args = parse_args(argv)
+    parser = build_parser()
+    args = parse_args(argv, parser)
     from measure import not_a_checkout
 
     if args.baseline and (why := not_a_checkout(args.baseline, ("judge", "eval"))):
-        build_parser().error(why)
+        parser.error(why)
     args.rounds = 3 if args.rounds is None else args.rounds
 
-    from threadpoolctl import threadpool_limits
-
     from eval.scoring import item_table, metrics
+    from eval.scoring.score import one_blas_thread
 
     table = synthetic_table(args.items, regression=args.regression)
     n_estimates = int((~np.isnan(table.experts)).sum())
@@ -228,9 +229,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{'regression (vs mean)' if args.regression else 'verdicts (vs mode)'}  cores: {os.cpu_count()}  "
           f"load average before: {os.getloadavg()[0]:.1f}")
     if not (args.skip_metrics and args.end_to_end):
-        # BLAS on one thread, as `judge-eval score` computes the metrics (eval/scoring/score.py): its default threads
-        # would add the helper thread's spinning between the bootstraps' small products, CPU that score never spends.
-        with threadpool_limits(limits=1, user_api="blas"):
+        # BLAS on one thread, by score's own limit: BLAS's default threads would add the helper thread's spinning
+        # between the bootstraps' small products, CPU that score never spends.
+        with one_blas_thread():
             # Wall time and this process's CPU time: on a shared machine the wall time grows with the load, the CPU
             # time much less (the metrics run on one core).
             start, cpu = time.perf_counter(), time.process_time()

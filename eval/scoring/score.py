@@ -32,8 +32,8 @@ and the metrics computed on it (bench/eval_metrics.py --end-to-end times it on t
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import functools
 import json
 import logging
 from pathlib import Path
@@ -51,24 +51,21 @@ from judge.metrics_json.metrics import Metrics, Notes, RunInfo
 from judge.plumbing.atomic_write import write_atomically
 from judge.sample_data import data_source
 
-__all__ = ["score"]
+__all__ = ["one_blas_thread", "score"]
 
 log = logging.getLogger("judge_eval.score")
 
 
-def _one_blas_thread(function):
-    """Run ``function`` with BLAS on one thread: the bootstraps' many small matrix products would each wake
-    OpenBLAS's helper thread, which then spins waiting for more work, a second core's time for nothing (measured:
-    docs/performance.md, "BLAS on one thread"). Restored after, whatever it was."""
+@contextlib.contextmanager
+def one_blas_thread():
+    """BLAS on one thread inside the block, or the call it decorates: the bootstraps' many small matrix products
+    would each wake OpenBLAS's helper thread, which then spins waiting for more work, a second core's time for
+    nothing (measured: docs/performance.md, "BLAS on one thread"). Restored after, whatever it was. ``score`` runs
+    under it, and so does the bench that times score's metrics (``bench/eval_metrics.py``)."""
+    from threadpoolctl import threadpool_limits
 
-    @functools.wraps(function)
-    def one_blas_thread(*args, **kwargs):
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=1, user_api="blas"):
-            return function(*args, **kwargs)
-
-    return one_blas_thread
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 def _absolute(data: str | Path) -> str:
@@ -300,7 +297,7 @@ def _whole(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-@_one_blas_thread
+@one_blas_thread()
 def score(
     predictions: str | Path,
     data: str | Path | None = None,

@@ -245,6 +245,41 @@ def test_eval_metrics_times_the_metrics_with_blas_on_one_thread(bench_module, mo
     assert len(threads) >= 2 and set(threads) == {1}, threads  # the bench's VC, and evaluate (which calls VC too)
 
 
+def test_eval_metrics_limits_blas_by_scores_own_limit(bench_module, monkeypatch):
+    """The bench's metrics step runs under ``eval.scoring.score.one_blas_thread``, the limit `judge-eval score` runs
+    under, not a copy of it beside score's: the two cannot drift apart."""
+    import contextlib
+
+    from eval.scoring import score
+
+    entered = []
+
+    @contextlib.contextmanager
+    def recording():
+        entered.append(True)
+        yield
+
+    monkeypatch.setattr(score, "one_blas_thread", recording)
+    assert bench_module("eval_metrics").main(["--items", "200", "--n-boot", "5", "--vc-repeats", "2"]) == 0
+    assert entered == [True]
+
+
+def test_eval_metrics_builds_its_command_line_parser_once(bench_module, monkeypatch, tmp_path):
+    """`main` parses with one parser and refuses a --baseline that is no checkout with that same parser."""
+    eval_metrics = bench_module("eval_metrics")
+    built = []
+    build_parser = eval_metrics.build_parser
+
+    def counted():
+        built.append(True)
+        return build_parser()
+
+    monkeypatch.setattr(eval_metrics, "build_parser", counted)
+    with pytest.raises(SystemExit) as exit_:
+        eval_metrics.main(["--end-to-end", "--items", "50", "--baseline", str(tmp_path)])
+    assert exit_.value.code == 2 and len(built) == 1
+
+
 class _StandInDriver:
     """What report_page.py asks of selenium's Chrome driver, answered at once: the page ready, its first page in 5 ms,
     one row shown, the item's detail open."""
