@@ -176,7 +176,9 @@ class CodedCounts:
         else:
             self.rows, inverse = np.unique(counts, axis=0, return_inverse=True)
         self.codes = inverse.reshape(-1)
-        self._per_domain: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}  # ``_coincidences``
+        # per domain (its bytes): ``_coincidences``' (m, paired rows, coincidences) and ``_level_pairs``' arrays
+        self._coincidences_by_domain: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._level_pairs_by_domain: dict[bytes, tuple[np.ndarray, ...]] = {}
 
     def draws(self, items: np.ndarray) -> np.ndarray:
         """``(b, p)``: how many of each row of ``items`` (``(m,)`` or ``(b, m)`` item indices) has."""
@@ -241,8 +243,8 @@ class CodedCounts:
         in it, its coincidences' margins ``(p, len(domain))`` (``n (m - 1) / (max(m, 2) - 1)``: its counts where it
         pairs, 0 for one value), and each pair of two levels of one row: the row, the lower and higher level's
         position, and ``2 n_c n_k / (max(m, 2) - 1)``."""
-        key = b"pairs" + domain.tobytes()
-        if key not in self._per_domain:
+        key = domain.tobytes()
+        if key not in self._level_pairs_by_domain:
             rows = self.rows[:, np.searchsorted(self.values, domain)]
             m = rows.sum(axis=1)
             row, level = np.nonzero(rows)  # row-major: a row's levels ascending, side by side
@@ -255,8 +257,8 @@ class CodedCounts:
                                    for part in found)
             weight = 2 * rows[pair_row, low] * rows[pair_row, high] / (np.maximum(m[pair_row], 2) - 1)
             margins = rows * ((m - 1) / (np.maximum(m, 2) - 1))[:, None]  # the coincidences' sums: n (m - 1) / (m - 1)
-            self._per_domain[key] = (m, margins, pair_row, low, high, weight)
-        return self._per_domain[key]
+            self._level_pairs_by_domain[key] = (m, margins, pair_row, low, high, weight)
+        return self._level_pairs_by_domain[key]
 
     def _coincidences(self, domain: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each distinct row's number of values in ``domain``, the rows that pair there (two values or more: a row of
@@ -265,7 +267,7 @@ class CodedCounts:
         criterion of a table has a domain of its own, which the other criteria's rows have no value in: over every
         row, the domains kept would grow with the criteria times the table's rows."""
         key = domain.tobytes()
-        if key not in self._per_domain:
+        if key not in self._coincidences_by_domain:
             rows = self.rows[:, np.searchsorted(self.values, domain)]
             m = rows.sum(axis=1)
             paired = np.flatnonzero(_coincide(rows))
@@ -273,8 +275,8 @@ class CodedCounts:
             eye = np.eye(len(domain))
             scale = (np.maximum(m[paired], 2) - 1)[:, None, None]
             per_row = (rows[:, :, None] * rows[:, None, :] - rows[:, :, None] * eye) / scale
-            self._per_domain[key] = (m, paired, per_row.reshape(len(rows), len(domain) ** 2))
-        return self._per_domain[key]
+            self._coincidences_by_domain[key] = (m, paired, per_row.reshape(len(rows), len(domain) ** 2))
+        return self._coincidences_by_domain[key]
 
     def pairable(self, domain: np.ndarray, items: np.ndarray) -> np.ndarray:
         """Whether each of ``items`` has at least 2 values in ``domain``."""
