@@ -115,6 +115,11 @@ def test_the_midrank_form_gives_the_dense_forms_alphas_on_the_sections_data(monk
     monkeypatch.setattr(agreement_module, "DENSE_LEVELS", 1)
     midrank = figures()
     assert len(dense) == 4 and None not in dense[0][2]  # the pooled cell's interval, past the dense bound, compared
+    # a criterion's cell draws no alpha resample (overall cells only, docs/validity.md): no interval, and the file
+    # counts the resamples drawn, 0, as the reason
+    criteria = validity_section(table, "mode", {"all": np.arange(len(table))}, settings).splits["all"].by_criterion
+    assert all(c.agreement.alpha_difference_ci == [None, None] and c.agreement.alpha_boot.resamples == 0
+               and c.agreement.alpha_difference is not None for c in criteria.values())
     for (e1, w1, ci1), (e2, w2, ci2) in zip(dense, midrank):
         assert e2 == pytest.approx(e1, abs=1e-12) and w2 == pytest.approx(w1, abs=1e-12)
         assert ci2 == pytest.approx(ci1, abs=1e-9)
