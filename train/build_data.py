@@ -41,9 +41,10 @@ The seq2seq target is ``judge.render_target(feedback, score)`` with the verdict'
 carries ``judge.render_rationale_target(feedback)`` and, as its label, the record's ``criteria_score`` (mean over
 experts, or the teacher's score) or, with ``score_target="expert"``, the verdict's own score.
 
-Why one module of ~920 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
+Why one module of ~990 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
 which prints that report and refuses what no recipe could train on, are one path; the recipes' data step
-(``rows_for_config``) and ``judge-train run``'s early check take the same rules from here.
+(``rows_for_config``, with the validation split ``split_rows`` draws by instruction group) and ``judge-train run``'s
+early check take the same rules from here.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ from judge.verdicts import gives_reasons, rationale_words
 
 __all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "refuse_trace_rows", "zero_shot_records", "scores_off_the_rubric",
            "rows_for_config", "split_rows", "instruction_id", "item_of", "records_by_prompt", "validation_unit", "drop_too_long", "drop_long_examples",
+           "InstructionGroups", "VALIDATION_UNITS",
            "load_training_records", "load_training_records_report", "refuse_other_split_rows", "write_rows",
            "dropped_path", "main", "VERDICT_OR_THINK_TAG", "russian_share", "rationale_without_code", "without_code"]
 
@@ -133,7 +135,7 @@ class BuildReport:
     n_rows: int = 0
     dropped: Counter = field(default_factory=Counter)
     zero_shot_ids: list[str] = field(default_factory=list)
-    validation_split: str = "instruction"  # what the held-out rows are drawn by (``split_rows``)
+    validation_split: str = "instruction_group"  # what the held-out rows are drawn by (``split_rows``)
     cut_by_max_rows: int | None = None
     eval: dict[str, Any] | None = None
     repeated_content: int = 0
@@ -227,9 +229,10 @@ class BuildReport:
                                   held_out: Sequence[dict[str, Any]]) -> None:  # fmt: skip
         """Record in ``eval`` how many validation rows from ``config.eval_data`` share their instruction with the
         training rows (``n_rows_sharing_instructions``), and warn when any do; every recipe that reads an
-        ``eval_data`` calls it once its training rows are final."""
-        trained = {row["instruction_id"] for row in train}
-        shared = sum(row["instruction_id"] in trained for row in held_out)
+        ``eval_data`` calls it once its training rows are final. Shared is one ``instruction_group`` (the groups
+        over both files' records, ``InstructionGroups``): a copy spelt apart is the same instruction to the judge."""
+        trained = {row["instruction_group"] for row in train}
+        shared = sum(row["instruction_group"] in trained for row in held_out)
         self.eval["n_rows_sharing_instructions"] = shared
         if shared:
             # Warned, not refused: a user may mean it; its validation loss then measures memory as much as judging.
@@ -299,6 +302,7 @@ def build_rows(
     min_russian_share: float = 0.5,
     score_target: str = "mean",
     split_spec: judge.SplitSpec | None = None,
+    groups: InstructionGroups | None = None,
 ) -> tuple[list[dict[str, Any]], BuildReport]:
     """Turn records into training rows.
 
@@ -310,9 +314,12 @@ def build_rows(
         min_russian_share: minimum Cyrillic share of a rationale's letters.
         score_target: regression label: ``"mean"`` (``criteria_score``) or ``"expert"`` (the verdict's score).
         split_spec: the Zero-Shot split ``zero_shot`` applies (default: the packaged one).
+        groups: the instruction groups of every record the run reads, these among them (default: the groups over
+            ``records`` alone).
 
     Returns:
-        (rows, report). A row has ``id`` (``<record id>/<verdict index>``), ``record_id``, ``prompt`` (the rendered
+        (rows, report). A row has ``id`` (``<record id>/<verdict index>``), ``record_id``, ``instruction_id`` and
+        ``instruction_group`` (what ``split_rows`` draws by), ``prompt`` (the rendered
         Russian judge prompt, no chat wrapping), ``feedback``, ``score`` (the verdict's score), ``completion`` (the
         target text) and, for regression, ``label``.
 
@@ -324,6 +331,7 @@ def build_rows(
         raise ValueError(f"recipe must be 'seq2seq' or 'regression', got {recipe!r}")
     records = list(records)
     refuse_trace_rows(records)
+    groups = groups if groups is not None else InstructionGroups(records)
     report = BuildReport(n_records=len(records), repeated_content=_repeated_content(records))
     records, held_out = zero_shot_records(records, zero_shot, split_spec)
     for record in held_out:
@@ -366,7 +374,8 @@ def build_rows(
                 continue
             feedback = feedback.strip()
             row = {"id": f"{record.id}/{index}", "record_id": record.id, "instruction_id": instruction_id(record),
-                   "prompt": prompt, "feedback": feedback, "score": float(score)}  # fmt: skip
+                   "instruction_group": groups(record), "prompt": prompt, "feedback": feedback,
+                   "score": float(score)}  # fmt: skip
             if recipe == "seq2seq":
                 row["completion"] = judge.render_target(feedback, score)
             else:
@@ -493,8 +502,39 @@ def _reject(score: float, feedback: str | None, scale, min_russian_share: float)
 
 
 def instruction_id(record: JudgeRecord) -> str:
-    """A short hash of the record's instruction: the unit ``split_rows`` keeps on one side."""
+    """A short hash of the record's raw instruction text: what ``split_rows`` draws an ``instruction`` run's rows by."""
     return hashlib.sha256(record.instruction.encode("utf-8")).hexdigest()[:16]
+
+
+class InstructionGroups:
+    """Each record's instruction group over every record a run reads (``judge.splits.instruction_groups``: one
+    ``instruction_id`` column or one text, compatibility-composed, whitespace collapsed and case-folded, through any
+    chain of both), as a short hash of the group's name: what ``split_rows`` draws an ``instruction_group`` run's rows
+    by and ``BuildReport.count_shared_instructions`` compares.
+
+    Computed once over all the records, before any is dropped: a group is a property of the whole data, and a chain
+    through a record that yields no row still ties the records on either side of it.
+    """
+
+    def __init__(self, records: Iterable[JudgeRecord]):
+        from judge.splits import instruction_groups
+
+        # The records are held so that no other object takes an id() of theirs while the groups are asked.
+        self._records = list(records)
+        self._of = {id(record): hashlib.sha256(group.encode("utf-8")).hexdigest()[:16]
+                    for record, group in zip(self._records, instruction_groups(self._records))}  # fmt: skip
+
+    def __call__(self, record: JudgeRecord) -> str:
+        """The group of ``record``, which must be one of the records grouped.
+
+        Raises:
+            KeyError: a record not among them (its group over these records is not known).
+        """
+        try:
+            return self._of[id(record)]
+        except KeyError:
+            raise KeyError(f"record {record.id!r} is not among the records these instruction groups were computed "
+                           "over") from None
 
 
 def item_of(record: JudgeRecord) -> str:
@@ -517,37 +557,62 @@ def records_by_prompt(records: Iterable[JudgeRecord],
     return {prompt: [items[item] for item in sorted(items)] for prompt, items in items_of_prompt.items()}
 
 
+#: What ``split_rows`` can draw validation rows by, and the row field each hashes: the default first.
+VALIDATION_UNITS = {"instruction_group": "instruction_group", "instruction": "instruction_id", "record": "record_id"}
+
+
 def validation_unit(config: Any) -> str:
-    """What a run's validation rows are drawn by: ``instruction`` (``split_rows``), except for a ``--resume`` of a run
-    whose run.json records another rule, or none (written when the split was by record): a resumed run keeps its
-    held-out rows, or its validation loss would include rows it has trained on."""
+    """What a run's validation rows are drawn by: ``instruction_group`` (``split_rows``), except for a ``--resume`` of
+    a run whose run.json records another rule (``instruction``: the raw text), or none (written when the split was by
+    record): a resumed run keeps its held-out rows, or its validation loss would include rows it has trained on.
+
+    Raises:
+        ConfigError: run.json records a rule ``split_rows`` does not know (its rows could not be drawn again).
+    """
+    default = next(iter(VALIDATION_UNITS))
     if not getattr(config, "resume", False):
-        return "instruction"
+        return default
+    path = Path(config.output_dir) / "run.json"
     try:
-        data = json.loads((Path(config.output_dir) / "run.json").read_text(encoding="utf-8")).get("data") or {}
+        data = json.loads(path.read_text(encoding="utf-8")).get("data") or {}
     except (OSError, ValueError, AttributeError):
-        return "instruction"
+        return default
     unit = data.get("validation_split", "record")
-    if unit != "instruction":
+    if unit not in VALIDATION_UNITS:
+        from train.config import ConfigError
+
+        raise ConfigError(f"{path}: data.validation_split {unit!r} is none of {', '.join(VALIDATION_UNITS)}: the "
+                          "resumed run's validation rows cannot be drawn as they were")
+    if unit != default:
         logger.warning("resuming a run whose validation rows were drawn by %s: kept for this run", unit)
     return unit
 
 
 def split_rows(rows: Sequence[dict[str, Any]], eval_fraction: float,
-               unit: str = "instruction") -> tuple[list[dict], list[dict]]:
-    """Split rows into (train, eval) by a hash of their instruction, so every answer and criterion of one instruction
-    (and so every verdict of one record) stays on one side: a validation row whose instruction, or whose answer
-    under another criterion, was trained on measures memory, not the judge (the synthetic ``split`` stage splits
-    by instruction for the same reason). Rows without ``instruction_id`` fall back to their record id.
+               unit: str = "instruction_group") -> tuple[list[dict], list[dict]]:
+    """Split rows into (train, eval) by a hash of their instruction group (``InstructionGroups``), so every answer
+    and criterion of one instruction (and so every verdict of one record) stays on one side, and so do copies of it
+    spelt apart (whitespace, case, Unicode compatibility form) or tied by an ``instruction_id`` column: a validation
+    row whose instruction, or whose answer under another criterion, was trained on measures memory, not the judge
+    (the synthetic ``split`` stage splits by the same groups for the same reason). Rows without the unit's field
+    fall back to their record id.
 
-    The assignment depends only on the instruction: adding data never moves an existing instruction across.
-    ``unit="record"``: by record id, the rule of runs started before (``validation_unit``).
+    The assignment depends only on the group's name (its least ``judge.splits.instruction_key``): adding data moves
+    an existing instruction across only when the new rows join its group to another.
+    ``unit="instruction"``: by the raw instruction text's hash; ``unit="record"``: by record id; the rules of runs
+    started before, which a resume keeps (``validation_unit``).
+
+    Raises:
+        ValueError: a unit not in ``VALIDATION_UNITS``.
     """
+    if unit not in VALIDATION_UNITS:
+        raise ValueError(f"split_rows: unit {unit!r} is none of {', '.join(VALIDATION_UNITS)}")
     if eval_fraction <= 0:
         return list(rows), []
+    field_name = VALIDATION_UNITS[unit]
     train, held_out = [], []
     for row in rows:
-        key = row["record_id"] if unit == "record" else (row.get("instruction_id") or row["record_id"])
+        key = row.get(field_name) or row["record_id"]
         digest = hashlib.sha256(key.encode("utf-8")).digest()
         bucket = int.from_bytes(digest[:8], "big") / 2**64
         (held_out if bucket < eval_fraction else train).append(row)
@@ -631,8 +696,16 @@ def rows_for_config(config, tokenizer, text_of: Callable[[dict[str, Any]], str] 
 
     spec = zero_shot_split(config)
 
-    def build(source: str) -> tuple[list[dict], BuildReport]:
-        records, load_report = load_training_records_report(source, allow_benchmark_rows=config.allow_benchmark_rows)
+    def read(source: str) -> tuple[list[JudgeRecord], judge.LoadReport]:
+        return load_training_records_report(source, allow_benchmark_rows=config.allow_benchmark_rows)
+
+    data_read = read(config.data)
+    eval_read = read(config.eval_data) if config.eval_data else ([], None)
+    # over both files: the split of data draws by them, and eval_data's overlap with training is counted by them
+    groups = InstructionGroups([*data_read[0], *eval_read[0]])
+
+    def build(source: str, read_back: tuple[list[JudgeRecord], judge.LoadReport]) -> tuple[list[dict], BuildReport]:
+        records, load_report = read_back
         rows, report = build_rows(
             records,
             recipe=config.recipe,
@@ -640,6 +713,7 @@ def rows_for_config(config, tokenizer, text_of: Callable[[dict[str, Any]], str] 
             min_russian_share=config.min_russian_share,
             score_target=getattr(config, "score_target", "mean"),
             split_spec=spec,
+            groups=groups,
         )
         report.duplicate_input_rows = load_report.n_duplicates
         rows, n_long = drop_too_long(rows, tokenizer, config.max_length, text_of=text_of)
@@ -649,11 +723,11 @@ def rows_for_config(config, tokenizer, text_of: Callable[[dict[str, Any]], str] 
             logger.info("%s: dropped %d rows longer than max_length=%d tokens", source, n_long, config.max_length)
         return rows, report
 
-    rows, report = build(config.data)
+    rows, report = build(config.data, data_read)
     eval_report = None
     if config.eval_data:
         train = rows
-        held_out, eval_report = build(config.eval_data)
+        held_out, eval_report = build(config.eval_data, eval_read)
         logger.info("validation data: %s", eval_report.summary())
     else:
         report.validation_split = validation_unit(config)

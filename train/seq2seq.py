@@ -355,7 +355,8 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
                  source: str = "<records>", traces_settings: dict[str, Any] | None = None,
                  min_russian_share: float = 0.5, split_spec: judge.SplitSpec | None = None,
                  config_tolerance: float | None = None,
-                 config_no_unique_mode: str | None = None, config_agreement: str | None = None) -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
+                 config_no_unique_mode: str | None = None, config_agreement: str | None = None,
+                 groups=None) -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
     """Integer-format training rows from reasoning traces: one row per record with ``reasoning`` and ``reasoning_score``.
 
     The records are ``judge-train data traces`` output (or any POLLUX-format records with those two columns): the
@@ -385,11 +386,14 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             the experts' tied modes (by the row's recorded rule, the traces stage's ``no_unique_mode: any``, or the
             settings for rows that record none) train under ``skip`` all the same, and are counted
             (``kept_under_tied_modes``, whatever the config says) and, under ``skip``, warned of once.
+        groups: ``train.build_data.InstructionGroups`` over every record the run reads, these among them (default:
+            over ``records`` alone).
 
     Returns:
         (rows, ``train.build_data.BuildReport``). A row has ``id``, ``record_id`` (the judged item's, ``item_id`` when
         the traces stage wrote one, so every trace of an item lands on the same side of the train/eval split),
-        ``prompt``, ``reasoning``, ``score`` and ``completion`` (``integer_target``). Also dropped and counted:
+        ``instruction_id`` and ``instruction_group`` (what ``train.build_data.split_rows`` draws by), ``prompt``,
+        ``reasoning``, ``score`` and ``completion`` (``integer_target``). Also dropped and counted:
         ``no_scale``, ``answer_not_bare`` (the row's recorded answer, ``teacher_content``, is more than the integer:
         the score read from it may not be the one the reasoning reached, ``judge.verdicts.bare_answer``),
         ``score_not_integer``, ``score_out_of_scale`` (outside the rubric's range), ``score_not_a_level`` (between
@@ -417,11 +421,12 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             naming its source row and id. judge.LeakageError: Zero-Shot records with ``zero_shot="refuse"``.
             ConfigError: a setting of the traces stage's summary.json the config would refuse (``traces_agreement``).
     """
-    from train.build_data import BuildReport, russian_share, zero_shot_records
+    from train.build_data import BuildReport, InstructionGroups, russian_share, zero_shot_records
     from train.synthetic.traces import experts_reference
 
     rule = traces_settings if traces_settings is not None else traces_agreement(None if source == "<records>" else source)
     records = list(records)
+    groups = groups if groups is not None else InstructionGroups(records)
     report = BuildReport(n_records=len(records), n_verdicts=len(records))
     records, held_out = zero_shot_records(records, zero_shot, split_spec)
     if held_out:
@@ -509,8 +514,9 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
                 record.expert_scores, _row_rule(record, rule)["agreement"])) > 1
             labels_of_prompt.setdefault(prompt, {}).setdefault(item_of(record), set()).add(value)
             rows.append({"id": record.id, "record_id": item_of(record),
-                         "instruction_id": instruction_id(record), "prompt": prompt,
-                         "reasoning": reasoning.strip(), "score": value, "completion": integer_target(reasoning, value)})  # fmt: skip
+                         "instruction_id": instruction_id(record), "instruction_group": groups(record),
+                         "prompt": prompt, "reasoning": reasoning.strip(), "score": value,
+                         "completion": integer_target(reasoning, value)})  # fmt: skip
     report.n_rows = len(rows)
     # One prompt trained "-> 2" from one item and "-> 1" from another: each row agreed with its own item's experts,
     # so both are kept (dropping either would choose between two panels' evidence), but the judge is taught two
@@ -609,13 +615,14 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
     def read(source: str) -> tuple[list[judge.JudgeRecord], judge.LoadReport]:
         return build_data.load_training_records_report(source, allow_benchmark_rows=config.allow_benchmark_rows)
 
-    def build(source: str, read_back: tuple[list[judge.JudgeRecord], judge.LoadReport]):
+    def build(source: str, read_back: tuple[list[judge.JudgeRecord], judge.LoadReport], groups):
         records, load_report = read_back
         rows, report = integer_rows(records, zero_shot=config.zero_shot, missing_reasoning=config.missing_reasoning,
                                     source=source, min_russian_share=config.min_russian_share,
                                     traces_settings=traces_settings_for_config(config, source),
                                     split_spec=spec, config_tolerance=config.tolerance,
-                                    config_no_unique_mode=config.no_unique_mode, config_agreement=config.agreement)  # fmt: skip
+                                    config_no_unique_mode=config.no_unique_mode, config_agreement=config.agreement,
+                                    groups=groups)  # fmt: skip
         report.duplicate_input_rows = load_report.n_duplicates
         # counted as trained: a template that drops the reasoning from a rendered turn (R1 distills, QwQ) would
         # count the row without it, and the row be dropped only after the split and the max_rows cut
@@ -626,9 +633,12 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
             report.n_rows = len(rows)
         return rows, report
 
-    rows, report = build(config.data, read(config.data))
+    data_read = read(config.data)
     eval_read = read(config.eval_data) if config.eval_data else ([], None)  # read once: asked for traces, then built
     eval_traces = holds_traces(eval_read[0])
+    # over every record trained or validated on: the split of data draws by them, and eval_data's overlap is counted
+    groups = build_data.InstructionGroups([*data_read[0], *(eval_read[0] if eval_traces else [])])
+    rows, report = build(config.data, data_read, groups)
     if config.eval_data and not eval_traces:
         logger.warning("eval_data %s holds no reasoning traces (records, not `judge-train data traces` rows): the "
                        "validation rows are %.0f%% of the training traces' instructions, held out with all their "
@@ -636,7 +646,7 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
                        100 * config.eval_fraction)
     eval_report = None
     if eval_traces:
-        train, (held_out, eval_report) = rows, build(config.eval_data, eval_read)
+        train, (held_out, eval_report) = rows, build(config.eval_data, eval_read, groups)
     else:
         report.validation_split = build_data.validation_unit(config)
         train, held_out = build_data.split_rows(rows, config.eval_fraction, report.validation_split)

@@ -96,13 +96,15 @@ def test_one_word_rationales_on_a_two_level_criterion_best_at_the_top():
 
 
 def test_seq2seq_rows_carry_the_rendered_prompt_and_target():
-    """The prompt is judge.render_prompt; the target judge.render_target with the verdict's own score."""
+    """The prompt is judge.render_prompt; the target judge.render_target with the verdict's own score. A record alone
+    in its instruction group, without an instruction_id column, names the group by its raw text."""
     rec = record("r1", [2, 1], ["Всё верно, ошибок нет.", "Есть неточность в ответе."])
     rows, _ = build_rows([rec], recipe="seq2seq")
     assert rows[1] == {
         "id": "r1/1",
         "record_id": "r1",
         "instruction_id": hashlib.sha256(rec.instruction.encode("utf-8")).hexdigest()[:16],
+        "instruction_group": hashlib.sha256(rec.instruction.encode("utf-8")).hexdigest()[:16],
         "prompt": judge.render_prompt(rec),
         "feedback": "Есть неточность в ответе.",
         "score": 1.0,
@@ -266,7 +268,8 @@ def test_unknown_task_type_stops_the_build_naming_the_row(tmp_path, capsys):
 def test_a_resumed_run_keeps_the_validation_rule_it_started_with(tmp_path):
     """A --resume of a run whose run.json records no validation_split (started when the split was by record) keeps
     drawing its validation rows by record, else its validation loss would include rows it trained on; one that
-    records the rule keeps it; a fresh run splits by instruction. The rule is written into run.json's data report."""
+    records the rule keeps it; a fresh run splits by instruction group. The rule is written into run.json's data
+    report."""
     import dataclasses
     import json
 
@@ -274,7 +277,7 @@ def test_a_resumed_run_keeps_the_validation_rule_it_started_with(tmp_path):
     from train.config import load_config
 
     config = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), output_dir=str(tmp_path))
-    assert validation_unit(config) == "instruction"
+    assert validation_unit(config) == "instruction_group"
     resumed = dataclasses.replace(config, resume=True)
     (tmp_path / "run.json").write_text(json.dumps({"data": {"n_rows": 3}}), encoding="utf-8")
     assert validation_unit(resumed) == "record"

@@ -113,8 +113,8 @@ def test_the_data_report_counts_every_row_built(qwen_tokenizer):
     data = report.to_dict()
     assert data["cut_by_max_rows"] > 0 and len(train) == 2
     assert data["n_rows"] == len(train) + data["cut_by_max_rows"] + data["eval"]["n_rows"]
-    assert data["eval"] == {"source": "held out of data by instruction (eval_fraction 0.3)", "n_rows": len(held_out),
-                            "dropped": {}}  # fmt: skip
+    assert data["eval"] == {"source": "held out of data by instruction_group (eval_fraction 0.3)",
+                            "n_rows": len(held_out), "dropped": {}}  # fmt: skip
 
     given = dataclasses.replace(tiny, eval_data="sample", max_rows=None)
     train, held_out, report = rows_for_config(given, qwen_tokenizer)
