@@ -46,7 +46,7 @@ manifest (``resolve_prompt_template``: the released Pollux-4B-Judge is asked wit
 judge-serve names; run.json records it and why. Data whose rows carry ``answer_1``/``answer_2`` is judged pairwise
 (``eval.pairwise.judging``: every pair in both orders by default, into ``pairwise_predictions.jsonl``).
 
-Why one module of ~730 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
+Why one module of ~740 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
 the folder's earlier rows in an order where each check reads the ones before it, and hands them to the runner beside
 it; what stands alone already lives apart (``contact``, ``format_choice``, ``backends``, ``run_settings``; the streak
 breaker is ``judge.plumbing.failing_streak``, which the synthetic-data stages share).
@@ -76,6 +76,7 @@ from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_
                                         earlier_prompt_version, earlier_record, held_fingerprint, held_model, held_root,
                                         resolve_prompt_template, resolve_verdict_format, run_verdict_format)
 from eval.judging.local_server import local_server, served_name, starts_judge_serve
+from eval.judging.special_tokens import special_token_rows, special_token_warning
 from eval.judging.predictions import (REQUEST_FAILED, PredictionRow, iter_predictions, log_failed_requests,
                                       record_content_key, resume_predictions)
 from eval.judging.run_settings import (RUN_FOLDER_JOBS, clear_score_outputs, data_sha256, earlier_run_keys,
@@ -391,7 +392,9 @@ def run(config: RunConfig, *, max_tokens_chosen: bool = True, ranking: bool = Fa
     Returns:
         A summary: ``n_items``, ``n_done_before`` (resumed), ``written``, ``parse_failed``, ``request_failed``,
         ``predictions`` (path) and ``judge`` (label); with ``cut_rationale`` ``score``, ``cut_scored``: the rows
-        written now that hold a regression head's score on a rationale ``max_tokens`` cut.
+        written now that hold a regression head's score on a rationale ``max_tokens`` cut; on the chat route,
+        ``special_token_rows``: the rows whose text holds a special-token string (``eval.judging.special_tokens``),
+        where there are any.
 
     Raises:
         ConfigError: a bad key; RecordError: bad data; EndpointUnusable: a local server that does not start;
@@ -688,8 +691,12 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             # Nothing asked: the reason recorded with the verdicts stands (this run's log words it for a rerun), so a
             # whole shard run again still agrees with its siblings in `judge-eval merge`.
             asked_why = said_before["prompt_version_why"]
+        # The chat server tokenizes a prompt whole, its special-token strings as control tokens: such rows counted.
+        special = special_token_rows(records) if kind == "chat" else None
+        if special and special["n_rows"] and todo:
+            log.warning("%s", special_token_warning(special))
         write_provenance(out, "judge-eval run", dataclasses.asdict(config), backend=kind, model=model,
-                         n_items=len(records),
+                         n_items=len(records), **({} if special is None else {"chat_special_tokens": special}),
                          server_limits=held_limits or {**dataclasses.asdict(limits),
                                                        "max_tokens_requested": requested_max_tokens,
                                                        "max_tokens_adopted": adopted_max_tokens},
@@ -725,6 +732,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                      "score, as POLLUX scores them); their finish_reason is length", cut_scored)
     if not predictions.exists():  # named on disk, as a journal made by its first rows is
         write_atomically(predictions, b"")
-    return {"n_items": len(records), "n_done_before": n_done if pairwise else len(done), **counts, "predictions": str(predictions),
-            "judge": config.name}
+    flagged = {"special_token_rows": special["n_rows"]} if special and special["n_rows"] else {}
+    return {"n_items": len(records), "n_done_before": n_done if pairwise else len(done), **counts, **flagged,
+            "predictions": str(predictions), "judge": config.name}
 

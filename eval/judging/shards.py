@@ -36,16 +36,19 @@ from typing import Any, Collection, Sequence
 
 from eval.judging.run_settings import data_sha256
 from eval.judging.shard_array import ShardArray, refuse_missing, shard_array
+from eval.judging.special_tokens import merged_special_token_rows
 
 __all__ = ["ShardMismatch", "PER_SHARD", "PER_SHARD_CONFIG", "SERVER_SAID", "SERVER_SAID_CONFIG", "merge_shards",
            "merge_command", "merged_record", "refuse_malformed_counts", "selected_nothing"]
 
 #: Top-level run.json keys each shard has of its own: its launches, its counts (the items; with ``--criteria
 #: auto``, its rows by the level their criteria were chosen at and those on a Zero-Shot task), the counts summed, and
-#: what says which rows it judged (the hash of its block), which the merged record gives for the whole ``--data``.
+#: what says which rows it judged (the hash of its block), which the merged record gives for the whole ``--data``,
+#: and its rows holding a special-token string on the chat route (``eval.judging.special_tokens``).
 #: A ``--criteria auto`` shard's expanded rows (``source_data``) are not among them: such shards are refused
 #: (``merge_shards``).
-PER_SHARD = ("launch", "earlier_launches", "n_items", "task_choice_levels", "task_choice_zero_shot", "data_sha256")
+PER_SHARD = ("launch", "earlier_launches", "n_items", "task_choice_levels", "task_choice_zero_shot", "data_sha256",
+             "chat_special_tokens")
 #: config keys each shard has of its own: its block of the data, its folder, and how that task was started.
 PER_SHARD_CONFIG = ("data", "out", "overwrite", "progress")
 #: Top-level run.json keys `judge-eval run` writes from what the server says (its backend probe, its model entry's
@@ -192,6 +195,9 @@ def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path,
     if all(isinstance(by_level, dict) for by_level in levels):
         merged["task_choice_levels"] = {level: sum(int(by_level.get(level) or 0) for by_level in levels)
                                         for level in dict.fromkeys(k for by_level in levels for k in by_level)}
+    flagged = [counted for _, record in records if isinstance(counted := record.get("chat_special_tokens"), dict)]
+    if flagged:  # chat-route shards: their rows holding a special-token string, counted for the whole run
+        merged["chat_special_tokens"] = merged_special_token_rows(flagged)
     merged["shards"] = [
         {"folder": str(shard_dir), "n_items": record.get("n_items"),
          "judge": (record.get("config") or {}).get("judge"), "launch": record.get("launch"),
