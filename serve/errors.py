@@ -6,7 +6,8 @@ A streamed reply (``text/event-stream``) carries its errors as events, as vLLM s
 then ``data: [DONE]`` (vllm/entrypoints/openai/chat_completion/serving.py, ``chat_completion_stream_generator``);
 on ``/v1/responses``, ``event: error`` and ``data: {"type": "error", ...}`` (OpenAI's ``ResponseErrorEvent``).
 ``relayed_stream`` passes an engine's stream on, its error events sanitized as the other answers are, and ends a
-stream the engine broke off with such an event (and ``[DONE]``, but on ``/v1/responses``), which OpenAI's SDK raises
+stream the engine broke off, or whose body ended before its last event (``[DONE]``, ``response.completed``), with
+such an event (and ``[DONE]``, but on ``/v1/responses``), which OpenAI's SDK raises
 as an ``APIError`` or, on ``/v1/responses``, yields as its ``ResponseErrorEvent`` (a cut stream it raises as a
 connection error, with nothing said of why). A 4xx whose message is vLLM's for a prompt past the window
 (``judge.verdicts.CONTEXT_LIMIT``) has OpenAI's code ``context_length_exceeded``, in a stream too."""
@@ -297,6 +298,29 @@ _ERROR_EVENT_LINE = re.compile(rb"(?m)^event:[ \t]*error[ \t]*$")
 _SEQUENCE_NUMBER = re.compile(rb'(?<!\\)"sequence_number"\s*:\s*(\d{1,18})(?!\d)')
 
 
+#: The ``event:`` line of a Responses event a stream ends with: vLLM's last, ``response.completed``
+#: (vllm/entrypoints/openai/responses/serving.py), OpenAI's other two ends (``response.incomplete``,
+#: ``response.failed``) and its ``error``.
+_RESPONSES_END_LINE = re.compile(rb"(?m)^event:[ \t]*(?:response\.(?:completed|incomplete|failed)|error)[ \t]*$")
+
+
+def _ends_stream(event: bytes, responses: bool) -> bool:
+    """Whether ``event`` (one SSE event, or the start of a long one) is one an engine's stream ends with: ``data:
+    [DONE]``, which vLLM's chat and completion streams send last on every path, their errors' included
+    (vllm/entrypoints/openai/chat_completion/serving.py, completion/serving.py); on a ``responses`` stream one whose
+    ``event:`` line is in ``_RESPONSES_END_LINE``; or an error event, which the client reads as the reply's failure.
+    Read from the lines before its first ``data:`` line and ``_ERROR_HEAD_BYTES`` from there, as
+    ``_looks_like_error`` reads a long event."""
+    start = 0 if event.startswith(b"data:") else event.find(b"\ndata:") + 1
+    head = event[:start + _ERROR_HEAD_BYTES]
+    if responses and _RESPONSES_END_LINE.search(head):
+        return True
+    data = _event_data(head)
+    if data is None:
+        return False
+    return data.strip() == b"[DONE]" or bool(_ERROR_DATA_START.match(data) or _ERROR_TYPE.search(data))
+
+
 def _looks_like_error(held: bytes) -> bool:
     """Whether a long event, read from the lines before its first ``data:`` line and ``_ERROR_HEAD_BYTES`` from
     there, is an error event (an ``event: error`` line, or data that begins like an error's) or no event at all (no
@@ -322,6 +346,10 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
     line (at most ``MAX_PASSED_EVENT_BYTES``). Bytes passed on cannot be taken back: one broken off mid-way is ended
     with a blank line before the error event, so the client reads it as an event whose JSON is cut (the openai SDK
     raises ``json.JSONDecodeError`` there, before it reaches the error event).
+    A stream that ends (the engine's body complete: a close-delimited one ends so when its engine dies) before an
+    event that ends it (``_ends_stream``: ``data: [DONE]``, a Responses stream's ``response.completed``) is broken
+    off too, not passed on as complete: its last event, if it lacks its blank line, is dropped, and the error event
+    ends it. Once such an event was relayed the reply is whole: a break after it ends the stream as it stands.
     Any other body goes byte for byte, a break raised (its Content-Length then tells the client the body is short).
     Lines an event stream ends with CRLF or CR (the SSE standard allows all three; sse-starlette writes CRLF) go on
     ended with LF, the same events: an event's end is searched for as LF alone, so a stream framed otherwise would
@@ -334,6 +362,7 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
     after_cr = False  # the previous chunk ended with CR: a LF opening this one ends the same line
     passing: int | None = None  # bytes of a long event passed on unheld, its blank line not yet seen
     sequence, sent_tail = -1, b""  # a Responses stream's last sequence_number sent, the bytes sent before
+    finished = False  # an event that ends the stream was relayed (_ends_stream): what follows cannot make it incomplete
 
     def sent(out: bytes) -> bytes:
         # What goes to the client, its sequence numbers read: the closing error event is numbered one past the
@@ -383,6 +412,7 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
             if cut >= 0:
                 end = cut - len(last) + 2  # in chunk: just past the last blank line
                 *events, _ = b"".join([*parts, chunk[:end]]).split(b"\n\n")
+                finished = finished or any(_ends_stream(event, responses) for event in events)
                 yield sent(b"".join(_error_event(event, role) + b"\n\n" for event in events))
                 chunk, parts, size = chunk[end:], [], 0
             if chunk:
@@ -394,6 +424,7 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
             if size > MAX_PENDING_EVENT_BYTES:
                 held = b"".join(parts)
                 if not _looks_like_error(held):
+                    finished = finished or _ends_stream(held, responses)  # a long response.completed
                     yield sent(held)  # an ordinary event, only long: the rest follows as it arrives
                     passing, parts, size = len(held), [], 0
                     continue
@@ -405,12 +436,19 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
     except EngineUnavailable:  # declared dead while it streamed (serve.engine_client.until_dead)
         if not event_stream:
             raise
+        if finished:
+            log.info("the %s engine died after the last event of its stream: the stream is whole", role)
+            return
         log.warning("the %s engine died while its stream was relayed: the stream is ended", role)
         yield ended(f"the {role} engine died; the reply is incomplete")
         return
     except (aiohttp.ClientError, asyncio.TimeoutError) as err:
         if not event_stream:
             raise
+        if finished:
+            log.info("the %s engine's stream broke off after its last event (%s): the stream is whole", role,
+                     type(err).__name__)
+            return
         log.warning("the %s engine's stream broke off: %s: %s", role, type(err).__name__, visible(err))
         yield ended(f"the {role} engine's stream broke off ({type(err).__name__}); the reply is incomplete")
         return
@@ -421,7 +459,12 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
         event = tail.rstrip(b"\n")
         data = _event_data(event)
         if data is None or not (_ERROR_DATA_START.match(data) or _ERROR_TYPE.search(data)):
-            yield tail
+            if finished or _ends_stream(event, responses):
+                yield tail
+                return
+            # An event cut short with no end after it: dropped, as one held whole when the stream breaks.
+            log.warning("the %s engine's stream ended inside an event, before its last", role)
+            yield ended(f"the {role} engine's stream ended inside an event; the reply is incomplete")
             return
         try:
             json.loads(data)
@@ -430,6 +473,11 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
             yield ended(f"the {role} engine's stream ended inside an event; the reply is incomplete")
             return
         yield _error_event(event, role) + b"\n\n"
+        return
+    if event_stream and not finished:
+        last = "response.completed" if responses else "data: [DONE]"
+        log.warning("the %s engine's stream ended before its last event (%s)", role, last)
+        yield ended(f"the {role} engine's stream ended before its last event ({last}); the reply is incomplete")
 
 
 def _stream_error(message: str, responses: bool = False, sequence_number: int = 0) -> bytes:

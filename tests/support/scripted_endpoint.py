@@ -22,11 +22,14 @@ class EventStream:
     """A streamed answer for ``respond``: a 200 ``text/event-stream`` sent in HTTP/1.1 chunks, one per event (each
     ``data: ...`` with its blank line), as vLLM streams; ``cut``: the connection is closed after the events without the
     stream's last chunk, as when the engine dies mid-reply, once ``hold`` is set (if given: a test sets it when the
-    events have been read, so the break comes after them, as it does after a reply's first tokens)."""
+    events have been read, so the break comes after them, as it does after a reply's first tokens). ``unframed``: the
+    body has neither chunks nor a Content-Length, so only the close ends it (HTTP/1.1 allows it; a proxy may send
+    so): a close after the events is the body's end, whole as far as the client can tell."""
 
     events: tuple[str, ...]
     cut: bool = False
     hold: threading.Event | None = None
+    unframed: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,14 +106,14 @@ class ScriptedEndpoint:
             def _stream(self, answer: EventStream) -> None:
                 # Written raw: the handler's own status line is HTTP/1.0, which has no chunks (a close ends its body).
                 self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                                 b"Transfer-Encoding: chunked\r\n\r\n")
+                                 + (b"\r\n" if answer.unframed else b"Transfer-Encoding: chunked\r\n\r\n"))
                 for event in answer.events:
                     data = f"data: {event}\n\n".encode()
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    self.wfile.write(data if answer.unframed else b"%x\r\n%s\r\n" % (len(data), data))
                     self.wfile.flush()
                 if answer.hold is not None:
                     answer.hold.wait(60)  # bounds a failing test only
-                if not answer.cut:
+                if not answer.cut and not answer.unframed:
                     self.wfile.write(b"0\r\n\r\n")
                 self.close_connection = True
 

@@ -216,7 +216,7 @@ def test_a_crlf_framed_stream_goes_event_by_event_its_errors_sanitized():
     for cut in range(1, len(stream)):
         assert b"".join(_relayed([stream[:cut], stream[cut:]])) == b"".join(expected), cut
     # a lone CR ends a line too
-    assert b"".join(_relayed([b"data: a\r\rdata: b\r\r"])) == b"data: a\n\ndata: b\n\n"
+    assert b"".join(_relayed([b"data: a\r\rdata: [DONE]\r\r"])) == b"data: a\n\ndata: [DONE]\n\n"
 
 
 def test_an_engines_5xx_message_reaches_the_log_with_its_control_characters_escaped(caplog):

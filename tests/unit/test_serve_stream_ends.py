@@ -1,0 +1,117 @@
+"""How a relayed event stream ends (``serve.errors.relayed_stream``): one whose engine's body ends before the event
+that ends it (``data: [DONE]``; a Responses stream's ``response.completed``) is ended with judge-serve's error event,
+never passed on as a whole reply; one that did send that event is whole, whatever happens to the connection after
+it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import aiohttp
+import openai
+
+from serve.engine_client import EngineUnavailable
+from serve.errors import relayed_stream
+from tests.support.scripted_endpoint import EventStream, ScriptedEndpoint
+from tests.unit.test_serve_openai_surface import AUTH, KEY, MODEL, STREAM_CHUNKS, _client, _ready, _respond, \
+    _respond_get  # fmt: skip
+
+CHAT = [b'data: {"choices": [{"index": 0, "delta": {"content": "\\u0414\\u0430"}}]}\n\n',
+        b'data: {"choices": [{"index": 0, "delta": {"content": "!"}}]}\n\n']
+DONE = b"data: [DONE]\n\n"
+#: vLLM's Responses events (vllm/entrypoints/openai/responses/api_router.py ``_convert_stream_to_sse_events``).
+CREATED = b'event: response.created\ndata: {"type": "response.created", "sequence_number": 0}\n\n'
+DELTA = b'event: response.output_text.delta\ndata: {"type": "response.output_text.delta", "delta": "ok", ' \
+        b'"sequence_number": 1}\n\n'
+COMPLETED = b'event: response.completed\ndata: {"response": {"status": "completed"}, "sequence_number": 2, ' \
+            b'"type": "response.completed"}\n\n'
+
+
+def _relayed(chunks: list[bytes], responses: bool = False, then: BaseException | None = None) -> bytes:
+    """What the client is sent for an engine's event stream arriving in ``chunks``, then ending (or raising ``then``)."""
+
+    async def engine():
+        for chunk in chunks:
+            yield chunk
+        if then is not None:
+            raise then
+
+    async def go():
+        return b"".join([part async for part in relayed_stream(engine(), "generator", True, responses=responses)])
+
+    return asyncio.run(go())
+
+
+def _chat_error(message: str) -> bytes:
+    body = {"error": {"message": message, "type": "server_error", "param": None, "code": "engine_error"}}
+    return b"data: " + json.dumps(body).encode() + b"\n\n" + DONE
+
+
+def test_a_chat_stream_whose_body_ends_before_done_ends_with_an_error_event_and_done():
+    """The engine's body ends cleanly after two events, no ``data: [DONE]``: the client was sent the two events and a
+    clean end, a truncated reply its SDK took as whole. Now judge-serve's error event and ``[DONE]`` follow them;
+    a last event cut before its blank line is dropped, as one held when a stream breaks, however the bytes come."""
+    missing = _chat_error("the generator engine's stream ended before its last event (data: [DONE]); the reply is "
+                          "incomplete")
+    assert _relayed(CHAT) == b"".join(CHAT) + missing
+    stream = b"".join(CHAT)
+    for cut in range(1, len(stream), 5):
+        assert _relayed([stream[:cut], stream[cut:]]) == stream + missing
+    inside = _chat_error("the generator engine's stream ended inside an event; the reply is incomplete")
+    assert _relayed([CHAT[0], b'data: {"choices": [{"ind']) == CHAT[0] + inside
+
+
+def test_a_responses_stream_whose_body_ends_before_its_completed_event_ends_with_its_error_event():
+    """A Responses stream's body ending before ``response.completed``: ended with the Responses error event, numbered
+    one past the last event sent, and no ``[DONE]`` (vLLM's Responses stream has none)."""
+    error = {"type": "error", "code": "engine_error", "param": None, "sequence_number": 2,
+             "message": "the generator engine's stream ended before its last event (response.completed); the reply "
+                        "is incomplete"}
+    sent = _relayed([CREATED, DELTA], responses=True)
+    assert sent.startswith(CREATED + DELTA + b"event: error\ndata: ") and sent.endswith(b"}\n\n")
+    assert json.loads(sent[len(CREATED + DELTA + b"event: error\ndata: "):]) == error
+
+
+def test_a_stream_that_sent_its_last_event_is_whole_however_its_connection_ends():
+    """A stream that sent its end (``[DONE]``, ``response.completed``, or an error event) is passed on as it came: a
+    clean end adds nothing, and so does a connection dropped or an engine declared dead after it (the reply lost
+    nothing; before, an error event followed a complete reply, which a Responses client reads as its failure)."""
+    error_then_nothing = b'data: {"error": {"message": "bad", "type": "BadRequestError", "code": 400}}\n\n'
+    for then in (None, aiohttp.ClientPayloadError("Response payload is not completed"), EngineUnavailable("dead")):
+        assert _relayed([*CHAT, DONE], then=then) == b"".join(CHAT) + DONE
+        assert _relayed([CREATED, DELTA, COMPLETED], responses=True, then=then) == CREATED + DELTA + COMPLETED
+        sent = _relayed([CHAT[0], error_then_nothing], then=then)
+        assert sent.startswith(CHAT[0]) and b"broke off" not in sent and b"engine died" not in sent
+        assert json.loads(sent[len(CHAT[0]):].split(b"\n\n")[0].removeprefix(b"data: "))["error"]["message"] == "bad"
+    # the last event without its blank line still ends the stream
+    assert _relayed([*CHAT, DONE.rstrip(b"\n")]) == b"".join(CHAT) + DONE.rstrip(b"\n")
+
+
+def test_a_client_is_told_a_stream_whose_unframed_body_the_engine_closed_early_is_incomplete(tiny_causal_dir,
+                                                                                            monkeypatch):
+    """An engine (or a proxy before it) sending its stream with neither chunks nor a Content-Length, closed after
+    one event: judge-serve's client read a whole stream of that one event, and the openai SDK ended its iteration
+    without a word. Now it raises an ``APIError`` (code ``engine_error``) after the event."""
+
+    def respond(path: str, body: dict) -> tuple | EventStream:
+        if not body.get("stream"):
+            return _respond(path, body)
+        return EventStream(STREAM_CHUNKS[:1], unframed=True)
+
+    chat = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "stream": True, "max_tokens": 8}
+    with ScriptedEndpoint(respond, respond_get=_respond_get) as engine, \
+            _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:  # fmt: skip
+        sdk = openai.OpenAI(base_url="http://localhost/v1", api_key=KEY, http_client=_ready(http), max_retries=0)
+        raw = http.post("/v1/chat/completions", headers=AUTH, json=chat)
+        words, raised = [], None
+        try:
+            for chunk in sdk.chat.completions.create(**chat):
+                words.append(chunk.choices[0].delta.content)
+        except openai.APIError as err:
+            raised = err
+    assert raw.status_code == 200 and raw.text.startswith(f"data: {STREAM_CHUNKS[0]}\n\n")
+    assert raw.text.endswith("data: [DONE]\n\n")
+    assert words == ["Оценка"]
+    assert raised is not None and not isinstance(raised, openai.APIConnectionError)
+    assert raised.code == "engine_error" and "ended before its last event" in raised.message
