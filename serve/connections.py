@@ -4,7 +4,7 @@ request id, and the health polls kept out of the access log. A guard that refuse
 error shape (``serve.errors``); the header deadline closes the connection, which has sent no request to answer yet.
 ``unless_disconnected`` ends a route's work when its client leaves.
 
-Why one module of ~545 lines: each guard is small, and they are read together (one request passes every one in
+Why one module of ~570 lines: each guard is small, and they are read together (one request passes every one in
 order, and the protocol's deadlines share its connection's state); one module per guard would scatter that order."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any, Awaitable, Callable, TypeVar
 
 from serve.engine_client import discard_unclaimed
-from serve.errors import error_body, error_response, sanitized
+from serve.errors import SentStream, error_body, error_response, sanitized
 from serve.quiet_logs import SpacedWarning
 
 __all__ = ["ApiKeyMiddleware", "BodyLimitMiddleware", "HostAllowListMiddleware", "MAX_HEADER_BYTES",
@@ -442,10 +442,19 @@ class RefuseWhileDrainingMiddleware:
         if self.state.status == "draining" and scope["path"] not in self.PROBES:
             return await self._refused()(scope, receive, send)
         started = False
+        stream: SentStream | None = None  # an event stream's answer not yet ended, as it went out
 
         async def tracked(message):
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
+            nonlocal started, stream
+            if message["type"] == "http.response.start":
+                started = True
+                content_type = dict(message.get("headers") or ()).get(b"content-type", b"")
+                if content_type.startswith(b"text/event-stream"):
+                    stream = SentStream(responses=scope["path"] == "/v1/responses")
+            elif message["type"] == "http.response.body" and stream is not None:
+                stream.sent(message.get("body", b""))
+                if not message.get("more_body", False):
+                    stream = None
             await send(message)
 
         try:
@@ -460,16 +469,26 @@ class RefuseWhileDrainingMiddleware:
                 refusal = self._refused()
                 with contextlib.suppress(Exception):  # the client may be gone; the cancellation goes on regardless
                     await refusal(scope, receive, send)
+            elif self.state.status in ("draining", "failed") and stream is not None:
+                # A stream under way cannot become a 503: it ends as one the engine broke off does (an error event,
+                # serve.errors.relayed_stream), so that its client reads why, not a connection cut mid-body.
+                end = stream.end(f"{self._refused_message()}; the reply is incomplete", "shutting_down")
+                with contextlib.suppress(Exception):
+                    await send({"type": "http.response.body", "body": end, "more_body": False})
             raise
 
     def _refused(self):
         """The drain's 503, with Retry-After. A failed judge-serve's is worded, typed and headed as every other 503
         of one (``ServerState.engine_problem``, ``service_unavailable``, no Retry-After: it exits)."""
         failed = self.state.status == "failed"
-        message = (f"judge-serve is shutting down; {self.state.engine_problem('')}" if failed
-                   else "judge-serve is shutting down")
-        return error_response(503, sanitized(message), "service_unavailable" if failed else "server_error",
+        return error_response(503, self._refused_message(), "service_unavailable" if failed else "server_error",
                               code="shutting_down", headers=self.state.retry_headers(()))
+
+    def _refused_message(self) -> str:
+        """Why a request is refused or cut short now: judge-serve shuts down, and why when it failed."""
+        failed = self.state.status == "failed"
+        return sanitized(f"judge-serve is shutting down; {self.state.engine_problem('')}" if failed
+                         else "judge-serve is shutting down")
 
 
 class RequestIdMiddleware:

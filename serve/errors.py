@@ -10,7 +10,10 @@ stream the engine broke off, or whose body ended before its last event (``[DONE]
 such an event (and ``[DONE]``, but on ``/v1/responses``), which OpenAI's SDK raises
 as an ``APIError`` or, on ``/v1/responses``, yields as its ``ResponseErrorEvent`` (a cut stream it raises as a
 connection error, with nothing said of why). A 4xx whose message is vLLM's for a prompt past the window
-(``judge.verdicts.CONTEXT_LIMIT``) has OpenAI's code ``context_length_exceeded``, in a stream too."""
+(``judge.verdicts.CONTEXT_LIMIT``) has OpenAI's code ``context_length_exceeded``, in a stream too.
+
+Why one module of ~520 lines: an answer's error and a stream's error event are one shape, sanitized one way, and a
+stream is ended by the relay or by the drain (``SentStream``) with the same event; split, the two would drift."""
 
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ from serve.engine_client import MAX_ANSWER_BYTES, EngineBusy, EngineFailure, Eng
 from serve.schema import clip_message
 
 __all__ = ["engine_error", "engine_refused", "error_body", "error_response", "judgment_failed", "sanitized", "unknown_model_message",
-           "relayed_stream", "renamed_engine_message", "RENAMED_ENGINE_RETRY_AFTER_S"]
+           "relayed_stream", "renamed_engine_message", "RENAMED_ENGINE_RETRY_AFTER_S", "SentStream"]
 
 log = logging.getLogger("judge_serve")
 
@@ -480,15 +483,42 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
         yield ended(f"the {role} engine's stream ended before its last event ({last}); the reply is incomplete")
 
 
-def _stream_error(message: str, responses: bool = False, sequence_number: int = 0) -> bytes:
+class SentStream:
+    """What of a relayed event stream went to the client, read as it goes (``sent``): enough to end it, once it is
+    cut short from outside the relay (judge-serve's drain ending with the stream still running), as the relay ends
+    one it breaks off (``end``)."""
+
+    def __init__(self, responses: bool) -> None:
+        self.responses = responses  # a /v1/responses stream
+        self.sequence = -1  # the last sequence_number sent, on a Responses stream
+        self.tail = b""  # the last bytes sent
+
+    def sent(self, body: bytes) -> None:
+        if not body:
+            return
+        if self.responses:
+            self.sequence = max([self.sequence, *map(int, _SEQUENCE_NUMBER.findall(self.tail + body))])
+        self.tail = (self.tail + body)[-64:]
+
+    def end(self, message: str, code: str) -> bytes:
+        """The bytes that end the stream, cut short for ``message`` (``code``): an error event (and ``data:
+        [DONE]``, but on a Responses stream), after a blank line that ends an event sent in part; none when the
+        stream's ``data: [DONE]`` already went out."""
+        if self.tail.rstrip(b"\n").endswith(b"data: [DONE]"):
+            return b""
+        opened = b"\n\n" if self.tail and not self.tail.endswith(b"\n\n") else b""
+        return opened + _stream_error(message, self.responses, self.sequence + 1, code)
+
+
+def _stream_error(message: str, responses: bool = False, sequence_number: int = 0, code: str = "engine_error") -> bytes:
     """The end of a stream judge-serve cuts short: on a Responses stream its error event (OpenAI's
     ``ResponseErrorEvent``: ``event: error``, ``data: {"type": "error", "code", "message", "param",
     "sequence_number"}``) and nothing after it, as vLLM's Responses stream has no ``[DONE]``
     (vllm/entrypoints/openai/responses/api_router.py, ``_convert_stream_to_sse_events``); on the others an error
     event in OpenAI's shape, then ``data: [DONE]``."""
     if responses:
-        event = {"type": "error", "code": "engine_error", "message": message, "param": None,
+        event = {"type": "error", "code": code, "message": message, "param": None,
                  "sequence_number": sequence_number}
         return b"event: error\ndata: " + json.dumps(event).encode() + b"\n\n"
-    body = error_body(message, "server_error", code="engine_error")
+    body = error_body(message, "server_error", code=code)
     return b"data: " + json.dumps(body).encode() + b"\n\ndata: [DONE]\n\n"

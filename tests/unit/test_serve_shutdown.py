@@ -100,10 +100,11 @@ def test_a_second_sigint_cuts_the_drain_short_but_still_stops_the_engines(tiny_c
     assert list(scratch.glob("judge-serve-*")) == []
 
 
-def _cancelled_mid_request(status_after_entry: str, answer_started: bool, failure: str | None = None) -> list[dict]:
+def _cancelled_mid_request(status_after_entry: str, answer_started: bool, failure: str | None = None,
+                           stream: tuple[bytes, ...] | None = None, path: str = "/v1/judge") -> list[dict]:
     """A request inside ``RefuseWhileDrainingMiddleware`` whose route is cancelled (uvicorn at the end of
     ``shutdown_grace_s``) once it runs, judge-serve's status then ``status_after_entry``; what the client was sent.
-    The cancellation must still reach uvicorn."""
+    The cancellation must still reach uvicorn. ``stream``: the route answers an event stream, these parts of it sent."""
     import asyncio
 
     import pytest
@@ -116,7 +117,12 @@ def _cancelled_mid_request(status_after_entry: str, answer_started: bool, failur
     sent: list[dict] = []
 
     async def route(scope, receive, send):
-        if answer_started:
+        if stream is not None:
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"text/event-stream; charset=utf-8")]})
+            for part in stream:
+                await send({"type": "http.response.body", "body": part, "more_body": True})
+        elif answer_started:
             await send({"type": "http.response.start", "status": 200, "headers": []})
         entered.set()
         await asyncio.Event().wait()  # a judgment still running
@@ -125,7 +131,7 @@ def _cancelled_mid_request(status_after_entry: str, answer_started: bool, failur
         sent.append(message)
 
     async def go():
-        scope = {"type": "http", "path": "/v1/judge", "method": "POST", "headers": []}
+        scope = {"type": "http", "path": path, "method": "POST", "headers": []}
         task = asyncio.ensure_future(RefuseWhileDrainingMiddleware(route, state)(scope, None, send))
         await entered.wait()
         state.status, state.failure = status_after_entry, failure
@@ -171,3 +177,32 @@ def test_a_cancelled_request_whose_answer_began_or_that_is_not_draining_gets_not
     assert _cancelled_mid_request("draining", answer_started=True) == [
         {"type": "http.response.start", "status": 200, "headers": []}]
     assert _cancelled_mid_request("ready", answer_started=False) == []
+
+
+def test_a_stream_cut_off_by_the_end_of_the_drain_ends_with_an_error_event_not_a_dropped_connection():
+    """A streamed generation still running when ``shutdown_grace_s`` ends: its answer began, so no 503 can be sent,
+    and uvicorn closed the connection mid-body (the openai SDK raises a connection error, "incomplete chunked read",
+    saying nothing of why). It now ends as a stream the engine breaks off does: an error event, code
+    ``shutting_down``, and ``data: [DONE]``; on ``/v1/responses`` the Responses error event numbered one past the
+    last event sent; an event cut mid-way is ended first. The cancellation still reaches uvicorn."""
+    chunk = b'data: {"choices": [{"index": 0, "delta": {"content": "ok"}}]}\n\n'
+    for parts, opened in [((chunk,), b""), ((chunk, b'data: {"choices": [{"ind'), b"\n\n")]:
+        sent = _cancelled_mid_request("draining", answer_started=True, stream=parts)
+        assert [m["type"] for m in sent] == ["http.response.start", *["http.response.body"] * (len(parts) + 1)]
+        last = sent[-1]
+        assert last["more_body"] is False and last["body"].startswith(opened + b"data: ")
+        error, done, end = last["body"][len(opened):].split(b"\n\n")
+        assert (done, end) == (b"data: [DONE]", b"")
+        assert json.loads(error.removeprefix(b"data: "))["error"] == {
+            "message": "judge-serve is shutting down; the reply is incomplete", "type": "server_error", "param": None,
+            "code": "shutting_down"}
+    delta = b'event: response.output_text.delta\ndata: {"type": "response.output_text.delta", "sequence_number": 6}'
+    sent = _cancelled_mid_request("draining", answer_started=True, stream=(delta + b"\n\n",), path="/v1/responses")
+    head, data, end = sent[-1]["body"].split(b"\n", 2)
+    assert (head, end) == (b"event: error", b"\n")
+    assert json.loads(data.removeprefix(b"data: ")) == {
+        "type": "error", "code": "shutting_down", "message": "judge-serve is shutting down; the reply is incomplete",
+        "param": None, "sequence_number": 7}
+    # a stream whose last event went out whole gets no more of it: its body is ended as it stands
+    sent = _cancelled_mid_request("draining", answer_started=True, stream=(chunk, b"data: [DONE]\n\n"))
+    assert [m["body"] for m in sent[1:]] == [chunk, b"data: [DONE]\n\n", b""] and sent[-1]["more_body"] is False
