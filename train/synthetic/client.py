@@ -44,8 +44,6 @@ __all__ = ["ChatClient", "ChatResult", "CHARS_PER_TOKEN", "EndpointWatch", "NoWh
            "WholeAnswerClient", "longer_than_asked", "message_text", "stable_endpoint", "unusable_endpoints"]
 
 _BACKOFF_CAP_S = 60.0
-#: The SDK's own client's connection limits (``openai.DefaultHttpxClient``), kept for the client that replaces it.
-_CONNECTION_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
 
 
 @dataclass(frozen=True)
@@ -324,7 +322,7 @@ class ChatClient:
         # The SDK's own retries are off: this class retries, so attempts are counted and reported.
         self._client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0, timeout=timeout_s,
                                      http_client=WholeAnswerClient(timeout_s, timeout=timeout_s, follow_redirects=True,
-                                                                   limits=_CONNECTION_LIMITS))
+                                                                   limits=openai.DEFAULT_CONNECTION_LIMITS))
         self._api_error = openai.APIError
 
     def complete(self, prompt: str, system: str = "", temperature: float | None = None,
