@@ -374,13 +374,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"judge-serve: error: {err}", file=sys.stderr)
         return 2
     try:  # a folder with no weights would start an engine that dies a minute later (serve.layout.require_weights)
-        for spec in engine_specs(config, layout):
-            if not spec.url:
-                require_weights(spec.model_dir, spec.role)
-                refuse_unsplittable_heads(str(spec.model_dir), config)
+        local = [spec for spec in engine_specs(config, layout) if not spec.url]  # the engines started here
+        for spec in local:
+            require_weights(spec.model_dir, spec.role)
+            refuse_unsplittable_heads(str(spec.model_dir), config)
         require_tokenizer(layout.root)  # judge-serve's own and its chat template, whatever the engines load
-        for spec in engine_specs(config, layout):  # a generating engine's own: what it writes becomes text by it
-            if not spec.url and spec.role == "generator" and spec.model_dir != layout.root:
+        for spec in local:  # a generating engine's own: what it writes becomes text by it
+            if spec.role == "generator" and spec.model_dir != layout.root:
                 require_tokenizer(spec.model_dir, spec.role)
         if config.criteria_classifier_path:  # the classifier loads beside the engines: its folder is looked at first
             from judge.criteria_auto.registry import artefact_folder_problem
