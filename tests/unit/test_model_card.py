@@ -69,15 +69,16 @@ def test_front_matter_has_the_hub_fields(tmp_path, mode, pipeline):
     assert {"pollux", "llm-as-a-judge", mode} <= set(front["tags"])
 
 
-@pytest.mark.parametrize("base", ["folder", "path", "unrecorded"])
+@pytest.mark.parametrize("base", ["folder", "path", "unrecorded", "not_a_hub_name"])
 def test_front_matter_names_a_base_model_only_by_its_hub_id(tmp_path, base):
     """The hub's ``base_model`` is a model id on the hub: a local base (a folder here, the built tiny model, an SFT
-    export a GRPO run starts from) or no recorded base is left out of the front matter, and the body says it."""
+    export a GRPO run starts from), an ``owner/name`` the hub's own rule refuses (``--`` in it) or no recorded base
+    is left out of the front matter, and the body says it."""
     export = _fake_export(tmp_path)
     run = json.loads((export / "run.json").read_text(encoding="utf-8"))
     folder = tmp_path / "bases" / "T-lite"
     folder.mkdir(parents=True)
-    given = {"folder": str(folder), "path": "runs/sft/export", "unrecorded": None}[base]
+    given = {"folder": str(folder), "path": "runs/sft/export", "unrecorded": None, "not_a_hub_name": "a--b/c"}[base]
     run["config"]["model_name_or_path"] = run["launch"]["base_model"] = given
     (export / "run.json").write_text(json.dumps(run), encoding="utf-8")
     card = render_card(export)
