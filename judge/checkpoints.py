@@ -30,7 +30,7 @@ reads them): a reasoning judge served with less room than it learned to think in
 records and checks it, judge-train card checks a run against its export. ``record_weights_digests`` writes, beside an
 export's weights, their content digests, by which ``folders_fingerprint`` knows the same weights exported again.
 
-Why one module of ~760 lines: each part reads the same folder and its manifest, and each is read by serving,
+Why one module of ~775 lines: each part reads the same folder and its manifest, and each is read by serving,
 evaluation and training alike; split, the manifest's keys would be spelled in several places.
 """
 
@@ -63,6 +63,7 @@ __all__ = [
     "write_manifest",
     "read_manifest",
     "is_hub_id",
+    "hub_model_id",
     "export_run_name",
     "resolve_checkpoint",
     "read_config",
@@ -148,6 +149,22 @@ def is_hub_id(ref: str | Path) -> bool:
     """Whether ``ref`` is spelled like a hub repository id (``owner/name``) and is not an existing path."""
     text = str(ref)
     return bool(_HUB_ID.match(text)) and not Path(text).exists()
+
+
+def hub_model_id(text: str | Path) -> bool:
+    """Whether ``text`` names a model on the hub: spelled ``owner/name`` and no path here (``is_hub_id``), and
+    accepted by the hub's own stricter rule too (no ``--`` or ``..``, no trailing ``.`` or ``-``, at most 96
+    characters), which ``huggingface_hub`` would refuse with a traceback."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    if not is_hub_id(text):
+        return False
+    try:
+        validate_repo_id(str(text))
+    except HFValidationError:
+        return False
+    return True
 
 
 def export_run_name(model: str | Path) -> str:

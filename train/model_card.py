@@ -23,7 +23,7 @@ written only for a base given as one; a local base (a folder, an SFT export a GR
 the body. The base model's license is not recorded anywhere in a
 run, so ``license`` is an option (default ``other``: check the base model's terms before publishing).
 
-Why one module of ~560 lines: each section of the card reads the same three records (manifest, run.json,
+Why one module of ~545 lines: each section of the card reads the same three records (manifest, run.json,
 config.json) and the evaluation part checks a run against the same export; split, a record's reading would be
 spelled in several places.
 """
@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 from judge.checkpoints import (EXPORT_MANIFEST, GENERATOR_SUBDIR, export_weights_fingerprint, generator_model_named,
-                               is_hub_id, read_manifest)
+                               hub_model_id, read_manifest)
 from judge.metrics_json.metrics import Metrics
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import read_json_object
@@ -328,7 +328,7 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
     front = {
         # The hub's base_model is a model id on the hub: a local base (a folder, the built tiny model, an SFT export
         # a GRPO run started from) is no such id, and the body names it as recorded.
-        **({"base_model": base_model} if _hub_model_id(base_model) else {}),
+        **({"base_model": base_model} if hub_model_id(base_model) else {}),
         "language": ["ru"],
         "library_name": "transformers",
         "pipeline_tag": "text-classification" if regression else "text-generation",
@@ -451,21 +451,6 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
             "- packages: " + (", ".join(f"{k} {v}" for k, v in packages.items() if v) or NOT_RECORDED),
             f"- the full record: {_record_source(export, Path(run_json), run)}", ""]
     return "\n".join(out)
-
-
-def _hub_model_id(base_model: str) -> bool:
-    """Whether a recorded base model is a hub model id: ``owner/name`` (``judge.checkpoints.is_hub_id``: not a path
-    here) that the hub's own rule accepts too."""
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
-
-    if not is_hub_id(base_model):
-        return False
-    try:
-        validate_repo_id(base_model)
-    except HFValidationError:
-        return False
-    return True
 
 
 def _record_source(export: Path, run_json: Path, run: dict[str, Any]) -> str:
