@@ -96,18 +96,17 @@ MEAN_OVER = ("items", "annotations")
 _SPLITS = ("zero_shot", "standard", "unknown", "all")
 _SPLIT_TITLES = {"zero_shot": "Zero-Shot test", "standard": "Standard test", "unknown": "split unknown",
                  "all": "Full test (Zero-Shot + Standard)"}
-#: (table key, what is averaged, rows grouped by, the paper's table) for every table written.
+#: (table key, what is averaged, rows grouped by, the paper's table, the split it reports) for every table written:
+#: the CSV's ``paper`` names the paper's table on that split's rows only (the tables are computed on every split), as no
+#: other split's figure is the paper's to compare with.
 _TABLES = (
-    ("mean_by_model", "mean", "model_id", "Table 10, Experts column (Zero-Shot)"),
-    ("mean_by_task_type", "mean", "task_type", "Table 1 (Full test)"),
-    ("mean_by_criterion", "mean", "criterion", "Table 9 (Full test)"),
-    ("vc_by_model", "vc", "model_id", "Table 14, Experts column (Full test)"),
-    ("vc_by_task_type", "vc", "task_type", "Table 15, Experts column (Full test)"),
-    ("vc_by_criterion", "vc", "criterion", "Table 16, Experts column (Full test)"),
+    ("mean_by_model", "mean", "model_id", "Table 10, Experts column (Zero-Shot)", "zero_shot"),
+    ("mean_by_task_type", "mean", "task_type", "Table 1 (Full test)", "all"),
+    ("mean_by_criterion", "mean", "criterion", "Table 9 (Full test)", "all"),
+    ("vc_by_model", "vc", "model_id", "Table 14, Experts column (Full test)", "all"),
+    ("vc_by_task_type", "vc", "task_type", "Table 15, Experts column (Full test)", "all"),
+    ("vc_by_criterion", "vc", "criterion", "Table 16, Experts column (Full test)", "all"),
 )
-#: The split each table of the paper reports (the others are computed on every split): the CSV's ``paper`` names the
-#: paper's table on that split's rows only, as no other split's figure is the paper's to compare with.
-_PAPER_SPLIT = {"mean_by_model": "zero_shot"}
 #: The paper's figures that need only the labels, to compare with (Table 10's Experts column, Table 14's Avg.).
 PAPER = {
     "table_10_experts_zero_shot": {"Claude 3.5 Sonnet (2024-10-22)": 1.569, "GPT-4o (2024-08-06)": 1.404,
@@ -233,7 +232,7 @@ def expert_tables(records, critical_in_means: str = "include", mean_over: str = 
     # The mean over criteria with the Critical ones left out, where so chosen (NaN: not in any cell).
     pooled_mean = np.where(critical, np.nan, item_mean) if critical_in_means == "exclude" else item_mean
     tables: dict[str, dict] = {}
-    for key, value, by, _ in _TABLES:
+    for key, value, by, _, _ in _TABLES:
         values = item_vc if value == "vc" else item_mean if by == "criterion" else pooled_mean
         cross = group_of["model_id"] if value == "mean" and by != "model_id" else None
         weights = mean_weights if value == "mean" else None
@@ -271,7 +270,7 @@ def expert_tables(records, critical_in_means: str = "include", mean_over: str = 
 def write_expert_tables(result: dict[str, Any], out: str | Path) -> dict[str, Path]:
     """``experts_tables.csv`` (long: table, paper, split, row, row_en, column, n_items, value, pooled), ``experts.md``
     and the same tables as a small page, ``experts.html``. ``paper`` names the paper's table a row reproduces, on the
-    split that table reports (``_PAPER_SPLIT``), and is empty on the other splits' rows. The pooled row and column are
+    split that table reports (``_TABLES``), and is empty on the other splits' rows. The pooled row and column are
     written ``AVG``, and ``pooled`` says which of the cell's row and column is the pooled one ("row", "column", "row
     and column" or ""), since a group from the data may bear that name too.
 
@@ -280,7 +279,7 @@ def write_expert_tables(result: dict[str, Any], out: str | Path) -> dict[str, Pa
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    paper_of = {key: paper for key, _, _, paper in _TABLES}
+    paper_of = {key: (paper, split) for key, _, _, paper, split in _TABLES}
     english = result["english_names"]
     csv_path = out / "experts_tables.csv"
     with io.StringIO(newline="") as f:
@@ -293,7 +292,7 @@ def write_expert_tables(result: dict[str, Any], out: str | Path) -> dict[str, Pa
                     for col, (n, value) in cols.items():
                         pooled = " and ".join(side for side, name in (("row", row), ("column", col))
                                               if name is POOLED)
-                        paper = paper_of[key] if split == _PAPER_SPLIT.get(key, "all") else ""
+                        paper = paper_of[key][0] if split == paper_of[key][1] else ""
                         writer.writerow([key, paper, split, _label(row), row_en, _label(col), n,
                                          repr(float(value)), pooled])
         write_atomically(csv_path, f.getvalue().encode("utf-8"))  # whole, never cut by a kill, as the pages
