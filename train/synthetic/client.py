@@ -41,9 +41,32 @@ from train.synthetic.config import EndpointConfig
 from train.synthetic.journal import log
 
 __all__ = ["ChatClient", "ChatResult", "CHARS_PER_TOKEN", "EndpointWatch", "NoWholeAnswer", "REASONING_TOKEN_CAP",
-           "WholeAnswerClient", "longer_than_asked", "message_text", "stable_endpoint", "unusable_endpoints"]
+           "WholeAnswerClient", "generator_seed", "job_seed", "longer_than_asked", "message_text", "seed_suffix",
+           "stable_endpoint", "unusable_endpoints"]
 
 _BACKOFF_CAP_S = 60.0
+
+
+def generator_seed(endpoint: EndpointConfig) -> int | None:
+    """The ``seed`` of an endpoint's ``extra_body`` when it is an integer, else None (an unseeded endpoint)."""
+    seed = (endpoint.extra_body or {}).get("seed")
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
+def job_seed(seed: int | None, index: int) -> int | None:
+    """The seed request ``index`` of a prompt sent several times is asked with (``ChatClient.complete``'s ``seed``):
+    the endpoint's ``seed`` + ``index``. The requests send one prompt, so under one seed a seeded endpoint answers them
+    alike and pays several requests for one answer: the instructions stage's jobs of a (leaf task, complexity level),
+    the traces stage's samples of an item. None (an unseeded endpoint): its body as configured."""
+    return None if seed is None else seed + index
+
+
+def seed_suffix(seed: int | None, index: int) -> str:
+    """What a journalled request's fingerprint adds for request ``index`` of an endpoint seeded with ``seed``: the
+    seed it was asked with (``job_seed``), when that is not the configured one, so that an answer journalled under
+    another seed is asked again with its own. "" for request 0 and for an unseeded endpoint, whose fingerprints are
+    the prompt's alone."""
+    return f"\nseed {seed + index}" if seed is not None and index else ""
 
 
 @dataclass(frozen=True)

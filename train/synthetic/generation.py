@@ -17,7 +17,8 @@ import hashlib
 import re
 from pathlib import Path
 
-from train.synthetic.client import ChatClient, EndpointWatch, stable_endpoint, unusable_endpoints
+from train.synthetic.client import (ChatClient, EndpointWatch, generator_seed, job_seed, seed_suffix, stable_endpoint,
+                                    unusable_endpoints)
 from train.synthetic.config import EndpointConfig, InstructionsConfig
 from train.synthetic.journal import Journal, answered_oversized, log, run_jobs, write_stage_outputs
 
@@ -31,8 +32,6 @@ __all__ = [
     "non_russian_share",
     "generation_jobs",
     "generation_fingerprint",
-    "generator_seed",
-    "job_seed",
     "run_instructions",
 ]
 
@@ -234,21 +233,7 @@ def generation_fingerprint(task, level: str, language: str = "en", seed: int | N
     prompt (the template filled from the taxonomy), and for job ``index`` > 0 of a generator seeded with ``seed``
     (``job_seed``) the seed it is asked with. A journal written under another template or version, or a job
     journalled under another seed, is asked again, not relabelled with this one."""
-    moved = f"\nseed {seed + index}" if seed is not None and index else ""
-    return f"{GENERATION_VERSION}\n{render_generation_prompt(task, level, language)}{moved}"
-
-
-def generator_seed(endpoint: EndpointConfig) -> int | None:
-    """The ``seed`` of a generator's ``extra_body`` when it is an integer, else None (an unseeded generator)."""
-    seed = (endpoint.extra_body or {}).get("seed")
-    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
-
-
-def job_seed(seed: int | None, index: int) -> int | None:
-    """The seed job ``index`` of a (leaf task, complexity level) is asked with: the generator's ``seed`` + ``index``.
-    The pair's jobs send one prompt, so under one seed a seeded generator answers them alike, ``per_task_level``
-    requests paid for one instruction; the traces stage moves its teacher's seed per sample the same way."""
-    return None if seed is None else seed + index
+    return f"{GENERATION_VERSION}\n{render_generation_prompt(task, level, language)}{seed_suffix(seed, index)}"
 
 
 def run_instructions(config: InstructionsConfig, out_dir: Path) -> dict:

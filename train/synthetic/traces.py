@@ -83,22 +83,21 @@ experts' scores unchanged) with ``id`` ``<item id>#<sample>``, ``item_id``, ``re
 ``tolerance``): the rows the seq2seq recipe trains on with ``verdict_format: integer``
 (``train.seq2seq.integer_rows``), by that rule wherever they are copied.
 
-Why one module of ~615 lines: which items are asked, how each answer is decided and the run that journals them
+Why one module of ~620 lines: which items are asked, how each answer is decided and the run that journals them
 apply one agreement rule and write one set of row keys (``STAGE_KEYS``); ``train.seq2seq.integer_rows`` calls the
 decision on every trace it trains, so the rule has one home.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 from collections import Counter
 from pathlib import Path
 
 from judge.chat_tokens import special_token_strings_in
 from judge.verdicts import bare_answer, has_think_tag
-from train.synthetic.client import (CHARS_PER_TOKEN, ChatClient, EndpointWatch, longer_than_asked,
-                                    unusable_endpoints)
+from train.synthetic.client import (CHARS_PER_TOKEN, ChatClient, EndpointWatch, generator_seed, job_seed,
+                                    longer_than_asked, seed_suffix, unusable_endpoints)
 from train.synthetic.config import EndpointConfig, TracesConfig
 from train.synthetic.journal import (REFUSED_PREFIX, Journal, log, refused_request, request_failed, run_jobs,
                                      write_stage_outputs)
@@ -469,15 +468,12 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
     input_counts: dict = {}
     items, skipped = training_records(input_path, config, input_counts)
     k = config.samples_per_item
-    # The k samples of an item send one prompt: under one seed a teacher answers them alike, k requests paid for one
-    # trace. Sample i is asked with the configured seed + i, so they can differ; a teacher with no seed keeps its body.
-    seed = (teacher.extra_body or {}).get("seed")
-    seeded = isinstance(seed, int) and not isinstance(seed, bool)
-    watch = EndpointWatch(teacher, "teacher", config.concurrency)  # one server, however many seeds ask it
-    clients = [ChatClient(dataclasses.replace(teacher, extra_body={**teacher.extra_body, "seed": seed + sample})
-                          if seeded else teacher, config.max_retries, config.backoff_s, config.timeout_s,
-                          retry_wait_budget_s=config.retry_wait_budget_s, watch=watch)
-               for sample in range(k if seeded else 1)]  # fmt: skip
+    # The k samples of an item send one prompt: sample i is asked with the configured seed + i (job_seed), so they
+    # can differ; a teacher with no seed keeps its body.
+    seed = generator_seed(teacher)
+    client = ChatClient(teacher, config.max_retries, config.backoff_s, config.timeout_s,
+                        retry_wait_budget_s=config.retry_wait_budget_s,
+                        watch=EndpointWatch(teacher, "teacher", config.concurrency))
     jobs = [(f"{record.id}#{sample}", (record, sample)) for record, _, _ in items for sample in range(k)]
     limited = f" (--limit {config.limit})" if config.limit else ""
     # the requests a fresh run sends; a resumed one says below (run_jobs) how many its journal answered
@@ -486,8 +482,7 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
 
     def work(job) -> dict:
         record, sample = job
-        client = clients[sample if seeded else 0]
-        result = client.complete(render_prompt(record), system=config.system_prompt)
+        result = client.complete(render_prompt(record), system=config.system_prompt, seed=job_seed(seed, sample))
         # The limit it was asked with: a rerun with a larger one asks again the answers this one cut.
         row = {"ok": result.ok, "content": result.text, "reasoning": result.reasoning,
                "finish_reason": result.finish_reason, "error": result.error, "attempts": result.attempts,
@@ -507,7 +502,7 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
         # What a journalled answer was asked with: the prompt, and a sample's own seed when it is not the configured
         # one, so that a journalled answer asked under another seed than its sample's is asked again with its own.
         record, sample = job
-        return render_prompt(record) + (f"\nseed {seed + sample}" if seeded and sample else "")
+        return render_prompt(record) + seed_suffix(seed, sample)
 
     journal = Journal(out_dir / "journal.jsonl")
     # max_tokens is a cap, not part of an answer (train.synthetic.cli.UNKEYED_CAPS): an answer that finished under
@@ -602,7 +597,7 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
         "refused_traces_asked_again": len(refused),
         "skipped_items": len(skipped),
         "skipped_items_by_reason": dict(sorted(Counter(reason for _, reason in skipped).items())),
-        **unusable_endpoints(clients),
+        **unusable_endpoints([client]),
     }
     admits_all = sum(reason == "tolerance_admits_every_level" for _, reason in skipped)
     if admits_all:
