@@ -646,7 +646,9 @@ def record_weights_digests(folder: str | Path) -> Path:
     """Write ``WEIGHTS_DIGESTS`` into ``folder``: for each of its weights files (``weight_files``), the SHA-256 of its
     bytes, its size and its modification time in nanoseconds. ``folders_fingerprint`` reads it, so the same weights
     written again (an export repeated) keep their fingerprint. Reads every byte: judge-train's export calls it once,
-    after writing them. Returns the record's path."""
+    after writing them. Returns the record's path. A judge-train classifier's export records another digest,
+    ``judge.criteria_auto.head.weights_digest`` (one sha256 over every file, in its config): that one names the
+    weights a classifier was built from, this one lets a fingerprint trust a file by its size and time."""
     import hashlib
 
     files = {}
