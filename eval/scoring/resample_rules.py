@@ -53,12 +53,12 @@ def resamples_for_family(m: int, alpha: float) -> int:
 def called_interval(d: np.ndarray, alpha: float) -> tuple[float, float, float]:
     """(low, high, p) of the resampled differences ``d`` at level ``1 - alpha``, by one count of resamples.
 
-    p is twice the smaller share of the n finite differences on either side of 0 (a 0 counts on both). The ends are
-    order statistics, the k-th smallest and the k-th largest, k the fewest resamples on the wrong side of 0 whose
-    share makes p reach alpha: low > 0 exactly when fewer than k differences are <= 0, that is when p < alpha (and
-    high < 0 alike). Interpolated percentiles (``eval.scoring.bootstrap.percentile_interval``) would disagree with p
-    at the edge: of 40 resamples with one <= 0, they give the interval [0.4875, 0.5] (a call) beside p = 0.050
-    (none).
+    p is twice the smaller share of the n finite differences on either side of 0 (a 0 counts on both; a p a rounding
+    away from alpha reads as alpha). The ends are order statistics, the k-th smallest and the k-th largest, k the
+    fewest resamples on the wrong side of 0 whose share makes p reach alpha (by the same tolerance): low > 0 exactly
+    when fewer than k differences are <= 0, that is when p < alpha (and high < 0 alike). Interpolated percentiles
+    (``eval.scoring.bootstrap.percentile_interval``) would disagree with p at the edge: of 40 resamples with one
+    <= 0, they give the interval [0.4875, 0.5] (a call) beside p = 0.050 (none).
 
     Returns:
         NaNs when no difference is finite.
@@ -68,9 +68,15 @@ def called_interval(d: np.ndarray, alpha: float) -> tuple[float, float, float]:
     if n == 0:
         return math.nan, math.nan, math.nan
     p = min(1.0, 2.0 * min(float(np.count_nonzero(d <= 0)) / n, float(np.count_nonzero(d >= 0)) / n))
+    # A share a rounding away from alpha is alpha itself (0.05 / 28 is a hair above 2 / 1120), as resamples_to_call
+    # reads 2 / alpha: p and k compare against the same edge, so the interval and p still agree there.
+    tie = 1e-12 * alpha
+    edge = alpha - tie
+    if edge <= p <= alpha + tie:
+        p = alpha
     k = max(1, min(n, math.floor(n * alpha / 2.0)))  # then settled in p's own arithmetic: never off by a rounding
-    while k > 1 and 2.0 * ((k - 1) / n) >= alpha:
+    while k > 1 and 2.0 * ((k - 1) / n) >= edge:
         k -= 1
-    while k < n and 2.0 * (k / n) < alpha:
+    while k < n and 2.0 * (k / n) < edge:
         k += 1
     return float(d[k - 1]), float(d[n - k]), p

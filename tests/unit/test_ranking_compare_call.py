@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from eval.ranking.compare import compare_rankings
-from eval.scoring.resample_rules import called_interval
+from eval.scoring.resample_rules import called_interval, resamples_to_call
 from eval.ranking.permutation import fewest_for_call, smallest_p
 from eval.ranking.leaderboard import leaderboard
 from tests.support.eval_ranking import write_rank_run
@@ -39,6 +39,20 @@ def test_called_interval_by_hand():
     assert called_interval(np.array([-0.001] + [0.5] * 40), 0.05) == (0.5, 0.5, pytest.approx(2 / 41))
     assert called_interval(np.array([np.nan, 1.0] * 20), 0.05) == (1.0, 1.0, 0.0)  # the finite ones only
     assert all(np.isnan(called_interval(np.array([np.nan]), 0.05)))
+
+
+@pytest.mark.parametrize("k_runs", range(3, 11))
+def test_called_interval_keeps_the_documented_rank_at_a_leaderboards_alpha(k_runs):
+    """The leaderboard's pairs read ``called_interval(d, alpha / m)`` over ``resamples_to_call(alpha / m)``
+    resamples, m = K(K - 1)/2: n = 2m / alpha, so one resample on the wrong side of 0 makes p = 2/n = alpha / m
+    exactly, and k = ⌈n·(alpha/m)/2⌉ = 1 (the leaderboard's docstring). For eight candidates 0.05 / 28 rounds a hair
+    above 1/560 = 2/1120; read without a tolerance, k would be 2 and the interval [0.5, 0.5] exclude 0 beside that p."""
+    pair_alpha = 0.05 / (k_runs * (k_runs - 1) // 2)
+    n = resamples_to_call(pair_alpha)
+    low, high, p = called_interval(np.array([-0.1] + [0.5] * (n - 1)), pair_alpha)
+    assert (low, high) == (-0.1, 0.5)
+    assert not p < pair_alpha
+    assert p == pytest.approx(2 / n, rel=1e-9)
 
 
 def test_compare_on_two_instructions_makes_no_call(tmp_path):
