@@ -39,9 +39,10 @@ class Paired(_ComparisonRecord):
 
     Attributes:
         n: paired items; a, b: the baseline's and the run's statistic on them; delta: b - a; ci: its interval,
-        read off the resamples with p_value by one count (it excludes 0 exactly when p_value < alpha); p_value: the two-sided paired-bootstrap p-value of delta = 0; verdict: "better", "worse", "n.s."
-        (also, whatever the p-value, for a cell of fewer than ``eval.scoring.compare.MIN_PAIRED`` paired items or
-        instructions) or "—" (undefined); n_resamples: the resamples whose delta was defined, over which
+        read off the resamples with p_value by one count (it excludes 0 exactly when p_value < alpha); p_value: the
+        two-sided paired-bootstrap p-value of delta = 0; verdict: "better", "worse", "n.s." (also, whatever the
+        p-value, for a cell of fewer than ``eval.scoring.compare.MIN_PAIRED`` paired items or instructions) or "—"
+        (undefined); n_resamples: the resamples whose delta was defined, over which
         ``p_value`` is a share (its resolution: a p-value of 0 means below 2 / n_resamples), absent where no
         resample was drawn; n_units: what the bootstrap resampled and the minimum counts, the paired items or,
         under ``--bootstrap-unit instruction``, their instructions (absent in a compare.json written before);

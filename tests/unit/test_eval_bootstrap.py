@@ -322,7 +322,8 @@ def test_a_mean_of_verdict_confidences_is_resampled_exact_not_on_the_judge_score
 def test_the_paired_p_value_and_interval_by_hand(monkeypatch, drawn, p_value, ci):
     """paired_bootstrap's two-sided p is twice the smaller share of resampled deltas at or below 0 and at or above 0,
     capped at 1, and its interval the k-th smallest and largest delta, k the fewest resamples whose share makes p reach
-    alpha (here 1 of 10 at alpha 0.1: the least and the greatest): over resamples set by hand. Item 0 is an error of 1 for A and none for B (B better by 1), item 1 the reverse."""
+    alpha (here 1 of 10 at alpha 0.1: the least and the greatest): over resamples set by hand. Item 0 is an error of 1
+    for A and none for B (B better by 1), item 1 the reverse."""
     def by_hand(counts, n_boot, rng, cell_of_item, clusters):
         weights = np.zeros((len(drawn), len(counts)))
         for row, times in enumerate(drawn):
