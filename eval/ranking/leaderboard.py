@@ -24,8 +24,8 @@ Per pair (B above A in the table's order): ``delta`` = mean B - mean A with its 
 ends the ⌈n·alpha/(2m)⌉-th smallest and largest of the n resampled differences
 (``eval.scoring.resample_rules.called_interval``). At least 2m / alpha resamples are drawn
 (``eval.scoring.resample_rules.resamples_to_call``; 1120 for eight candidates), more than asked when ``n_boot`` is fewer
-(said on stderr before drawing; never past ``MAX_RESAMPLES``, an ``alpha`` needing more is refused): with fewer no
-pair could be called. The pair's p-value is the paired sign-flip permutation test's over the
+(said on stderr before drawing; never past ``MAX_RESAMPLES``, an ``alpha`` needing more is refused): with fewer,
+``why_no_call`` refuses every pair. The pair's p-value is the paired sign-flip permutation test's over the
 instructions with a non-binary score (``eval.ranking.permutation``), and the pair is called when p < alpha / m and
 the interval excludes 0 on that side, over at least 2 such instructions and enough for the test to reach alpha / m
 (its smallest p is 2 / 2^n: 7 instructions for three candidates at 0.05). A candidate's ``rank`` is 1 + the number
@@ -158,7 +158,7 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
     pair_alpha = alpha / n_pairs
     needed = resamples_to_call(pair_alpha)
     # Never fewer resamples than a call at alpha / m needs (2m / alpha: 1120 for eight candidates at 0.05): with
-    # fewer, no pair could be called, and every candidate would share rank 1 for want of resamples.
+    # fewer, why_no_call refuses every pair, and every candidate would share rank 1 for want of resamples.
     n_draw = max(n_boot, needed) if n_boot > 0 else 0
     if n_draw > n_boot > 0 and n_draw > MAX_RESAMPLES:  # K, alpha and n_boot alone: before any run is read
         raise ValueError(f"--alpha {alpha:g}: a call between {k_runs} candidates at alpha / {n_pairs} needs "

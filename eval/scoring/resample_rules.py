@@ -1,9 +1,9 @@
 """How many bootstrap resamples a call, a verdict or a ranking needs: the floors ``judge-eval compare``,
 ``judge-eval rank`` and the experts' ceiling (``eval.validity.ceiling.verdict``) read.
 
-Two floors, one resample apart, for two readings of a percentile bootstrap:
+Two floors, one resample apart, for an interval's (rank) and a p-value's (compare, the ceiling):
 
-- ``resamples_to_call`` (40 at alpha 0.05): an interval whose ends are not simply the most extreme draw;
+- ``resamples_to_call`` (40 at alpha 0.05): a called interval that is a 1 - alpha one and not wider;
   ``judge-eval rank`` calls on such an interval.
 - ``paired_resamples_to_call`` (41 at 0.05): a p-value estimated as 0 from n resamples only says p < 2 / n, evidence
   of p < alpha once 2 / n < alpha; compare's calls and the ceiling's verdict read it. ``resamples_for_family`` is the
@@ -26,9 +26,10 @@ __all__ = ["called_interval", "paired_resamples_to_call", "resamples_for_family"
 
 
 def resamples_to_call(alpha: float) -> int:
-    """The fewest resamples whose (1 - alpha) percentile interval has an end that is not simply the most extreme
-    draw: n * alpha / 2 >= 1 in each tail, 2 / alpha (40 at 0.05). ``judge-eval rank`` calls on such an interval;
-    compare calls on a p-value and needs one resample more (``paired_resamples_to_call``)."""
+    """The fewest resamples whose called interval (``called_interval``) is a 1 - alpha one and not wider:
+    n * alpha / 2 >= 1, one whole resample per tail, 2 / alpha (40 at 0.05); with fewer, the interval is the extreme
+    draws and covers more than 1 - alpha. ``judge-eval rank`` calls on such an interval; compare calls on a p-value
+    and needs one resample more (``paired_resamples_to_call``)."""
     return math.ceil(2.0 / alpha - 1e-9)  # the tolerance: 2 / 0.05 is 40.000000000000001 in floating point
 
 

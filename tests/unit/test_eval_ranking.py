@@ -338,7 +338,7 @@ def test_ranking_compare_paired(tmp_path: Path, data: Path, capsys) -> None:
     untested = compare_rankings(tmp_path / "a", tmp_path / "b", n_boot=0)
     assert untested["cells"][LITERACY][GEN]["delta"] == pytest.approx(0.5)
     assert {cell["verdict"] for row in untested["cells"].values() for cell in row.values()} == {"—"}
-    # A call needs 2 / alpha resamples (40 at 0.05): from 39, an interval's ends are the most extreme draws.
+    # A call needs 2 / alpha resamples (40 at 0.05): from 39, the called interval covers more than 1 - alpha.
     few = compare_rankings(tmp_path / "a", tmp_path / "b", n_boot=39)
     assert {cell["verdict"] for row in few["cells"].values() for cell in row.values()} == {"—"}
     enough = compare_rankings(tmp_path / "a", tmp_path / "b", n_boot=40)
