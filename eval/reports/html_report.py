@@ -59,8 +59,7 @@ __all__ = ["ABOVE_SCALE_ROW_NOTE", "write_report_page", "write_compare_page", "r
 #: (``eval.scoring.item_table.off_scale_sides``), which the heading alone would say lies above its scale.
 ABOVE_SCALE_ROW_NOTE = ("\"above scale\" counts each judge score past its item's highest level and, where the item's "
                         f"range spans more than a rubric's {MAX_LEVELS} levels (a criterion too wide to rate, which "
-                        "the validity section leaves out), each score on no level of the axes, inside that range or "
-                        "not.")
+                        "the validity section leaves out), each score inside that range on no level of the axes.")
 
 #: The headline of a metric table, in this order: the paper's figures (n, failures, MAE, Spearman, VC judge /
 #: experts, and the judge-independent Experts VC) with the items MAE and Spearman are over (report.md's columns).

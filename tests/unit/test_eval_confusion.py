@@ -348,3 +348,18 @@ def test_report_html_says_the_above_scale_row_holds_a_too_wide_criterions_answer
     assert escape(ABOVE_SCALE_ROW_NOTE) in page
     on_scale = _table([0.0, 1.0], ["ok"] * 2, [[0] * 3, [1] * 3])
     assert escape(ABOVE_SCALE_ROW_NOTE) not in render_report_page(item_table.evaluate(on_scale, n_boot=0), None)
+
+
+def test_the_above_scale_note_claims_only_what_that_row_counts_below_a_too_wide_range():
+    """Criterion W (experts 0 and 300, too wide to rate), the judge's -7 and 3: -7 lies below W's range and is counted
+    in the "below scale" row, 3 inside it on no axis level in "above scale". So the note under the panels says the
+    latter row holds a too-wide criterion's scores inside its range on no level, not any score on no level."""
+    from eval.reports.html_report import ABOVE_SCALE_ROW_NOTE
+
+    table = _table([-7.0, 3.0, 0.0, 1.0, 0.0], ["ok"] * 5, [[0] * 3, [300] * 3, [300] * 3, [1] * 3, [0] * 3])
+    table = dataclasses.replace(table, criteria_name=np.array(["W", "W", "W", "B", "B"], dtype=object))
+    confusion = item_table.evaluate(table, n_boot=0).splits["all"].confusion.all
+    assert confusion.levels == [0.0, 1.0, 300.0]
+    assert confusion.below_scale == [1, 0, 0] and confusion.above_scale == [0, 0, 1]
+    assert "each score inside that range on no level of the axes" in ABOVE_SCALE_ROW_NOTE
+    assert "or not" not in ABOVE_SCALE_ROW_NOTE
