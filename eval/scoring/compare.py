@@ -685,7 +685,7 @@ def _readable(table: item_table.ItemTable, index: np.ndarray) -> np.ndarray | No
     return None if table.scale_low is None or table.scale_high is None else readable_scales(table)[index]
 
 
-def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block
+def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block, whole: tuple | None = None
                 ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """Each item's scale ends two ways: as they are, for the paired ceiling gap's ``worst`` failures (the end farther
     from the reference), so that it counts a failure as the section's ceiling does; and rounded out to whole levels,
@@ -699,14 +699,17 @@ def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block
     spans the scales of its items (NaN: a criterion the section has not), rounded out as that rule rounds them
     (``rating_ends``). That is the item's own scale wherever a criterion has one scale; on a criterion whose items
     mix scales (two of the bundled sample's 37) a verdict outside the item's own scale but inside the widest counts
-    as that level, where the section compares it as it is."""
+    as that level, where the section compares it as it is.
+
+    ``whole``: ``reading_ends(table)`` where the caller read it already, so that one read serves every split (None:
+    read here)."""
     from eval.validity.scale_reading import rating_ends, reading_ends
 
     if table.scale_low is not None and table.scale_high is not None:
         # where an item's own scale is unreadable, the ends its criterion's expert scores span, else the whole
         # table's, as the section took them: over the whole table, then the split's items (the split's own experts
         # can be one unanimous criterion, whose span would make every failure cost 0)
-        _, ends, rating = reading_ends(table)
+        _, ends, rating = whole if whole is not None else reading_ends(table)
         return (ends[0][index], ends[1][index]), (rating[0][index], rating[1][index])
     import pandas as pd
 
@@ -762,6 +765,7 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
     from eval.validity.ceiling import measured
     from eval.validity.paired import paired_resamples, paired_validity
     from eval.validity.render import LEFT_OUT_WHY, counted
+    from eval.validity.scale_reading import reading_ends
 
     validity = base.metrics.validity
     if not validity:
@@ -770,6 +774,8 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
     ta, tb = base.table, other.table
     predicted = (ta.status[index_a] != "missing") & (tb.status[index_b] != "missing")
     left_out = _left_out_by_section(base)[index_a] | _left_out_by_section(other)[index_b]
+    # the whole table's ends, read once: each split indexes its own items in them (``_scale_ends``)
+    whole = reading_ends(ta) if ta.scale_low is not None and ta.scale_high is not None else None
     out = {}
     for split, block in validity.splits.items():
         keep = ta.split[index_a] != "unknown" if split == "all" else ta.split[index_a] == split
@@ -786,7 +792,7 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
         # the alt-test's levels against the ends rounded out to whole levels (an inferred end at an expert's
         # half-point holds its whole level); the ceiling's failures against the ends themselves, as its ceiling
         # takes them
-        (low, high), rating = _scale_ends(ta, ia, block)
+        (low, high), rating = _scale_ends(ta, ia, block, whole)
         drawn_as = _drawn_as(split, keep, ta.split[index_a], predicted)
         out[split] = PairedValidity.from_json(paired_validity(ta.judge[ia], tb.judge[ib], ta.experts[ia],
                                      ta.expert_ids[ia] if ta.expert_ids is not None else None,

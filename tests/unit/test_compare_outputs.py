@@ -69,6 +69,27 @@ def test_the_paired_validity_draws_the_resamples_its_leniency_call_needs(sample_
     assert "under the 41 a call needs" not in text  # no leniency row is n.s. for want of resamples
 
 
+def test_compare_reads_the_baselines_scale_ends_once_over_its_splits(sample_runs, tmp_path, monkeypatch):
+    """The paired validity of every split (all, standard, zero_shot) reads the baseline's items against the whole
+    table's scale ends (``eval.validity.scale_reading.reading_ends``, a split's own experts can be one unanimous
+    criterion): read once per comparison and indexed per split, not assembled from the whole table for each."""
+    import eval.validity.scale_reading as scale_reading
+
+    calls = []
+    reading_ends = scale_reading.reading_ends
+
+    def counted(table):
+        calls.append(len(table))
+        return reading_ends(table)
+
+    monkeypatch.setattr(scale_reading, "reading_ends", counted)
+    result = json.loads((sample_runs / "exact" / "metrics.json").read_text(encoding="utf-8"))
+    assert len(result["validity"]["splits"]) > 1
+    assert main(["compare", str(sample_runs / "exact"), str(sample_runs / "lenient"), "--out", str(tmp_path / "c"),
+                 "--n-boot", "0"]) == 0
+    assert len(calls) == 1
+
+
 def test_compare_and_score_write_their_files_whole(sample_runs, tmp_path, monkeypatch):
     """metrics.json, report.md, report.html, compare.md and compare.html go through ``write_atomically`` (a kill
     mid-write leaves the earlier file, never a cut one)."""
