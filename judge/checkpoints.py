@@ -611,7 +611,9 @@ def holds_tokenizer(folder: str | Path) -> bool:
 def holds_chat_template(folder: str | Path) -> bool:
     """Whether a tokenizer loaded from ``folder`` has a default chat template, where transformers reads one:
     ``chat_template.jinja`` (what save_pretrained writes), ``additional_chat_templates/default.jinja``, or the
-    ``chat_template`` of ``tokenizer_config.json`` (older saves). An unreadable tokenizer_config.json counts as none."""
+    ``chat_template`` of ``tokenizer_config.json`` (older saves). An unreadable tokenizer_config.json counts as none,
+    and so does a list of named templates there without a non-empty one named ``default``: transformers renders only
+    that one and raises "multiple chat templates with no default specified" on every call without it."""
     folder = Path(folder)
     if (folder / "chat_template.jinja").is_file() or (folder / "additional_chat_templates" / "default.jinja").is_file():
         return True
@@ -619,7 +621,10 @@ def holds_chat_template(folder: str | Path) -> bool:
         tokenizer_config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return isinstance(tokenizer_config, dict) and bool(tokenizer_config.get("chat_template"))
+    template = tokenizer_config.get("chat_template") if isinstance(tokenizer_config, dict) else None
+    if isinstance(template, list):
+        return any(isinstance(t, dict) and t.get("name") == "default" and bool(t.get("template")) for t in template)
+    return bool(template)
 
 
 def model_folder_gaps(folder: str | Path, chat_template: bool = True) -> list[str]:

@@ -120,3 +120,31 @@ def test_any_chat_template_place_passes(tmp_path, where):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('{"chat_template": "{{ messages }}"}' if where.endswith(".json") else "{{ messages }}")
     require_tokenizer(tmp_path)
+
+
+@pytest.mark.parametrize("templates, holds", [
+    ([{"name": "tool_use", "template": "{{ messages }}"}], False),
+    ([{"name": "tool_use", "template": "{{ messages }}"}, {"name": "default", "template": ""}], False),
+    ([{"name": "tool_use", "template": "{{ messages }}"}, {"name": "default", "template": "{{ messages }}"}], True),
+])  # fmt: skip
+def test_named_chat_templates_count_only_with_a_default(tmp_path, templates, holds):
+    """A tokenizer_config.json chat_template that is a list of named templates: transformers renders only the one
+    named "default" and raises "multiple chat templates with no default specified" on every apply_chat_template
+    call without it, so judge-serve would turn ready and fail every judgment."""
+    import json
+
+    (tmp_path / "tokenizer.json").write_text("{}")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": templates}))
+    if holds:
+        require_tokenizer(tmp_path)
+    else:
+        with pytest.raises(LayoutError, match="has no chat template"):
+            require_tokenizer(tmp_path)
+
+
+def test_a_folder_with_named_chat_templates_and_no_default_is_refused_at_start(tmp_path, monkeypatch, capsys):
+    root = _with_tokenizer(released_r(tmp_path / "r"), chat_template=False)
+    (root / "tokenizer_config.json").write_text('{"chat_template": [{"name": "tool_use", "template": "{{ messages }}"}]}')
+    code, socket = _main(monkeypatch, ["--model", str(root), "--log-dir", str(tmp_path / "logs")])
+    assert code == 2 and socket.closed
+    assert "has no chat template" in capsys.readouterr().err
