@@ -28,15 +28,16 @@ __all__ = ["EngineClient", "EngineHttp", "Hop", "engine_session", "discard_uncla
            "ENGINE_KEEPALIVE_S", "PROBE_CONNECTIONS", "MAX_ANSWER_BYTES", "EngineBusy", "EngineUnavailable",
            "EngineFailure", "unreadable_answer", "read_capped", "read_up_to", "RETRY_HEADERS", "retry_headers_of"]
 
-#: The headers of an engine's answer that say when to ask again (RFC 9110's ``Retry-After``, and ``retry-after-ms``,
-#: which OpenAI and Azure send and ``judge.plumbing.retry`` reads first).
-RETRY_HEADERS = ("Retry-After", "retry-after-ms")
+#: The headers of an engine's answer that say when, and whether, to ask again (RFC 9110's ``Retry-After``,
+#: ``retry-after-ms``, which OpenAI and Azure send and ``judge.plumbing.retry`` reads first, and ``x-should-retry``,
+#: which overrides the status there: a quota's 429 that says ``false`` is not retried).
+RETRY_HEADERS = ("Retry-After", "retry-after-ms", "x-should-retry")
 
 
 def retry_headers_of(headers: Mapping[str, str]) -> dict[str, str]:
     """The ``RETRY_HEADERS`` among an engine's answer's ``headers`` (case-insensitive, as aiohttp's are), each value
     bounded: a 408, 409 or 429 judge-serve passes on carries them, so its client waits what the engine (or a proxy
-    in front of it) asked, not only its own first backoff."""
+    in front of it) asked, not only its own first backoff, and does not retry what the engine said not to."""
     return {name: headers[name][:64] for name in RETRY_HEADERS if name in headers}
 
 

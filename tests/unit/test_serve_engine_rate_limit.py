@@ -22,6 +22,17 @@ def _limiting(headers: dict[str, str]):
     return respond
 
 
+def _asking(http):
+    """One /v1/judge call for the retry policy. The in-process client is not the policy's httpx: its answer is handed
+    on as httpx's error, headers kept."""
+    def ask():
+        answer = http.post("/v1/judge", headers=AUTH, json=BODY)
+        request = httpx.Request("POST", "http://judge-serve/v1/judge")
+        raise httpx.HTTPStatusError("refused", request=request, response=httpx.Response(
+            answer.status_code, headers=dict(answer.headers), request=request))
+    return ask
+
+
 @pytest.mark.parametrize("headers", [{"Retry-After": "7"}, {"Retry-After": "7", "retry-after-ms": "6500"}, {}],
                          ids=["retry-after", "with-ms", "none"])
 def test_an_engines_429_reaches_the_client_with_the_engines_retry_after_and_no_other(headers, tiny_causal_dir,
@@ -50,17 +61,25 @@ def test_a_client_on_the_retry_policy_waits_what_the_engine_asked_else_its_backo
     waits: list[float] = []
     policy = RetryPolicy(max_retries=2, backoff_s=1.0, sleep=waits.append)
     with served(tiny_causal_dir, monkeypatch, api_key="k", completions=_limiting(headers)) as (http, engine):
-        def ask():
-            # The in-process client is not the policy's httpx: its answer is handed on as httpx's error, headers kept.
-            answer = http.post("/v1/judge", headers=AUTH, json=BODY)
-            request = httpx.Request("POST", "http://judge-serve/v1/judge")
-            raise httpx.HTTPStatusError("refused", request=request, response=httpx.Response(
-                answer.status_code, headers=dict(answer.headers), request=request))
-
         with pytest.raises(httpx.HTTPStatusError) as failed:
-            policy.call(ask)
+            policy.call(_asking(http))
         assert len(engine.bodies("/v1/completions")) == 3
     assert failed.value.response.status_code == 429
     assert len(waits) == 2
     assert low <= waits[0] < high, waits
     assert (low <= waits[1] < high) if headers else (1.0 <= waits[1] < 3.0), waits
+
+
+def test_an_engines_429_that_says_do_not_retry_stops_the_client_after_one_attempt(tiny_causal_dir, monkeypatch):
+    """A 429 with ``x-should-retry: false`` (a quota, from an OpenAI-style engine or proxy): the shared policy lets
+    that header override the status, so judge-serve passes it on with Retry-After, and the client asks once."""
+    waits: list[float] = []
+    policy = RetryPolicy(max_retries=2, backoff_s=1.0, sleep=waits.append)
+    limiting = _limiting({"Retry-After": "1", "x-should-retry": "false"})
+    with served(tiny_causal_dir, monkeypatch, api_key="k", completions=limiting) as (http, engine):
+        with pytest.raises(httpx.HTTPStatusError) as failed:
+            policy.call(_asking(http))
+        assert len(engine.bodies("/v1/completions")) == 1
+    assert failed.value.response.status_code == 429
+    assert failed.value.response.headers.get("x-should-retry") == "false"
+    assert waits == []
