@@ -156,16 +156,23 @@ def sync_folder(folder: str | Path) -> None:
         os.close(fd)
 
 
+def _raise(err: OSError) -> None:
+    """os.walk's ``onerror``: a listing's error raised, where os.walk's default passes the folder over."""
+    raise err
+
+
 def sync_tree(folder: str | Path) -> None:
     """fsync every regular file under ``folder``, then the folder holding them, deepest first and ``folder`` last
     (``sync_folder``), so that a folder written by others (a model's ``save_pretrained``, which does not fsync) is on
     disk, bytes and names, before a rename makes it the one a reader trusts. Symlinks are not followed.
 
     Raises:
-        OSError: as opening or fsyncing a file raises, or a folder's fsync (``sync_folder``).
+        OSError: as listing a folder (a missing ``folder`` included), opening or fsyncing a file raises, or a
+            folder's fsync (``sync_folder``). A folder that cannot be listed is an error, not skipped: its files
+            would be renamed into place unsynced.
     """
     flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
-    for root, _, names in os.walk(folder, topdown=False):
+    for root, _, names in os.walk(folder, topdown=False, onerror=_raise):
         for name in sorted(names):
             path = os.path.join(root, name)
             if not stat.S_ISREG(os.lstat(path).st_mode):  # a link (walk lists one beside the files) or a socket

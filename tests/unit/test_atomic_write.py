@@ -423,3 +423,30 @@ def test_a_folder_fsync_failing_after_the_rename_is_told_apart_from_a_write_that
         atomic_write.write_atomically(target, b"newer\n")
     assert not isinstance(failed.value, atomic_write.NotSynced) and failed.value.errno == errno.ENOSPC
     assert target.read_bytes() == b"new\n"
+
+
+def test_sync_tree_raises_for_a_folder_it_cannot_list_or_that_is_missing(tmp_path, monkeypatch):
+    """A subfolder os.walk cannot list would be skipped, its files never fsynced, with nothing said: sync_tree
+    raises the listing's OSError instead, and a missing folder is an error, not a tree with nothing to sync."""
+    import errno
+
+    from judge.plumbing.atomic_write import sync_tree
+
+    staging = tmp_path / "staging"
+    (staging / "tokenizer").mkdir(parents=True)
+    (staging / "tokenizer" / "tokenizer.json").write_text("{}")
+    (staging / "config.json").write_text("{}")
+    scandir = os.scandir
+
+    def failing(path=".", *args):
+        if os.fspath(path) == os.fspath(staging / "tokenizer"):
+            raise OSError(errno.EIO, "Input/output error", os.fspath(path))
+        return scandir(path, *args)
+
+    monkeypatch.setattr(os, "scandir", failing)
+    with pytest.raises(OSError) as failed:
+        sync_tree(staging)
+    assert failed.value.errno == errno.EIO
+    monkeypatch.undo()
+    with pytest.raises(FileNotFoundError):
+        sync_tree(tmp_path / "missing")
