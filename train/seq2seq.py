@@ -100,17 +100,23 @@ def sft_examples(rows: list[dict[str, Any]], tokenizer, *, thinking: bool = Fals
     ids = chat_ids(tokenizer, parts)
     examples = []
     for row, prompt_ids, full_ids in zip(rows, ids[::2], ids[1::2]):
-        # trl's common_prefix_length (trl/data_utils.py): the completion starts where the two diverge
-        n = next((k for k, (a, b) in enumerate(zip(prompt_ids, full_ids)) if a != b), min(len(prompt_ids), len(full_ids)))
-        if n < len(prompt_ids):  # the prompt's last ids merge with the target's first: not the prompt judge-serve sends
-            from judge.chat_tokens import unfit_template
-
-            raise unfit_template(tokenizer, row, "tokenizes its generation prompt otherwise with the judge's text "
-                                 f"after it (the prompt's ids end {tokenizer.convert_ids_to_tokens(prompt_ids[n:])!r}, "
-                                 f"the text's go on {tokenizer.convert_ids_to_tokens(full_ids[n:n + 2])!r})",
-                                 recipe="seq2seq", instead="Qwen3, or a ChatML base: Qwen2.5, T-lite")
+        # trl's common_prefix_length (trl/data_utils.py) puts the completion where the two diverge: it must be all of
+        # the prompt, or the prompt's last ids merge with the target's first, not the prompt judge-serve sends
+        n = len(prompt_ids)
+        if full_ids[:n] != prompt_ids:
+            k = next((k for k, (a, b) in enumerate(zip(prompt_ids, full_ids)) if a != b), len(full_ids))
+            raise _unfit_template(tokenizer, row, "tokenizes its generation prompt otherwise with the judge's text "
+                                  f"after it (the prompt's ids end {tokenizer.convert_ids_to_tokens(prompt_ids[k:])!r}, "
+                                  f"the text's go on {tokenizer.convert_ids_to_tokens(full_ids[k:k + 2])!r})")
         examples.append({"input_ids": full_ids, "completion_mask": [0] * n + [1] * (len(full_ids) - n)})
     return examples
+
+
+def _unfit_template(tokenizer, row: dict[str, Any], why: str):
+    """The refusal of a chat template the seq2seq recipe cannot train through, suggesting bases it takes."""
+    from judge.chat_tokens import unfit_template
+
+    return unfit_template(tokenizer, row, why, recipe="seq2seq", instead="Qwen3, or a ChatML base: Qwen2.5, T-lite")
 
 
 def training_text(row: dict[str, Any], tokenizer, *, thinking: bool = False) -> str:
@@ -125,10 +131,7 @@ def _training_texts(row: dict[str, Any], tokenizer, thinking: bool) -> tuple[str
     prompt, completion = row["prompt"], row["completion"]
     full = judge.apply_chat(tokenizer, prompt, completion, thinking=thinking)
     if prompt not in full:
-        from judge.chat_tokens import unfit_template
-
-        raise unfit_template(tokenizer, row, "does not keep the prompt verbatim", recipe="seq2seq",
-                             instead="Qwen3, or a ChatML base: Qwen2.5, T-lite")
+        raise _unfit_template(tokenizer, row, "does not keep the prompt verbatim")
     generation = judge.apply_chat(tokenizer, prompt, thinking=thinking)
     if thinking:
         full, completion = _with_the_reasoning(tokenizer, row, generation, full)
