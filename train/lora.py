@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from train.config import TrainConfig
 
-__all__ = ["QWEN2_LINEAR_MODULES", "check_target_modules", "lora_config", "target_modules", "trainable_in_float32"]
+__all__ = ["QWEN2_LINEAR_MODULES", "check_target_modules", "lora_config", "target_modules", "tied_adapter_refusal",
+           "trainable_in_float32"]
 
 #: The linear layers of a Qwen2 decoder block: what LoRA's "all-linear" means here. Listing them keeps the LM head
 #: and the regression ``score`` head out of the adapters (the score head is trained in full instead).
@@ -98,9 +99,19 @@ def check_target_modules(config: TrainConfig, model, modules_to_save: list[str] 
                           "convolution layers (it would stop with 'Target module ... is not supported'); name the "
                           f"layers inside instead. Its linear layers: {', '.join(QWEN2_LINEAR_MODULES)} ('all-linear')")
     if tied:
-        raise ConfigError(f"lora_target_modules: an adapter on {', '.join(tied)} of a base whose lm_head is its input "
-                          "embedding matrix (tie_word_embeddings) would be merged into both at export, so the exported "
-                          "judge would not be the one trained; remove it, or train an untied base (T-lite, T-pro)")
+        raise tied_adapter_refusal(tied, "a base")
+
+
+def tied_adapter_refusal(names: list[str], base: str):
+    """The ``ConfigError`` refusing adapters on ``names`` of a base (in words: ``base``) that ties its LM head to its
+    input embeddings: one wording for the check after the model loads (``check_target_modules``) and the regression
+    recipe's before the run folder is claimed (``train.regression.refuse_unfit_base``)."""
+    from train.config import ConfigError
+
+    listed = ", ".join(names)
+    return ConfigError(f"lora_target_modules: an adapter on {listed} of {base} whose lm_head is its input embedding "
+                       "matrix (tie_word_embeddings) would be merged into both at export, so the exported judge would "
+                       f"not be the one trained; remove {listed}, or train an untied base (T-lite, T-pro)")
 
 
 def _adaptable(module) -> bool:

@@ -164,10 +164,9 @@ def refuse_unfit_base(base_model: str | Path, folder: Path | None = None, *,
     tied = str(base_model) == TINY_MODEL or bool(base and base[1].get("tie_word_embeddings"))
     on_shared = [name for name in lora_targets if name in ("lm_head", "embed_tokens", "model.embed_tokens")]
     if tied and on_shared:
-        raise ConfigError(f"lora_target_modules: an adapter on {', '.join(on_shared)} of {base_model}, whose lm_head is "
-                          "its input embedding matrix (tie_word_embeddings), would be merged into both at export, so "
-                          f"the exported judge would not be the one trained; remove {', '.join(on_shared)}, or train "
-                          "an untied base (T-lite, T-pro)")
+        from train.lora import tied_adapter_refusal
+
+        raise tied_adapter_refusal(on_shared, str(base_model))
 
 
 def _refuse_trained_head(base_model: str | Path, folder: Path, config: dict[str, Any], mode: Any) -> None:
