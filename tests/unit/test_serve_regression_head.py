@@ -235,9 +235,8 @@ def test_a_head_input_is_built_only_once_its_engine_slot_is_taken(qwen_tokenizer
 
 
 @pytest.mark.parametrize(("text", "finish_reason"), [("[FEEDBACK] Хороший сти", "length"),
-                                                     ("[FEEDBACK] Хороший стих. [END]", "length"),
-                                                     ("[FEEDBACK] Хороший стих. [END]", "stop")],
-                         ids=["cut", "closed-at-the-limit", "stopped"])
+                                                     ("[FEEDBACK] Хороший стих. [END]", "length")],
+                         ids=["cut", "closed-at-the-limit"])
 def test_an_exports_rationale_is_parsed_once_per_reply(qwen_tokenizer, monkeypatch, text, finish_reason):
     """One reply's rationale is read once: its text for the head and whether the length limit cut it come from that
     one reading (``judge.parse_rationale``, wherever it is called from)."""
