@@ -19,7 +19,7 @@ One flag style (``add_config_flags``): ``--output-dir`` for field ``output_dir``
 This module also holds the one reader of the JSON objects stages hand each other (a checkpoint's
 ``config.json``, the export manifest, ``run.json``).
 
-Why one module of ~900 lines: reading a config (the YAML file, bounded before any value is built), checking each
+Why one module of ~970 lines: reading a config (the YAML file, bounded before any value is built), checking each
 value against its field and resolving the layers are one path that every job's settings take, with one error type
 naming the field and its source; its parts are not used apart.
 """
@@ -119,7 +119,7 @@ class ExactArgumentParser(argparse.ArgumentParser):
         lines of judge-train's usage above it), naming ``--help``."""
         import sys
 
-        if left_out := self._command_left_out():
+        if left_out := self._command_misspelt() or self._command_left_out():
             print(f"{self.prog}: error: {left_out}", file=sys.stderr)
             sys.exit(2)
         prefix = "unrecognized arguments: "
@@ -141,6 +141,31 @@ class ExactArgumentParser(argparse.ArgumentParser):
               f"`{command.prog} --help` lists the options", file=sys.stderr)
         sys.exit(2)
 
+    def _commands(self) -> dict[str, argparse.ArgumentParser]:
+        """This parser's subcommands by name, an alias left out (it comes after its command's name); {} if none."""
+        subs = next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
+        commands: dict[int, tuple[str, argparse.ArgumentParser]] = {}
+        for name, parser in (subs.choices.items() if subs else ()):
+            commands.setdefault(id(parser), (name, parser))
+        return dict(commands.values())
+
+    def _command_misspelt(self) -> str:
+        """The error of a command line whose first word after this parser's own options is no subcommand
+        (``judge-eval scor --predictions X``): that word, the closest command and the list, in one line, where
+        argparse printed its usage above "invalid choice". "" otherwise."""
+        import difflib
+
+        commands = self._commands()
+        given, i = getattr(self, "_given", []), 0
+        while i < len(given) and given[i].partition("=")[0] in self._option_string_actions:
+            action = self._option_string_actions[given[i].partition("=")[0]]
+            i += 1 + (action.nargs != 0 and "=" not in given[i])  # an option of this parser, and its value
+        if not commands or i >= len(given) or given[i].startswith("-") or given[i] in commands:
+            return ""
+        close = difflib.get_close_matches(given[i], list(commands), n=1)
+        return (f"unknown command {given[i]!r}{f' (did you mean {close[0]}?)' if close else ''}; the commands: "
+                f"{', '.join(commands)}; `{self.prog} --help` lists them")
+
     def _command_left_out(self) -> str:
         """The error of a command line that names no subcommand and begins with an option of one (``judge-eval
         --judge X --out Y``, as judge-train takes ``run`` for granted): argparse read the option's value as the
@@ -152,15 +177,13 @@ class ExactArgumentParser(argparse.ArgumentParser):
         first = next((word for word in given if word.startswith("--")
                       and word.partition("=")[0] not in self._option_string_actions), "")
         flag = first.partition("=")[0]
-        commands: dict[int, tuple[str, argparse.ArgumentParser]] = {}
-        for name, parser in subs.choices.items():  # an alias comes after its command's name: the name is kept
-            commands.setdefault(id(parser), (name, parser))
-        owners = [parser for _, parser in commands.values() if flag and flag in parser._option_string_actions]
+        commands = self._commands()
+        owners = [parser for parser in commands.values() if flag and flag in parser._option_string_actions]
         if not owners:
             return ""
         return (f"no command before {first}: `{owners[0].prog} {first} ...` ({flag} is an option of "
                 f"{', '.join(f'`{parser.prog}`' for parser in owners)}); the commands: "
-                f"{', '.join(name for name, _ in commands.values())}; `{self.prog} --help` lists them")
+                f"{', '.join(commands)}; `{self.prog} --help` lists them")
 
     def _unrecognized_options(self) -> list[str]:
         """The long options given to this parser (before a bare ``--``) that are none of its own, as given; a word

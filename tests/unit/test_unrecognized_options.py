@@ -301,3 +301,32 @@ def test_closest_option_never_names_help(flag):
     from judge.plumbing.config_files import closest_option
 
     assert closest_option(flag, ["--help", "--data", "--learning-rate-warmup", "--tensor-parallel-size"]) != "--help"
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["rn", "--judge", "x"], "tool: error: unknown command 'rn' (did you mean run?); the commands: run, eval; "
+                             "`tool --help` lists them"),
+    (["evl"], "tool: error: unknown command 'evl' (did you mean eval?); the commands: run, eval; `tool --help` "
+              "lists them"),
+    (["--port", "3", "evl", "--split", "x"], "tool: error: unknown command 'evl' (did you mean eval?); the "
+                                             "commands: run, eval; `tool --help` lists them"),
+    (["frobnicate"], "tool: error: unknown command 'frobnicate'; the commands: run, eval; `tool --help` lists them"),
+], ids=["before-an-option", "alone", "after-a-top-option", "nothing-close"])
+def test_a_misspelt_command_is_one_line_naming_it_and_the_closest_command(capsys, argv, said):
+    """Before: `judge-eval scor --predictions X` said "no command before --predictions", never naming the word
+    `scor` it could not read, and `judge-eval scor` alone printed argparse's usage above "invalid choice"."""
+    with pytest.raises(SystemExit) as exited:
+        _parser(with_commands=True).parse_args(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == said + "\n"
+
+
+def test_judge_eval_with_a_misspelt_score_names_score(capsys):
+    from eval.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["scor", "--predictions", "runs/eval/tiny-seq2seq"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        "judge-eval: error: unknown command 'scor' (did you mean score?); the commands: run, score, compare, rank, "
+        "convert, merge, experts, mera; `judge-eval --help` lists them\n")
