@@ -473,7 +473,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command.startswith("-"):  # `judge-train --config ...` is `judge-train run --config ...`
         return run(argv)
     if command not in SUBCOMMANDS:
-        print(f"judge-train: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
+        import difflib
+
+        close = difflib.get_close_matches(command, list(SUBCOMMANDS), n=1)
+        hint = (f" (did you mean {close[0]}?)" if close
+                else " (a config file is given as `judge-train --config FILE`)" if command.endswith((".yaml", ".yml"))
+                else "")
+        print(f"judge-train: error: unknown command {command!r}{hint}; `judge-train --help` lists the commands",
+              file=sys.stderr)
         return 2
     if command == "run":
         return run(argv[1:])

@@ -330,3 +330,19 @@ def test_judge_eval_with_a_misspelt_score_names_score(capsys):
     assert capsys.readouterr().err == (
         "judge-eval: error: unknown command 'scor' (did you mean score?); the commands: run, score, compare, rank, "
         "convert, merge, experts, mera; `judge-eval --help` lists them\n")
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["submt", "--config", "x"], "judge-train: error: unknown command 'submt' (did you mean submit?); "
+                                 "`judge-train --help` lists the commands"),
+    (["configs/train/tiny/seq2seq.yaml"], "judge-train: error: unknown command 'configs/train/tiny/seq2seq.yaml' "
+                                          "(a config file is given as `judge-train --config FILE`); "
+                                          "`judge-train --help` lists the commands"),
+], ids=["misspelt", "config-without-flag"])
+def test_judge_train_with_an_unknown_command_is_one_line_naming_the_remedy(capsys, argv, said):
+    """Before: "unknown command 'submt'" above judge-train's whole usage, naming no command and, for a config
+    file given without --config, not saying that --config was left out."""
+    from train.cli import main
+
+    assert main(argv) == 2
+    assert capsys.readouterr().err == said + "\n"
