@@ -14,6 +14,14 @@ from tests.support.console_scripts import console_script
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _refusal(capsys, parse) -> str:
+    """What ``parse()`` wrote to stderr when it exited 2, as a console script's refusal does."""
+    with pytest.raises(SystemExit) as exited:
+        parse()
+    assert exited.value.code == 2
+    return capsys.readouterr().err
+
+
 def _parser(with_commands: bool = False) -> ExactArgumentParser:
     parser = ExactArgumentParser(prog="tool")
     parser.add_argument("--data")
@@ -161,19 +169,13 @@ def test_another_error_of_a_command_with_a_long_usage_is_one_line(capsys):
 def test_a_command_left_out_before_its_option_is_one_line_naming_the_command(capsys, argv, said):
     """Before: `judge-eval --judge runs/x/export --out ...` (the command left out, as judge-train allows for `run`)
     was argparse's usage and "invalid choice: 'runs/x/export'": the judge's folder taken for the command."""
-    with pytest.raises(SystemExit) as exited:
-        _parser(with_commands=True).parse_args(argv)
-    assert exited.value.code == 2
-    assert capsys.readouterr().err == said + "\n"
+    assert _refusal(capsys, lambda: _parser(with_commands=True).parse_args(argv)) == said + "\n"
 
 
 def test_judge_eval_without_run_names_run(capsys):
     from eval.cli import main
 
-    with pytest.raises(SystemExit) as exited:
-        main(["--judge", "runs/tiny-seq2seq/export", "--out", "runs/eval/tiny"])
-    assert exited.value.code == 2
-    assert capsys.readouterr().err == (
+    assert _refusal(capsys, lambda: main(["--judge", "runs/tiny-seq2seq/export", "--out", "runs/eval/tiny"])) == (
         "judge-eval: error: no command before --judge: `judge-eval run --judge ...` (--judge is an option of "
         "`judge-eval run`, `judge-eval rank`); the commands: run, score, compare, rank, convert, merge, experts, "
         "mera; `judge-eval --help` lists them\n")
@@ -315,19 +317,13 @@ def test_closest_option_never_names_help(flag):
 def test_a_misspelt_command_is_one_line_naming_it_and_the_closest_command(capsys, argv, said):
     """Before: `judge-eval scor --predictions X` said "no command before --predictions", never naming the word
     `scor` it could not read, and `judge-eval scor` alone printed argparse's usage above "invalid choice"."""
-    with pytest.raises(SystemExit) as exited:
-        _parser(with_commands=True).parse_args(argv)
-    assert exited.value.code == 2
-    assert capsys.readouterr().err == said + "\n"
+    assert _refusal(capsys, lambda: _parser(with_commands=True).parse_args(argv)) == said + "\n"
 
 
 def test_judge_eval_with_a_misspelt_score_names_score(capsys):
     from eval.cli import main
 
-    with pytest.raises(SystemExit) as exited:
-        main(["scor", "--predictions", "runs/eval/tiny-seq2seq"])
-    assert exited.value.code == 2
-    assert capsys.readouterr().err == (
+    assert _refusal(capsys, lambda: main(["scor", "--predictions", "runs/eval/tiny-seq2seq"])) == (
         "judge-eval: error: unknown command 'scor' (did you mean score?); the commands: run, score, compare, rank, "
         "convert, merge, experts, mera; `judge-eval --help` lists them\n")
 
