@@ -152,10 +152,13 @@ class ExactArgumentParser(argparse.ArgumentParser):
     def _command_misspelt(self) -> str:
         """The error of a command line whose first word after this parser's own options is no subcommand
         (``judge-eval scor --predictions X``): that word, the closest command and the list, in one line, where
-        argparse printed its usage above "invalid choice". "" otherwise."""
+        argparse printed its usage above "invalid choice"; a stage or task where the subparsers' ``dest`` says so. ""
+        otherwise."""
         import difflib
 
         commands = self._commands()
+        subs = next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
+        noun = subs.dest if subs and subs.dest in ("stage", "task") else "command"  # judge-train data, judge-eval mera
         given, i = getattr(self, "_given", []), 0
         while i < len(given) and given[i].partition("=")[0] in self._option_string_actions:
             action = self._option_string_actions[given[i].partition("=")[0]]
@@ -163,7 +166,7 @@ class ExactArgumentParser(argparse.ArgumentParser):
         if not commands or i >= len(given) or given[i].startswith("-") or given[i] in commands:
             return ""
         close = difflib.get_close_matches(given[i], list(commands), n=1)
-        return (f"unknown command {given[i]!r}{f' (did you mean {close[0]}?)' if close else ''}; the commands: "
+        return (f"unknown {noun} {given[i]!r}{f' (did you mean {close[0]}?)' if close else ''}; the {noun}s: "
                 f"{', '.join(commands)}; `{self.prog} --help` lists them")
 
     def _command_left_out(self) -> str:

@@ -342,3 +342,12 @@ def test_judge_train_with_an_unknown_command_is_one_line_naming_the_remedy(capsy
 
     assert main(argv) == 2
     assert capsys.readouterr().err == said + "\n"
+
+
+def test_a_misspelt_stage_of_judge_train_data_is_called_a_stage(capsys):
+    """The subcommands of `judge-train data` are its stages (`dest="stage"`), and the refusal calls them so."""
+    from train.synthetic.cli import main
+
+    assert _refusal(capsys, lambda: main(["answer", "--output", "x"])) == (
+        "judge-train data: error: unknown stage 'answer' (did you mean answers?); the stages: instructions, dedup, "
+        "answers, annotate, split, traces; `judge-train data --help` lists them\n")
