@@ -129,7 +129,7 @@ def test_a_rubric_mapping_reads_as_the_taxonomy_lays_out_rubrics():
 def test_a_rubric_mapping_is_ordered_by_the_levels_its_scale_reads():
     """A key written with the typographic minus ("−1", U+2212) is the level ``scale_of`` reads from it, and the
     rubric is shown ordered by those levels (keys as written): "−1" first, not sorted as 0 between "0" and "1", which
-    showed the judge its levels out of order in a text no longer read as a scale."""
+    would show the judge its levels out of order in a text that no longer reads as a scale."""
     from judge.scales import scale_of
 
     crit = resolve_criterion(CustomCriterion(name="Сравнение", rubrics={"1": "лучше", "0": "равно", "\u22121": "хуже"}))

@@ -97,7 +97,7 @@ def test_the_saved_pair_reloads_and_records_its_weights_digest(tmp_path, tiny):
 
 def test_a_rebuild_stopped_between_its_two_files_is_refused_at_load(tmp_path, tiny, monkeypatch):
     """A rebuild into an existing folder killed after the new weights.npz and before its model.json left the earlier
-    model.json beside another build's weights, of the same shapes: it loaded and chose wrong tasks without a word.
+    model.json beside another build's weights, of the same shapes, which would load and choose wrong tasks silently.
     The earlier model.json's digest no longer matches: refused, naming both files."""
     out = save_tfidf(tiny, tmp_path / "clf")
     earlier_model = (out / "model.json").read_bytes()

@@ -434,8 +434,8 @@ def test_a_fence_in_a_line_of_code_opens_no_block(line):
 
 
 def test_lenient_tilde_fenced_answer_runs():
-    """A ~~~ fenced chat answer redefining the entry point runs under --extraction lenient (it used to be appended
-    to the stub, fences and prose included: a syntax error scored as the model's)."""
+    """A ~~~ fenced chat answer redefining the entry point runs under --extraction lenient (not appended to the
+    stub, fences and prose included, which would be a syntax error scored as the model's)."""
     completion = "Вот решение:\n~~~python\ndef total(xs: List[int]) -> int:\n    return sum(xs)\n~~~\n"
     program = build_program(completion, STUB, "total", extraction="lenient")
     namespace: dict = {}
@@ -828,7 +828,7 @@ def test_deadline_harness_rescores_the_saved_samples_and_is_recorded(tmp_path, s
 def test_a_lone_surrogate_in_a_result_is_written_not_the_end_of_the_run(tmp_path, sandbox_user):
     """A sample returning '\\ud800' (a lone surrogate, which UTF-8 cannot carry) is a wrong answer like any other:
     executions.jsonl stores it as the JSON escape \\ud800 (the file stays UTF-8 JSON and reads back the same) and
-    metrics.json is written, where the run used to end with a UnicodeEncodeError after every sample had run."""
+    metrics.json is written, rather than the run ending with a UnicodeEncodeError after every sample has run."""
     row = {**MERA_ROW, "meta": {**MERA_ROW["meta"], "canonical_solution": "    return '\\ud800' + 'я'\n"}}
     path = tmp_path / "surrogate.jsonl"
     path.write_text(json.dumps(row) + "\n", encoding="utf-8")
@@ -1017,7 +1017,7 @@ def test_an_endpoint_refusing_every_request_alike_stops_the_run(tmp_path, capsys
     """The first requests all refused with the same status and message (--mode chat on a model without a chat
     template: vLLM answers 400 to all) stop the run, exit 4, the server's words on stderr, as judge-eval run does
     (eval.judging.backends.FirstRefusals): no generation is saved for them, so the rerun against the fixed
-    endpoint asks every task. The run ended with exit 0 and pass@k 0, every task saved as done."""
+    endpoint asks every task, not exit 0 and pass@k 0 with every task saved as done."""
     said = ("As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat "
             "template if the tokenizer does not define one.")
     out = tmp_path / "run"

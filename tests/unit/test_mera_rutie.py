@@ -116,7 +116,7 @@ def test_parse_answer_takes_first_standalone_1_or_2(reply, expected):
 )
 def test_choice_parser_never_reads_reasoning_as_the_answer(reply, expected):
     """--answer-parser choice skips reasoning: an unclosed <think> is unparsed ("reasoning not finished"), and
-    text before a closing </think> whose opening was in the prompt is reasoning (it used to answer "1" in each)."""
+    text before a closing </think> whose opening was in the prompt is reasoning (never read as the answer "1")."""
     answer = parse_reply(reply, "choice")
     if expected in ("1", "2"):
         assert answer == Answer(expected)
@@ -1619,8 +1619,8 @@ def test_log_probability_scoring_of_a_reply_with_no_choice_is_unparsed(tmp_path,
 
 def test_a_dialogue_that_fails_ends_the_run_without_asking_the_others(tmp_path):
     """The first question fails for good (HTTP 503, no retries): the run ends there (exit 4, the answers so far
-    kept). The dialogues queued behind it used to run to their ends first, 13 more questions of the bundled sample,
-    each through its own retries against an endpoint that is down."""
+    kept). The dialogues queued behind it are not run to their ends first (13 more questions of the bundled sample,
+    each through its own retries against an endpoint that is down)."""
     def respond(path, body):
         if len([b for p, b in endpoint.requests if p.endswith("/completions")]) == 1:
             return 503, {"error": {"message": "down"}}

@@ -130,7 +130,7 @@ def test_a_sample_that_ends_early_says_how_and_a_cpu_limit_kill_is_a_timeout(exi
 
 @pytest.mark.parametrize("isolation", ["none", "bwrap"])
 def test_a_sample_at_its_cpu_limit_times_out_and_one_that_exits_names_its_code(sandbox_user, isolation):
-    """Run for real: a busy loop under a CPU-time limit of 1 s (the wall deadline 5 s) is a timeout, no longer a
+    """Run for real: a busy loop under a CPU-time limit of 1 s (the wall deadline 5 s) is a timeout, not a
     runtime error with no reason; ``os._exit(3)`` is a runtime error naming exit 3 (bubblewrap passes on the code)."""
     limits = Limits(timeout_s=5.0, cpu_s=1)
     sandbox = bwrap_sandbox_or_skip(limits) if isolation == "bwrap" else Sandbox(limits, isolation="none")

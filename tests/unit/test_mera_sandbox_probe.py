@@ -50,8 +50,8 @@ def scripted_probe(monkeypatch):
 
 
 def test_a_probe_that_missed_its_startup_once_is_retried_and_isolates(scripted_probe):
-    """The first probe missed startup_s (a loaded machine), the second ran: the run is isolated. It used to run every
-    sample without bubblewrap on the one miss, with only a log warning."""
+    """The first probe missed startup_s (a loaded machine), the second ran: the run is isolated, not every sample run
+    without bubblewrap on the one miss with only a log warning."""
     calls = scripted_probe(STARTUP_TIMEOUT, OK)
     sandbox = Sandbox(LIMITS, isolation="auto")
     assert (sandbox.isolation, sandbox.unavailable_reason, len(calls)) == ("bubblewrap", "", 2)

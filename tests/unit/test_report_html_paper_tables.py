@@ -100,7 +100,7 @@ def test_table_10_is_a_table_with_report_mds_columns_and_rounding(sample_run):
                      _three(m["experts_mean_on_judged"]), str(m["n_out_of_scale"])]
                     for name, m in [*means["by_model"].items(), ("Avg. (items pooled)", means["all"])]]
         assert shown[1:] == expected
-        # the figures are no longer repeated unrounded in the split's raw JSON
+        # the figures are not repeated unrounded in the split's raw JSON
         other = re.search(rf'<h2 id="tables-{split}">.*?(?=<h2 )', sample_run["page"], re.S).group(0)
         assert "model_means" not in other
 
@@ -108,7 +108,7 @@ def test_table_10_is_a_table_with_report_mds_columns_and_rounding(sample_run):
 def test_pollux_official_is_a_table_and_keeps_what_it_does_not_show(sample_run):
     """POLLUX's evaluator: report.md's table, cell for cell, its figures at three decimals; the fields the table
     does not show (the regression counts, 0 where the section exists, and the notes) stay on the page, and the raw
-    block of other figures no longer repeats the table unrounded."""
+    block of other figures does not repeat the table unrounded."""
     official = sample_run["metrics"]["pollux_official"]
     page = sample_run["page"]
     shown = html_tables(page)["pollux-official"]

@@ -1,6 +1,6 @@
 """`judge-eval run` checks its config once: ``eval.judging.run.run`` validates it, refuses a judge no run could reach
 and ``server_args`` beside a URL judge, then logs it; the CLI leaves all of that to ``run`` (every other caller,
-``eval.ranking.rank`` included, gets the same checks), where each used to run twice, once in the CLI and once in
+``eval.ranking.rank`` included, gets the same checks), so each runs once, not once in the CLI and again in
 ``run``. ``_run_holding`` (the folder, the judge, the items) is stubbed: what is counted happens before it.
 """
 

@@ -123,7 +123,7 @@ def test_ctrl_c_before_the_first_row_of_a_pairwise_overwrite_claims_no_rows_kept
                                                                                python_sigint_handler):
     """A scored pairwise run holds pairwise_pairs.jsonl, score's per-pair verdicts: --overwrite discards it with the
     judgments it was computed from, so Ctrl+C at the overwrite's first question finds no row in the folder and the
-    line claims none kept (the left file read as rows kept, and stood for a run no longer there)."""
+    line claims none kept (a pairwise_pairs.jsonl left in place would read as rows kept, of a run no longer there)."""
     data = tmp_path / "pairs.jsonl"
     data.write_text("".join(json.dumps({"id": f"p{k}", "instruction": "q", "answer_1": f"a{k}", "answer_2": "b",
                                         "rubrics": "-1, 0, 1"}) + "\n" for k in range(2)), encoding="utf-8")

@@ -113,8 +113,8 @@ def test_a_minus_one_expert_score_stops_score_and_experts_with_one_line_naming_t
 
 
 def test_the_experts_page_counts_a_project_files_null_as_an_abstention(tmp_path):
-    """The same row with [2, null, 2]: one abstention, said as the release's -1 or the project file's null (the page
-    said "(-1)", which a project file may no longer hold), and out of the row's scores."""
+    """The same row with [2, null, 2]: one abstention, said as the release's -1 or the project file's null (not "(-1)"
+    alone, which a project file may not hold), and out of the row's scores."""
     data = _project_rows_with(tmp_path, [2, None, 2])
     assert main(["experts", "--data", str(data), "--out", str(tmp_path / "out")]) == 0
     page = (tmp_path / "out" / "experts.md").read_text(encoding="utf-8")

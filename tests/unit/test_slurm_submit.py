@@ -517,7 +517,7 @@ def test_the_rendered_script_sets_every_variable_train_sbatch_reads(capsys, subm
 
 
 def test_master_port_and_shutdown_timeout_are_submits_flags(capsys, submit_config):
-    """The two variables train.sbatch reads that had no flag (a value in the shell no longer reaches the job):
+    """The two variables train.sbatch reads that had no flag (a value in the shell does not reach the job):
     rendered when given, checked at submit."""
     script = _dry_run(capsys, "--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "0",
                       "--master-port", "29600", "--shutdown-timeout-s", "1200")

@@ -505,8 +505,8 @@ def test_a_resubmission_of_an_edited_config_into_its_run_folder_is_refused_befor
 
 def test_a_fresh_run_into_a_folder_holding_a_finished_export_is_refused_before_the_queue(tmp_path, submit_config,
                                                                                          capsys):  # fmt: skip
-    """No checkpoint, so the job trains fresh, and its judge-train refused to replace export/ (a judge someone may
-    be serving) on every rank after the queue's wait."""
+    """No checkpoint, so the job would train fresh, and its judge-train would refuse to replace export/ (a judge
+    someone may be serving) on every rank after the queue's wait: submit refuses it first, exit 2, nothing queued."""
     (tmp_path / "run" / "export").mkdir(parents=True)
     (tmp_path / "run" / "export" / "model.safetensors").write_bytes(b"")
     assert _submit(submit_config, "--dry-run") == 2

@@ -600,7 +600,7 @@ def test_a_server_mode_grpo_job_serves_on_the_first_node_and_trains_on_the_rest(
     script = script.replace(f"export JUDGE_OUTPUT_DIR={submit_folder / 'runs' / 'qwen3-8b-grpo'}",
                             f"export JUDGE_OUTPUT_DIR={out}")
     # What `submit --srun-args=--container-image=judge.sqsh --master-port 29577` renders: a value in the job's
-    # environment no longer reaches the script, which unsets every JUDGE_* variable submit was not given.
+    # environment does not reach the script, which unsets every JUDGE_* variable submit was not given.
     script = script.replace("# --- end of rendered values ---", "export JUDGE_SRUN_ARGS=--container-image=judge.sqsh "
                             "JUDGE_MASTER_PORT=29577\n# --- end of rendered values ---", 1)
     (tmp_path / "job.sbatch").write_text(script)

@@ -92,7 +92,7 @@ def _submit(cluster: SlurmCluster, env: dict[str, str], out: Path, data: Path, m
         "--gradient_checkpointing", "false", "--disable_tqdm", *extra,
     ]  # fmt: skip
     # A free rendezvous port per job, and the test cluster's cache, as flags: the rendered script sets or unsets every
-    # JUDGE_* variable train.sbatch reads, so the submitting environment's no longer reach the job.
+    # JUDGE_* variable train.sbatch reads, so the submitting environment's do not reach the job.
     # `judge-train submit` in the test's own process (SlurmCluster.judge_train_submit): the same submission without a
     # fresh interpreter importing transformers for the config check.
     status, stdout, stderr = cluster.judge_train_submit(argv, cwd=cwd, env=env)
