@@ -7,11 +7,14 @@ only), under ``judge.plumbing.processes``' supervisor: its whole process tree en
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import re
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,7 +24,8 @@ from judge.plumbing.config_files import ConfigError
 if TYPE_CHECKING:
     from eval.judging.config import RunConfig
 
-__all__ = ["local_server", "served_name", "start_failure_reason", "starts_judge_serve", "StartWait", "WAIT_REPORT_S"]
+__all__ = ["local_server", "served_name", "start_failure_reason", "starts_judge_serve", "StartWait", "READY_ASK_S",
+           "WAIT_REPORT_S"]
 
 log = logging.getLogger("judge_eval.local_server")
 
@@ -68,19 +72,56 @@ def start_failure_reason(log: str, exit_code: int | None) -> str:
 #: of judge-serve's engines takes minutes, during which nothing else is said.
 WAIT_REPORT_S = 30.0
 
+#: The longest, in seconds, a wait line waits for judge-serve's /ready to say why it is not ready: asked once per
+#: line, so the wait loop's polls keep their pace.
+READY_ASK_S = 1.0
+
+#: The most of a /ready answer read: judge-serve's is one short JSON object.
+_READY_BYTES = 1 << 16
+
+
+def _not_ready_reason(url: str) -> str:
+    """What judge-serve's /ready at ``url`` says while its HTTP app is up and its engines are not (``starting: the
+    engines are still starting``: its status, and its detail when it gives one); "" when nothing answers within
+    ``READY_ASK_S``, the answer is no JSON object, or it says ready."""
+    try:
+        with urllib.request.urlopen(url, timeout=READY_ASK_S) as resp:
+            raw = resp.read(_READY_BYTES)
+    except urllib.error.HTTPError as err:  # its 503 carries the reason
+        try:
+            raw = err.read(_READY_BYTES)
+        except (OSError, ValueError):
+            return ""
+        finally:
+            err.close()
+    except (urllib.error.URLError, OSError, ValueError):
+        return ""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return ""
+    status = body.get("status") if isinstance(body, dict) else None
+    if not isinstance(status, str) or not status or status == "ready":
+        return ""
+    detail = body.get("detail")
+    return f"{status}: {detail}" if isinstance(detail, str) and detail else status
+
 
 class StartWait:
     """What ``judge-eval run`` says while the judge server it started comes up: once that it waits (for how long at
     most, and the log to read meanwhile), then a line every ``every_s`` with the time waited and the log's last line,
-    and the time it took once the server answers.
+    and the time it took once the server answers. With ``ready_url`` (judge-serve's /ready), a line also says what
+    that route answers while it is not ready: uvicorn logs "Application startup complete." as soon as judge-serve's
+    HTTP app is up, minutes before its engines have loaded, and that log line alone reads as a server that is up.
 
     ``poll`` is the ``on_poll`` of ``judge.plumbing.processes.ManagedProcess.wait_ready``; ``clock`` is
     ``time.monotonic`` unless given.
     """
 
     def __init__(self, server, timeout_s: float, log_path: Path, *, every_s: float = WAIT_REPORT_S,
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None, ready_url: str = "") -> None:
         self.server, self.timeout_s, self.log_path, self.every_s = server, timeout_s, log_path, every_s
+        self.ready_url = ready_url
         self.clock = clock or time.monotonic
         self.started = self.clock()
         self.next_report = self.started + every_s
@@ -100,8 +141,10 @@ class StartWait:
             self.next_report += self.every_s
         from judge.plumbing.console_logging import visible
 
+        reason = _not_ready_reason(self.ready_url) if self.ready_url else ""
         last = self.server.log_tail(1).strip()
-        log.info("still waiting for the judge server: %.0f s of up to %.0f s%s", now - self.started, self.timeout_s,
+        log.info("still waiting for the judge server: %.0f s of up to %.0f s%s%s", now - self.started, self.timeout_s,
+                 f"; judge-serve answers but is not ready ({visible(reason, 200)})" if reason else "",
                  f"; its log's last line: {visible(last, 200)}" if last else "")
 
     def done(self) -> None:
@@ -185,7 +228,8 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path, name: str = "")
     # with this process if it is killed, and with the server if it dies.
     server = start_process(cmd, log_path=out / "server.log", env=env, append_log=True, grace_s=60, name="the judge server")
     root = f"http://127.0.0.1:{port}"
-    waiting = StartWait(server, config.server_timeout_s, out / "server.log")
+    waiting = StartWait(server, config.server_timeout_s, out / "server.log",
+                        ready_url=root + ready_path if serve_cmd is not None else "")
     waiting.begin()
     try:
         try:

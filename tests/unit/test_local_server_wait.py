@@ -1,9 +1,9 @@
 """`judge-eval run --judge CHECKPOINT_DIR` says what it waits for while the judge server it started comes up.
 
 A CPU start of judge-serve takes minutes. After its ``starting ...`` line the run says once that it waits (up to
-``server_timeout_s``, naming server.log), then every ``WAIT_REPORT_S`` the time waited with the log's last line, and
-the time it took. The server is a stand-in that
-answers only at its Nth poll, through ``ManagedProcess.wait_ready``'s own loop; a fake clock that each pause moves
+``server_timeout_s``, naming server.log), then every ``WAIT_REPORT_S`` the time waited with the log's last line (and,
+for judge-serve, what its /ready route says while it is not ready), and the time it took. The server is a stand-in
+that answers only at its Nth poll, through ``ManagedProcess.wait_ready``'s own loop; a fake clock that each pause moves
 on orders the events (no real pause).
 """
 
@@ -148,3 +148,72 @@ def test_the_log_path_is_said_as_a_terminal_shows_it(tmp_path):
         local_server_module.StartWait(None, 900.0, log_path, clock=FakeClock().monotonic).begin()
     assert lines == ["waiting for the judge server to answer (up to 900 s, server_timeout_s); its log: "
                      "runs/x\\x1b[31mRED\\n[error] forged/server.log"]
+
+
+def test_a_judge_serve_whose_app_is_up_but_not_ready_says_why_in_the_wait_line(tmp_path, monkeypatch, caplog):
+    """judge-serve's HTTP app answers before its engines have loaded: its log's last line is uvicorn's "Application
+    startup complete.", which alone reads as if the server were up. The wait line says what its /ready route
+    answers (status and detail) before that log line; where /ready gave no answer yet (nothing listens), nothing is
+    added. The server is a scripted HTTP endpoint on the port judge-eval picked; a fake clock orders the polls."""
+    from tests.support.scripted_endpoint import ScriptedEndpoint
+
+    out = tmp_path / "run"
+    out.mkdir()
+    log_path = out / "server.log"
+    log_path.write_text("INFO:     Application startup complete.\n", encoding="utf-8")
+    clock = FakeClock()
+
+    def ready(path):
+        assert path == "/ready"
+        if clock.now >= 64.0:  # ready from the 65th poll on
+            return 200, {"status": "ready"}
+        return 503, {"status": "starting", "detail": "the engines are still starting"}
+
+    with ScriptedEndpoint(lambda path, body: (404, {}), respond_get=ready) as endpoint:
+        server = StartingServer(proc=None, command=["judge-serve"], log_path=log_path, name="the judge server",
+                                grace_s=1)
+        fake_time = types.SimpleNamespace(monotonic=clock.monotonic, sleep=clock.sleep)
+        monkeypatch.setattr(processes_module, "time", fake_time)
+        monkeypatch.setattr(local_server_module, "time", fake_time, raising=False)
+        monkeypatch.setattr(processes_module, "free_port", lambda host="127.0.0.1": int(endpoint.url.rsplit(":", 1)[1]))
+        monkeypatch.setattr(processes_module, "start_process", lambda cmd, **kwargs: server)
+        monkeypatch.setattr(local_server_module, "_judge_serve_command", lambda: ["judge-serve"])
+        export = _checkpoint(tmp_path)
+        config = RunConfig(judge=str(export), out=str(out), server_timeout_s=900.0)
+        caplog.set_level(logging.INFO, logger="judge_eval.local_server")
+        with local_server_module.local_server(export, config, out):
+            pass
+    said = [r.getMessage() for r in caplog.records if r.name == "judge_eval.local_server"]
+    assert said[2:] == [
+        "still waiting for the judge server: 30 s of up to 900 s; judge-serve answers but is not ready (starting: "
+        "the engines are still starting); its log's last line: INFO:     Application startup complete.",
+        "still waiting for the judge server: 60 s of up to 900 s; judge-serve answers but is not ready (starting: "
+        "the engines are still starting); its log's last line: INFO:     Application startup complete.",
+        "the judge server answered after 64 s",
+    ]
+    assert endpoint.gets == ["/ready"] * (65 + 2)  # a poll each second, and one question per wait line
+
+
+def test_the_wait_line_asks_ready_only_when_it_is_due_and_adds_nothing_where_nothing_answers(tmp_path, monkeypatch):
+    """The question to /ready is asked once per wait line, not at each poll, with a timeout of ``READY_ASK_S``;
+    nothing listening (the app not up yet) adds nothing to the line."""
+    asked = []
+
+    def urlopen(url, timeout):
+        asked.append((url, timeout))
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(local_server_module.urllib.request, "urlopen", urlopen)
+    clock = FakeClock()
+    lines = []
+    (tmp_path / "server.log").write_text("")
+    server = StartingServer(proc=None, command=["judge-serve"], log_path=tmp_path / "server.log", name="s", grace_s=1)
+    waiting = local_server_module.StartWait(server, 900.0, tmp_path / "server.log", clock=clock.monotonic,
+                                            ready_url="http://127.0.0.1:9/ready")
+    with _said(lines):
+        for now in (1.0, 2.0, 30.0, 31.0):
+            clock.now = now
+            waiting.poll()
+    assert asked == [("http://127.0.0.1:9/ready", local_server_module.READY_ASK_S)]
+    assert local_server_module.READY_ASK_S <= 1.0
+    assert lines == ["still waiting for the judge server: 30 s of up to 900 s"]
