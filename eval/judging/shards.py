@@ -195,8 +195,9 @@ def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path,
     if all(isinstance(by_level, dict) for by_level in levels):
         merged["task_choice_levels"] = {level: sum(int(by_level.get(level) or 0) for by_level in levels)
                                         for level in dict.fromkeys(k for by_level in levels for k in by_level)}
-    flagged = [counted for _, record in records if isinstance(counted := record.get("chat_special_tokens"), dict)]
-    if flagged:  # chat-route shards: their rows holding a special-token string, counted for the whole run
+    flagged = [record.get("chat_special_tokens") for _, record in records]
+    # the whole run's count only when every shard counted: a shard without one (no chat server asked) leaves it unknown
+    if flagged and all(isinstance(counted, dict) for counted in flagged):
         merged["chat_special_tokens"] = merged_special_token_rows(flagged)
     merged["shards"] = [
         {"folder": str(shard_dir), "n_items": record.get("n_items"),

@@ -107,6 +107,18 @@ def test_merge_takes_the_count_as_each_shards_own_and_sums_it(tmp_path):
                                              "strings": ["<|im_start|>", "<|im_end|>"]}
 
 
+def test_merge_of_shards_only_some_of_which_counted_reports_no_count(tmp_path):
+    """A shard without the count (it asked no server, or ran before the count) leaves the whole run's count unknown."""
+    from eval.judging.shards import merged_record
+
+    data, _ = _data(tmp_path, ())
+    base = {"job": "judge-eval run", "config": {"judge": "http://x/v1", "data": "a"}, "backend": "chat"}
+    shards = [(tmp_path / "s0", {**base, "n_items": 2, "chat_special_tokens": {
+                  "n_rows": 1, "first_ids": ["a"], "strings": ["<|im_end|>"]}}),
+              (tmp_path / "s1", {**base, "n_items": 2})]
+    assert "chat_special_tokens" not in merged_record(shards, data, tmp_path / "merged")
+
+
 @pytest.fixture(scope="module")
 def qwen_tokenizer():
     from train.tiny_models import build_qwen_tokenizer
