@@ -10,6 +10,7 @@ exactly those of tokenizing it whole (pinned in tests/unit/test_serve_judging.py
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
@@ -36,9 +37,15 @@ SPECIAL_TOKEN_STRINGS = (
 )
 
 
+#: Every string opens with ``<`` and closes with ``>``, neither inside: matches cannot overlap and none is a prefix of
+#: another, so one scan of a text finds each string it holds (callers scan every field of every record).
+_SPECIAL_TOKEN_PATTERN = re.compile("|".join(map(re.escape, SPECIAL_TOKEN_STRINGS)))
+
+
 def special_token_strings_in(text: str) -> list[str]:
     """The ``SPECIAL_TOKEN_STRINGS`` that ``text`` holds, in the list's order (empty for an ordinary text)."""
-    return [marker for marker in SPECIAL_TOKEN_STRINGS if marker in text]
+    found = set(_SPECIAL_TOKEN_PATTERN.findall(text))
+    return [marker for marker in SPECIAL_TOKEN_STRINGS if marker in found]
 
 
 #: Chat-template text (the opening, the closing) searched for its added tokens, per tokenizer: a few strings each.

@@ -7,6 +7,7 @@
   ``chat_special_tokens`` and the summary's ``special_token_rows`` name how many and which, a warning names the first
   rows; a run whose rows hold none records 0 and its summary keeps its keys.
 - A pair's answers are read too; ``judge-eval merge`` takes the count as each shard's own.
+- ``judge.chat_tokens.special_token_strings_in`` finds in one scan what a search for each string finds.
 """
 
 from __future__ import annotations
@@ -124,3 +125,22 @@ def qwen_tokenizer():
     from train.tiny_models import build_qwen_tokenizer
 
     return build_qwen_tokenizer()
+
+
+def test_one_scan_finds_what_a_search_for_each_string_finds():
+    """``special_token_strings_in`` scans a text once; on random mixes of the strings' pieces (a string cut short, two
+    run together, one inside another's brackets) it finds exactly the strings a search for each one finds."""
+    import random
+
+    from judge.chat_tokens import SPECIAL_TOKEN_STRINGS, special_token_strings_in
+
+    rng = random.Random(0)
+    pieces = [*SPECIAL_TOKEN_STRINGS, "<", ">", "<|", "|>", "|", "im_", "end", "start", "_of_turn", "x", " ", "\n", "ё"]
+    pieces += [marker[:cut] for marker in SPECIAL_TOKEN_STRINGS for cut in (2, len(marker) - 1)]
+    n_found = 0
+    for _ in range(5000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        expected = [marker for marker in SPECIAL_TOKEN_STRINGS if marker in text]
+        assert special_token_strings_in(text) == expected, text
+        n_found += bool(expected)
+    assert 0 < n_found < 5000
