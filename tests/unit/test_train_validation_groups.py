@@ -114,6 +114,24 @@ def test_eval_data_twins_of_training_instructions_are_counted_as_shared(tmp_path
     assert held_out and report.eval["n_rows_sharing_instructions"] == len(held_out)
 
 
+def test_integer_eval_traces_twins_of_training_instructions_are_counted_as_shared(tmp_path, qwen3_tokenizer):
+    """The integer format's eval traces whose instructions are the training traces' spelt apart (case, whitespace)
+    share them: the groups are one over both files, not one set per file."""
+    from train.seq2seq import integer_rows_for_config
+
+    traces, eval_traces = tmp_path / "traces.jsonl", tmp_path / "eval-traces.jsonl"
+    texts = [f"Исправь ошибки в тексте {k}." for k in range(6)]
+    judge.write_jsonl([trace_record(id=f"item-{k}#0", item_id=f"item-{k}", instruction=text)
+                       for k, text in enumerate(texts)], traces)
+    judge.write_jsonl([trace_record(id=f"twin-{k}#0", item_id=f"twin-{k}", instruction="  " + text.upper())
+                       for k, text in enumerate(texts)], eval_traces)
+    config = _config(tmp_path, verdict_format="integer", data=str(traces), eval_data=str(eval_traces),
+                     eval_fraction=0.0)
+    _, held_out, report = integer_rows_for_config(config, qwen3_tokenizer)
+    assert len(held_out) == len(texts)
+    assert report.eval["n_rows_sharing_instructions"] == len(held_out)
+
+
 def _config(tmp_path, **fields):
     from train.config import load_config
 
