@@ -68,7 +68,7 @@ from judge.verdicts import gives_reasons, rationale_words
 
 __all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "refuse_trace_rows", "zero_shot_records", "scores_off_the_rubric",
            "rows_for_config", "split_rows", "instruction_id", "item_of", "records_by_prompt", "validation_unit", "drop_too_long", "drop_long_examples",
-           "InstructionGroups", "VALIDATION_UNITS",
+           "InstructionGroups", "VALIDATION_UNITS", "DEFAULT_VALIDATION_UNIT",
            "load_training_records", "load_training_records_report", "refuse_other_split_rows", "write_rows",
            "dropped_path", "main", "VERDICT_OR_THINK_TAG", "russian_share", "rationale_without_code", "without_code"]
 
@@ -85,6 +85,11 @@ _PLAIN_WORD = re.compile(r"[^\W\d_]+[,.;:!?]?")
 #: and a second [FEEDBACK] a second block, which GRPO's format reward (``judge.verdicts.bare_tagged_answer``) refuses.
 #: The synthetic annotate stage asks its teacher again for such a feedback, rather than keep a label dropped here.
 VERDICT_OR_THINK_TAG = re.compile(r"\[\s*(FEEDBACK|RESULT|END)\s*\]|</?think\s*>", re.IGNORECASE)
+
+#: What ``split_rows`` can draw validation rows by, and the row field each hashes.
+VALIDATION_UNITS = {"instruction_group": "instruction_group", "instruction": "instruction_id", "record": "record_id"}
+#: What a fresh run draws its validation rows by (``validation_unit``).
+DEFAULT_VALIDATION_UNIT = "instruction_group"
 
 
 class BenchmarkRowsError(judge.LeakageError):
@@ -135,7 +140,7 @@ class BuildReport:
     n_rows: int = 0
     dropped: Counter = field(default_factory=Counter)
     zero_shot_ids: list[str] = field(default_factory=list)
-    validation_split: str = "instruction_group"  # what the held-out rows are drawn by (``split_rows``)
+    validation_split: str = DEFAULT_VALIDATION_UNIT  # what the held-out rows are drawn by (``split_rows``)
     cut_by_max_rows: int | None = None
     eval: dict[str, Any] | None = None
     repeated_content: int = 0
@@ -557,10 +562,6 @@ def records_by_prompt(records: Iterable[JudgeRecord],
     return {prompt: [items[item] for item in sorted(items)] for prompt, items in items_of_prompt.items()}
 
 
-#: What ``split_rows`` can draw validation rows by, and the row field each hashes: the default first.
-VALIDATION_UNITS = {"instruction_group": "instruction_group", "instruction": "instruction_id", "record": "record_id"}
-
-
 def validation_unit(config: Any) -> str:
     """What a run's validation rows are drawn by: ``instruction_group`` (``split_rows``), except for a ``--resume`` of
     a run whose run.json records another rule (``instruction``: the raw text), or none (written when the split was by
@@ -569,7 +570,7 @@ def validation_unit(config: Any) -> str:
     Raises:
         ConfigError: run.json records a rule ``split_rows`` does not know (its rows could not be drawn again).
     """
-    default = next(iter(VALIDATION_UNITS))
+    default = DEFAULT_VALIDATION_UNIT
     if not getattr(config, "resume", False):
         return default
     path = Path(config.output_dir) / "run.json"
@@ -589,7 +590,7 @@ def validation_unit(config: Any) -> str:
 
 
 def split_rows(rows: Sequence[dict[str, Any]], eval_fraction: float,
-               unit: str = "instruction_group") -> tuple[list[dict], list[dict]]:
+               unit: str = DEFAULT_VALIDATION_UNIT) -> tuple[list[dict], list[dict]]:
     """Split rows into (train, eval) by a hash of their instruction group (``InstructionGroups``), so every answer
     and criterion of one instruction (and so every verdict of one record) stays on one side, and so do copies of it
     spelt apart (whitespace, case, Unicode compatibility form) or tied by an ``instruction_id`` column: a validation

@@ -16,7 +16,7 @@ import judge
 from tests.support.sample_training_lines import kept_lines, write_lines
 from tests.support.train_integer_sft import trace_record
 from train import build_data
-from train.build_data import BuildReport, build_rows, split_rows, validation_unit
+from train.build_data import DEFAULT_VALIDATION_UNIT, BuildReport, build_rows, split_rows, validation_unit
 from train.seq2seq import integer_rows
 
 RUBRIC = "0: Ответ неверный.\n\n1: Ответ частично верный.\n\n2: Ответ полностью верный."
@@ -141,8 +141,9 @@ def _config(tmp_path, **fields):
 
 def test_a_new_run_draws_and_records_instruction_groups(tmp_path, qwen_tokenizer):
     """The default a fresh run records in run.json's data report (``validation_split``) and in its eval source."""
-    assert validation_unit(_config(tmp_path)) == "instruction_group"
-    assert BuildReport().to_dict()["validation_split"] == "instruction_group"
+    assert DEFAULT_VALIDATION_UNIT in build_data.VALIDATION_UNITS
+    assert validation_unit(_config(tmp_path)) == DEFAULT_VALIDATION_UNIT
+    assert BuildReport().to_dict()["validation_split"] == DEFAULT_VALIDATION_UNIT
     _, held_out, report = build_data.rows_for_config(_config(tmp_path, eval_fraction=0.3), qwen_tokenizer)
     data = report.to_dict()
     assert held_out and data["validation_split"] == "instruction_group"
