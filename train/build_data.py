@@ -696,6 +696,8 @@ def rows_for_config(config, tokenizer, text_of: Callable[[dict[str, Any]], str] 
     from train.config import zero_shot_split
 
     spec = zero_shot_split(config)
+    # before any data is read: a resume whose recorded rule no split knows is refused at once
+    unit = validation_unit(config) if not config.eval_data else None
 
     def read(source: str) -> tuple[list[JudgeRecord], judge.LoadReport]:
         return load_training_records_report(source, allow_benchmark_rows=config.allow_benchmark_rows)
@@ -731,7 +733,7 @@ def rows_for_config(config, tokenizer, text_of: Callable[[dict[str, Any]], str] 
         held_out, eval_report = build(config.eval_data, eval_read)
         logger.info("validation data: %s", eval_report.summary())
     else:
-        report.validation_split = validation_unit(config)
+        report.validation_split = unit
         train, held_out = split_rows(rows, config.eval_fraction, report.validation_split)
     report.count_held_out(config, held_out, eval_report)
     train = report.cut_to_max_rows(train, config.max_rows)

@@ -25,7 +25,7 @@ integer. Its rows come from the reasoning traces of ``judge-train data traces`` 
 manifest says ``verdict_format: integer`` and records the lengths it was trained within (``trained_lengths``), so
 that judge-serve gives it room to reason.
 
-Why one module of ~790 lines: it is the whole recipe of both verdict formats, which share one trainer and one
+Why one module of ~800 lines: it is the whole recipe of both verdict formats, which share one trainer and one
 tokenization (``sft_examples``, with the chat templates whose text each format repairs); what the integer format
 adds (its rows from reasoning traces and the rules that keep a trace, ~250 lines) is read with the step that trains
 on it.
@@ -636,9 +636,14 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
             report.n_rows = len(rows)
         return rows, report
 
+    # before the data is built and tokenized: a resume whose recorded rule no split knows is refused at once (eval_data
+    # of traces means no split, known once it is read)
+    unit = build_data.validation_unit(config) if not config.eval_data else None
     data_read = read(config.data)
     eval_read = read(config.eval_data) if config.eval_data else ([], None)  # read once: asked for traces, then built
     eval_traces = holds_traces(eval_read[0])
+    if config.eval_data and not eval_traces:
+        unit = build_data.validation_unit(config)
     # over every record trained or validated on: the split of data draws by them, and eval_data's overlap is counted
     groups = build_data.InstructionGroups([*data_read[0], *(eval_read[0] if eval_traces else [])])
     rows, report = build(config.data, data_read, groups)
@@ -651,7 +656,7 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
     if eval_traces:
         train, (held_out, eval_report) = rows, build(config.eval_data, eval_read, groups)
     else:
-        report.validation_split = build_data.validation_unit(config)
+        report.validation_split = unit
         train, held_out = build_data.split_rows(rows, config.eval_fraction, report.validation_split)
     report.count_held_out(config, held_out, eval_report)
     train = report.cut_to_max_rows(train, config.max_rows)

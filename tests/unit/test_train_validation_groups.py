@@ -188,3 +188,23 @@ def test_an_unknown_recorded_rule_is_refused_naming_it(tmp_path):
         validation_unit(dataclasses.replace(_config(tmp_path), resume=True))
     with pytest.raises(ValueError, match="unit 'answer'"):
         split_rows([], 0.2, "answer")
+
+
+@pytest.mark.parametrize("verdict_format", ["tagged", "integer"])
+def test_an_unknown_recorded_rule_is_refused_before_the_data_is_read(tmp_path, monkeypatch, verdict_format):
+    """The rule does not depend on the data: a resume that cannot draw its rows again stops before reading them."""
+    from train.config import ConfigError
+    from train.seq2seq import integer_rows_for_config
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"data": {"validation_split": "answer"}}), encoding="utf-8")
+
+    def read(*args, **kwargs):
+        raise AssertionError(f"data read: {args}")
+
+    monkeypatch.setattr(build_data, "load_training_records_report", read)
+    config = dataclasses.replace(_config(tmp_path), resume=True, verdict_format=verdict_format)
+    rows_for_config = integer_rows_for_config if verdict_format == "integer" else build_data.rows_for_config
+    with pytest.raises(ConfigError, match="validation_split 'answer'"):
+        rows_for_config(config, None)
