@@ -61,6 +61,7 @@ __all__ = [
     "PAIRWISE_TEMPLATE",
     "PAIRWISE_PROMPT_VERSION",
     "PAIRWISE_FIELDS",
+    "PROMPT_FIELDS",
     "render_pairwise_prompt",
     "prompt_fields",
     "chat_messages",
@@ -135,7 +136,8 @@ PAIRWISE_TEMPLATE = (
 )
 PAIRWISE_FIELDS = ("instruction", "answer_1", "answer_2", "rubrics")
 
-_FIELDS = ("instruction", "reference_answer", "answer", "criteria_name", "rubrics")
+#: The fields a pointwise template takes (``prompt_fields``).
+PROMPT_FIELDS = ("instruction", "reference_answer", "answer", "criteria_name", "rubrics")
 #: Where a pointwise template's criterion part starts: what comes before it is the same for every criterion.
 _CRITERION_HEADER = "### Критерий оценки:"
 
@@ -210,7 +212,7 @@ def prompt_fields(item: Any, clean: bool = False) -> dict[str, str]:
         ValueError: a required field is missing; TypeError: a field is not text.
     """
     get = item.get if isinstance(item, Mapping) else lambda name: getattr(item, name, None)
-    return {name: _field(get(name), name, clean) for name in _FIELDS}
+    return {name: _field(get(name), name, clean) for name in PROMPT_FIELDS}
 
 
 def render_prompt(item: Any, clean: bool = False) -> str:

@@ -22,11 +22,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from judge.chat_tokens import SPECIAL_TOKEN_STRINGS, special_token_strings_in
+from judge.prompts import PAIRWISE_FIELDS, PROMPT_FIELDS
 
 __all__ = ["TEXT_FIELDS", "N_NAMED", "special_token_rows", "special_token_warning", "merged_special_token_rows"]
 
-#: The fields of a pointwise record and of a pair that a judge's prompt holds verbatim.
-TEXT_FIELDS = ("instruction", "answer", "reference_answer", "criteria_name", "rubrics", "answer_1", "answer_2")
+#: The fields of a pointwise record and of a pair that a judge's prompt holds verbatim: the templates' own, so a field
+#: a template gains is counted with it.
+TEXT_FIELDS = tuple(dict.fromkeys((*PROMPT_FIELDS, *PAIRWISE_FIELDS)))
 #: How many rows' ids the warning and run.json name.
 N_NAMED = 5
 

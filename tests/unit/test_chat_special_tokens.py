@@ -8,6 +8,7 @@
   rows; a run whose rows hold none records 0 and its summary keeps its keys.
 - A pair's answers are read too; ``judge-eval merge`` takes the count as each shard's own.
 - ``judge.chat_tokens.special_token_strings_in`` finds in one scan what a search for each string finds.
+- The fields read are the templates' own (``judge.prompts.PROMPT_FIELDS``, ``PAIRWISE_FIELDS``).
 """
 
 from __future__ import annotations
@@ -144,3 +145,19 @@ def test_one_scan_finds_what_a_search_for_each_string_finds():
         assert special_token_strings_in(text) == expected, text
         n_found += bool(expected)
     assert 0 < n_found < 5000
+
+
+def test_the_fields_read_are_every_templates_own():
+    """``TEXT_FIELDS`` are the fields the pointwise templates (ru, 4b, en) and the pairwise one fill in."""
+    from string import Formatter
+
+    from eval.judging.special_tokens import TEXT_FIELDS
+    from judge.prompts import (EN_TEMPLATE, PAIRWISE_FIELDS, PAIRWISE_TEMPLATE, PROMPT_FIELDS, RU_TEMPLATE,
+                               RU_TEMPLATE_4B)
+
+    def fields(template: str) -> set[str]:
+        return {name for _, name, _, _ in Formatter().parse(template) if name}
+
+    assert all(fields(template) == set(PROMPT_FIELDS) for template in (RU_TEMPLATE, RU_TEMPLATE_4B, EN_TEMPLATE))
+    assert fields(PAIRWISE_TEMPLATE) == set(PAIRWISE_FIELDS)
+    assert sorted(TEXT_FIELDS) == sorted({*PROMPT_FIELDS, *PAIRWISE_FIELDS})
