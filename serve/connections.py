@@ -445,7 +445,10 @@ class RefuseWhileDrainingMiddleware:
         stream: SentStream | None = None  # an event stream's answer not yet ended, as it went out
 
         async def tracked(message):
+            # Read once sent: uvicorn's send awaits the client's flow control before it writes, so a cancellation
+            # landing in that await leaves the message unwritten, and it must not count as gone out.
             nonlocal started, stream
+            await send(message)
             if message["type"] == "http.response.start":
                 started = True
                 content_type = dict(message.get("headers") or ()).get(b"content-type", b"")
@@ -455,7 +458,6 @@ class RefuseWhileDrainingMiddleware:
                 stream.sent(message.get("body", b""))
                 if not message.get("more_body", False):
                     stream = None
-            await send(message)
 
         try:
             return await self.app(scope, receive, tracked)

@@ -101,10 +101,13 @@ def test_a_second_sigint_cuts_the_drain_short_but_still_stops_the_engines(tiny_c
 
 
 def _cancelled_mid_request(status_after_entry: str, answer_started: bool, failure: str | None = None,
-                           stream: tuple[bytes, ...] | None = None, path: str = "/v1/judge") -> list[dict]:
+                           stream: tuple[bytes, ...] | None = None, path: str = "/v1/judge",
+                           stalls_on: bytes | None = None) -> list[dict]:
     """A request inside ``RefuseWhileDrainingMiddleware`` whose route is cancelled (uvicorn at the end of
     ``shutdown_grace_s``) once it runs, judge-serve's status then ``status_after_entry``; what the client was sent.
-    The cancellation must still reach uvicorn. ``stream``: the route answers an event stream, these parts of it sent."""
+    The cancellation must still reach uvicorn. ``stream``: the route answers an event stream, these parts of it sent.
+    ``stalls_on``: the part whose send waits on a client that reads nothing (uvicorn's flow control), unwritten
+    when the cancellation lands there."""
     import asyncio
 
     import pytest
@@ -128,6 +131,9 @@ def _cancelled_mid_request(status_after_entry: str, answer_started: bool, failur
         await asyncio.Event().wait()  # a judgment still running
 
     async def send(message):
+        if stalls_on is not None and message.get("body") == stalls_on:
+            entered.set()
+            await asyncio.Event().wait()  # never written: the cancellation lands here
         sent.append(message)
 
     async def go():
@@ -206,3 +212,16 @@ def test_a_stream_cut_off_by_the_end_of_the_drain_ends_with_an_error_event_not_a
     # a stream whose last event went out whole gets no more of it: its body is ended as it stands
     sent = _cancelled_mid_request("draining", answer_started=True, stream=(chunk, b"data: [DONE]\n\n"))
     assert [m["body"] for m in sent[1:]] == [chunk, b"data: [DONE]\n\n", b""] and sent[-1]["more_body"] is False
+
+
+def test_a_stream_cut_off_while_its_last_event_waits_on_the_client_still_gets_the_drains_end():
+    """The drain's cancellation lands inside uvicorn's send, which awaits a slow client before it writes: the part
+    it was sending never went out, so the stream is not whole and ends with the error event and ``data: [DONE]``;
+    counting that part as sent before it was written left a client with neither."""
+    chunk = b'data: {"choices": [{"index": 0, "delta": {"content": "ok"}}]}\n\n'
+    sent = _cancelled_mid_request("draining", answer_started=True, stream=(chunk, b"data: [DONE]\n\n"),
+                                  stalls_on=b"data: [DONE]\n\n")
+    assert [m["body"] for m in sent[1:-1]] == [chunk]
+    error, done, end = sent[-1]["body"].split(b"\n\n")
+    assert (done, end) == (b"data: [DONE]", b"") and sent[-1]["more_body"] is False
+    assert json.loads(error.removeprefix(b"data: "))["error"]["code"] == "shutting_down"
