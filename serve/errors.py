@@ -485,28 +485,45 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
 
 class SentStream:
     """What of a relayed event stream went to the client, read as it goes (``sent``): enough to end it, once it is
-    cut short from outside the relay (judge-serve's drain ending with the stream still running), as the relay ends
-    one it breaks off (``end``)."""
+    cut short, with the same event (``end``), whether the relay breaks it off or judge-serve's drain cuts it from
+    outside the relay. A stream is whole (``finished``) once an event that ends it (``_ends_stream``) went out to
+    its blank line: one passed on in part is not, however it began."""
 
     def __init__(self, responses: bool) -> None:
         self.responses = responses  # a /v1/responses stream
         self.sequence = -1  # the last sequence_number sent, on a Responses stream
-        self.tail = b""  # the last bytes sent
+        self.finished = False  # an event that ends the stream went out whole
+        self.head = b""  # the start of the event in progress (what _ends_stream reads), bounded
+        self.last = b""  # the last byte sent: a blank line may straddle two bodies
+        self.tail = b""  # the last bytes sent, for a sequence_number straddling two bodies
 
     def sent(self, body: bytes) -> None:
         if not body:
             return
         if self.responses:
             self.sequence = max([self.sequence, *map(int, _SEQUENCE_NUMBER.findall(self.tail + body))])
-        self.tail = (self.tail + body)[-64:]
+            self.tail = (self.tail + body)[-64:]
+        bound = _ERROR_HEAD_BYTES + 1024
+        scan = self.last + body
+        first = scan.find(b"\n\n")
+        if first < 0:
+            self.head += body[:max(bound - len(self.head), 0)]
+        else:
+            start = first - len(self.last)  # in body: where the first blank line begins (-1: in the last body)
+            cut = scan.rfind(b"\n\n") - len(self.last) + 2  # in body: just past the last blank line
+            events = [self.head + body[:max(start, 0)][:max(bound - len(self.head), 0)],
+                      *body[start + 2:cut].split(b"\n\n")[:-1]]
+            self.finished = self.finished or any(_ends_stream(event, self.responses) for event in events)
+            self.head = body[cut:cut + bound]
+        self.last = body[-1:]
 
     def end(self, message: str, code: str) -> bytes:
         """The bytes that end the stream, cut short for ``message`` (``code``): an error event (and ``data:
-        [DONE]``, but on a Responses stream), after a blank line that ends an event sent in part; none when the
-        stream's ``data: [DONE]`` already went out."""
-        if self.tail.rstrip(b"\n").endswith(b"data: [DONE]"):
+        [DONE]``, but on a Responses stream), after a blank line that ends an event sent in part; none once the
+        stream is whole (``finished``)."""
+        if self.finished:
             return b""
-        opened = b"\n\n" if self.tail and not self.tail.endswith(b"\n\n") else b""
+        opened = b"\n\n" if self.head.strip(b"\n") else b""
         return opened + _stream_error(message, self.responses, self.sequence + 1, code)
 
 

@@ -225,3 +225,21 @@ def test_a_stream_cut_off_while_its_last_event_waits_on_the_client_still_gets_th
     error, done, end = sent[-1]["body"].split(b"\n\n")
     assert (done, end) == (b"data: [DONE]", b"") and sent[-1]["more_body"] is False
     assert json.loads(error.removeprefix(b"data: "))["error"]["code"] == "shutting_down"
+
+
+def test_a_stream_whose_end_went_out_gets_no_error_event_from_the_drain():
+    """The drain ends a stream as the relay does: one whose ending event went out whole is whole, so a Responses
+    stream that sent ``response.completed``, or a chat stream that sent an error event, is ended as it stands, where
+    an error event after it was read as the reply's failure (or a second one); an ending event sent in part is not
+    one, and gets the error event after a blank line."""
+    from tests.unit.test_serve_stream_ends import COMPLETED, CREATED
+
+    error = b'data: {"error": {"message": "bad", "type": "BadRequestError", "code": 400}}\n\n'
+    for stream, path in [((CREATED, COMPLETED), "/v1/responses"), ((CREATED, COMPLETED[:20], COMPLETED[20:]),
+                         "/v1/responses"), ((error,), "/v1/judge")]:
+        sent = _cancelled_mid_request("draining", answer_started=True, stream=stream, path=path)
+        assert [m["body"] for m in sent[1:]] == [*stream, b""] and sent[-1]["more_body"] is False
+    sent = _cancelled_mid_request("draining", answer_started=True, stream=(CREATED, COMPLETED[:-2]),
+                                  path="/v1/responses")
+    assert sent[-1]["body"].startswith(b"\n\nevent: error\ndata: ")
+    assert json.loads(sent[-1]["body"].split(b"data: ", 1)[1])["sequence_number"] == 3

@@ -115,3 +115,17 @@ def test_a_client_is_told_a_stream_whose_unframed_body_the_engine_closed_early_i
     assert words == ["Оценка"]
     assert raised is not None and not isinstance(raised, openai.APIConnectionError)
     assert raised.code == "engine_error" and "ended before its last event" in raised.message
+
+
+def test_a_sent_stream_is_whole_once_its_ending_event_went_out_however_the_bytes_were_split():
+    """``SentStream`` reads an event's end (a blank line) across the bodies it is sent in, a blank line split
+    between two included: a stream is whole after its ending event's blank line, and not a byte before it."""
+    from serve.errors import SentStream
+
+    stream = CREATED + DELTA + COMPLETED
+    for cut in range(1, len(stream)):
+        out = SentStream(responses=True)
+        out.sent(stream[:cut])
+        assert not out.finished  # its last byte, the blank line's second newline, is still to go
+        out.sent(stream[cut:])
+        assert out.finished and out.sequence == 2 and out.end("cut", "x") == b""
