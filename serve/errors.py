@@ -364,22 +364,17 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
     size, last = 0, b""
     after_cr = False  # the previous chunk ended with CR: a LF opening this one ends the same line
     passing: int | None = None  # bytes of a long event passed on unheld, its blank line not yet seen
-    sequence, sent_tail = -1, b""  # a Responses stream's last sequence_number sent, the bytes sent before
-    finished = False  # an event that ends the stream was relayed (_ends_stream): what follows cannot make it incomplete
+    # What went to the client: once an event that ends the stream went out whole (out.finished), what follows
+    # cannot make it incomplete; the closing error event is numbered one past the last the client was sent, never
+    # past one held and dropped. The drain reads a stream it cuts with the same SentStream.
+    out = SentStream(responses)
 
-    def sent(out: bytes) -> bytes:
-        # What goes to the client, its sequence numbers read: the closing error event is numbered one past the
-        # last the client was sent, never past one held and dropped.
-        nonlocal sequence, sent_tail
-        if responses and out:
-            numbers = _SEQUENCE_NUMBER.findall(sent_tail + out)
-            sequence = max([sequence, *map(int, numbers)])
-            sent_tail = out[-40:]
-        return out
+    def sent(part: bytes) -> bytes:
+        out.sent(part)
+        return part
 
     def ended(message: str) -> bytes:
-        # An event passed on in part is ended first, or the error's lines would join its last one.
-        return (b"\n\n" if passing is not None else b"") + _stream_error(message, responses, sequence + 1)
+        return out.end(message, "engine_error")
 
     try:
         async for chunk in chunks:
@@ -415,7 +410,6 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
             if cut >= 0:
                 end = cut - len(last) + 2  # in chunk: just past the last blank line
                 *events, _ = b"".join([*parts, chunk[:end]]).split(b"\n\n")
-                finished = finished or any(_ends_stream(event, responses) for event in events)
                 yield sent(b"".join(_error_event(event, role) + b"\n\n" for event in events))
                 chunk, parts, size = chunk[end:], [], 0
             if chunk:
@@ -427,7 +421,6 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
             if size > MAX_PENDING_EVENT_BYTES:
                 held = b"".join(parts)
                 if not _looks_like_error(held):
-                    finished = finished or _ends_stream(held, responses)  # a long response.completed
                     yield sent(held)  # an ordinary event, only long: the rest follows as it arrives
                     passing, parts, size = len(held), [], 0
                     continue
@@ -439,7 +432,7 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
     except EngineUnavailable:  # declared dead while it streamed (serve.engine_client.until_dead)
         if not event_stream:
             raise
-        if finished:
+        if out.finished:
             log.info("the %s engine died after the last event of its stream: the stream is whole", role)
             return
         log.warning("the %s engine died while its stream was relayed: the stream is ended", role)
@@ -448,7 +441,7 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
     except (aiohttp.ClientError, asyncio.TimeoutError) as err:
         if not event_stream:
             raise
-        if finished:
+        if out.finished:
             log.info("the %s engine's stream broke off after its last event (%s): the stream is whole", role,
                      type(err).__name__)
             return
@@ -462,7 +455,7 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
         event = tail.rstrip(b"\n")
         data = _event_data(event)
         if data is None or not (_ERROR_DATA_START.match(data) or _ERROR_TYPE.search(data)):
-            if finished or _ends_stream(event, responses):
+            if out.finished or _ends_stream(event, responses):
                 yield tail
                 return
             # An event cut short with no end after it: dropped, as one held whole when the stream breaks.
@@ -477,7 +470,7 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
             return
         yield _error_event(event, role) + b"\n\n"
         return
-    if event_stream and not finished:
+    if event_stream and not out.finished:
         last = "response.completed" if responses else "data: [DONE]"
         log.warning("the %s engine's stream ended before its last event (%s)", role, last)
         yield ended(f"the {role} engine's stream ended before its last event ({last}); the reply is incomplete")

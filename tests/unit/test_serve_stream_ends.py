@@ -129,3 +129,20 @@ def test_a_sent_stream_is_whole_once_its_ending_event_went_out_however_the_bytes
         assert not out.finished  # its last byte, the blank line's second newline, is still to go
         out.sent(stream[cut:])
         assert out.finished and out.sequence == 2 and out.end("cut", "x") == b""
+
+
+def test_a_long_completed_event_cut_before_its_blank_line_ends_with_the_error_event():
+    """A ``response.completed`` past ``MAX_PENDING_EVENT_BYTES`` is passed on as it arrives: the stream is whole only
+    once its blank line went out. Broken off, or ended cleanly, before that, the client reads a blank line (the cut
+    event's end) and the Responses error event, numbered one past the last event sent, not a cut JSON and silence."""
+    from serve.errors import MAX_PENDING_EVENT_BYTES
+
+    long = b'event: response.completed\ndata: {"response": {"status": "completed", "output": "' \
+           + b"x" * (MAX_PENDING_EVENT_BYTES + 10)
+    for then in (aiohttp.ClientPayloadError("Response payload is not completed"), None):
+        sent = _relayed([CREATED, long], responses=True, then=then)
+        assert sent.startswith(CREATED + long + b"\n\nevent: error\ndata: ") and sent.endswith(b"}\n\n")
+        assert json.loads(sent[len(CREATED + long + b"\n\nevent: error\ndata: "):])["sequence_number"] == 1
+    # whole, it ends the stream however the connection ends after it
+    whole = long + b'"}, "sequence_number": 1}\n\n'
+    assert _relayed([CREATED, whole], responses=True, then=EngineUnavailable("dead")) == CREATED + whole
