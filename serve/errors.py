@@ -455,7 +455,9 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
         event = tail.rstrip(b"\n")
         data = _event_data(event)
         if data is None or not (_ERROR_DATA_START.match(data) or _ERROR_TYPE.search(data)):
-            if out.finished or _ends_stream(event, responses):
+            # an event that ends the stream ends it only whole: a response.completed cut inside its JSON does not
+            if out.finished or (_ends_stream(event, responses) and data is not None
+                                and (data.strip() == b"[DONE]" or json_or_none(data) is not None)):
                 yield tail
                 return
             # An event cut short with no end after it: dropped, as one held whole when the stream breaks.

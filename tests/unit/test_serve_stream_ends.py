@@ -146,3 +146,17 @@ def test_a_long_completed_event_cut_before_its_blank_line_ends_with_the_error_ev
     # whole, it ends the stream however the connection ends after it
     whole = long + b'"}, "sequence_number": 1}\n\n'
     assert _relayed([CREATED, whole], responses=True, then=EngineUnavailable("dead")) == CREATED + whole
+
+
+def test_a_stream_whose_body_ends_inside_its_completed_event_ends_with_the_error_event():
+    """A body that ends cleanly inside its ``response.completed``, its JSON cut (an unframed engine, or a proxy,
+    that died mid-event), is no end: the cut event is dropped and the Responses error event follows the last event
+    sent, where the client was passed half a JSON its SDK never dispatched, and no error."""
+    cut = b'event: response.completed\ndata: {"response": {"status": "completed", "output": "hal'
+    sent = _relayed([CREATED, cut], responses=True)
+    assert sent.startswith(CREATED + b"event: error\ndata: ") and sent.endswith(b"}\n\n")
+    assert json.loads(sent[len(CREATED + b"event: error\ndata: "):]) == {
+        "type": "error", "code": "engine_error", "param": None, "sequence_number": 1,
+        "message": "the generator engine's stream ended inside an event; the reply is incomplete"}
+    # whole but for its blank line, it still ends the stream
+    assert _relayed([CREATED, COMPLETED.rstrip(b"\n")], responses=True) == CREATED + COMPLETED.rstrip(b"\n")
