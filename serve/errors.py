@@ -307,6 +307,19 @@ _SEQUENCE_NUMBER = re.compile(rb'(?<!\\)"sequence_number"\s*:\s*(\d{1,18})(?!\d)
 _RESPONSES_END_LINE = re.compile(rb"(?m)^event:[ \t]*(?:response\.(?:completed|incomplete|failed)|error)[ \t]*$")
 
 
+def _head(event: bytes) -> bytes:
+    """What of an event (or the start of a long one) is read to tell what it is: the lines before its first
+    ``data:`` line and ``_ERROR_HEAD_BYTES`` from there."""
+    start = 0 if event.startswith(b"data:") else event.find(b"\ndata:") + 1
+    return event[:start + _ERROR_HEAD_BYTES]
+
+
+def _is_error_data(data: bytes) -> bool:
+    """Whether an event's data is an error's: it begins like one (``_ERROR_DATA_START``) or says its type is one
+    (``_ERROR_TYPE``)."""
+    return bool(_ERROR_DATA_START.match(data) or _ERROR_TYPE.search(data))
+
+
 def _ends_stream(event: bytes, responses: bool) -> bool:
     """Whether ``event`` (one SSE event, or the start of a long one) is one an engine's stream ends with: ``data:
     [DONE]``, which vLLM's chat and completion streams send last on every path, their errors' included
@@ -314,26 +327,24 @@ def _ends_stream(event: bytes, responses: bool) -> bool:
     ``event:`` line is in ``_RESPONSES_END_LINE``; or an error event, which the client reads as the reply's failure.
     Read from the lines before its first ``data:`` line and ``_ERROR_HEAD_BYTES`` from there, as
     ``_looks_like_error`` reads a long event."""
-    start = 0 if event.startswith(b"data:") else event.find(b"\ndata:") + 1
-    head = event[:start + _ERROR_HEAD_BYTES]
+    head = _head(event)
     if responses and _RESPONSES_END_LINE.search(head):
         return True
     data = _event_data(head)
     if data is None:
         return False
-    return data.strip() == b"[DONE]" or bool(_ERROR_DATA_START.match(data) or _ERROR_TYPE.search(data))
+    return data.strip() == b"[DONE]" or _is_error_data(data)
 
 
 def _looks_like_error(held: bytes) -> bool:
     """Whether a long event, read from the lines before its first ``data:`` line and ``_ERROR_HEAD_BYTES`` from
     there, is an error event (an ``event: error`` line, or data that begins like an error's) or no event at all (no
     ``data:`` line): either is held and cut, any other passed on."""
-    start = 0 if held.startswith(b"data:") else held.find(b"\ndata:") + 1
-    head = held[:start + _ERROR_HEAD_BYTES]
+    head = _head(held)
     if _ERROR_EVENT_LINE.search(head):
         return True
     data = _event_data(head)
-    return data is None or bool(_ERROR_DATA_START.match(data) or _ERROR_TYPE.search(data))
+    return data is None or _is_error_data(data)
 
 
 async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: bool,
@@ -454,7 +465,7 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
         tail = b"".join(parts)
         event = tail.rstrip(b"\n")
         data = _event_data(event)
-        if data is None or not (_ERROR_DATA_START.match(data) or _ERROR_TYPE.search(data)):
+        if data is None or not _is_error_data(data):
             # an event that ends the stream ends it only whole: a response.completed cut inside its JSON does not
             if out.finished or (_ends_stream(event, responses) and data is not None
                                 and (data.strip() == b"[DONE]" or json_or_none(data) is not None)):
