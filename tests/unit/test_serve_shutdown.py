@@ -243,3 +243,15 @@ def test_a_stream_whose_end_went_out_gets_no_error_event_from_the_drain():
                                   path="/v1/responses")
     assert sent[-1]["body"].startswith(b"\n\nevent: error\ndata: ")
     assert json.loads(sent[-1]["body"].split(b"data: ", 1)[1])["sequence_number"] == 3
+
+
+def test_a_stream_cut_off_as_a_failed_judge_serve_stops_ends_with_its_failure():
+    """A failed judge-serve stops through the same grace as a drain: a stream still running ends with the error
+    event, code ``shutting_down``, whose message says why it failed, and ``data: [DONE]``."""
+    chunk = b'data: {"choices": [{"index": 0, "delta": {"content": "ok"}}]}\n\n'
+    sent = _cancelled_mid_request("failed", answer_started=True, stream=(chunk,),
+                                  failure="the generator engine died 3 times")
+    error, done, end = sent[-1]["body"].split(b"\n\n")
+    assert (done, end) == (b"data: [DONE]", b"") and sent[-1]["more_body"] is False
+    body = json.loads(error.removeprefix(b"data: "))["error"]
+    assert body["code"] == "shutting_down" and "died 3 times" in body["message"]

@@ -80,7 +80,9 @@ def test_a_stream_that_sent_its_last_event_is_whole_however_its_connection_ends(
     error_then_nothing = b'data: {"error": {"message": "bad", "type": "BadRequestError", "code": 400}}\n\n'
     for then in (None, aiohttp.ClientPayloadError("Response payload is not completed"), EngineUnavailable("dead")):
         assert _relayed([*CHAT, DONE], then=then) == b"".join(CHAT) + DONE
-        assert _relayed([CREATED, DELTA, COMPLETED], responses=True, then=then) == CREATED + DELTA + COMPLETED
+        for end in ("completed", "incomplete", "failed"):  # OpenAI's three ends of a Responses stream
+            last = COMPLETED.replace(b"response.completed", b"response." + end.encode())
+            assert _relayed([CREATED, DELTA, last], responses=True, then=then) == CREATED + DELTA + last
         sent = _relayed([CHAT[0], error_then_nothing], then=then)
         assert sent.startswith(CHAT[0]) and b"broke off" not in sent and b"engine died" not in sent
         assert json.loads(sent[len(CHAT[0]):].split(b"\n\n")[0].removeprefix(b"data: "))["error"]["message"] == "bad"
