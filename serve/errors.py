@@ -12,8 +12,9 @@ as an ``APIError`` or, on ``/v1/responses``, yields as its ``ResponseErrorEvent`
 connection error, with nothing said of why). A 4xx whose message is vLLM's for a prompt past the window
 (``judge.verdicts.CONTEXT_LIMIT``) has OpenAI's code ``context_length_exceeded``, in a stream too.
 
-Why one module of ~520 lines: an answer's error and a stream's error event are one shape, sanitized one way, and a
-stream is ended by the relay or by the drain (``SentStream``) with the same event; split, the two would drift."""
+Why one module of ~550 lines: an answer's error and a stream's error event are one shape, sanitized one way, and a
+stream is ended by the relay or by the drain with the same event, each reading what went out with one
+``SentStream``; split, the two would drift."""
 
 from __future__ import annotations
 
@@ -363,7 +364,9 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
     A stream that ends (the engine's body complete: a close-delimited one ends so when its engine dies) before an
     event that ends it (``_ends_stream``: ``data: [DONE]``, a Responses stream's ``response.completed``) is broken
     off too, not passed on as complete: its last event, if it lacks its blank line, is dropped, and the error event
-    ends it. Once such an event was relayed the reply is whole: a break after it ends the stream as it stands.
+    ends it; a last event without its blank line ends the stream only whole (``[DONE]``, or data JSON reads). Once
+    such an event was relayed to its blank line (``SentStream.finished``; a long one passed on unheld is not before
+    it) the reply is whole: a break after it ends the stream as it stands.
     Any other body goes byte for byte, a break raised (its Content-Length then tells the client the body is short).
     Lines an event stream ends with CRLF or CR (the SSE standard allows all three; sse-starlette writes CRLF) go on
     ended with LF, the same events: an event's end is searched for as LF alone, so a stream framed otherwise would
