@@ -27,7 +27,7 @@ Every run folder gets ``run.json`` (``judge.plumbing.provenance``: resolved sett
 data file, its source and hash, sandbox), the per-item JSONL files and ``metrics.json``.
 Generation progress is saved as it goes; re-running the same command resumes (``--overwrite`` starts over).
 
-Why one module of ~580 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
+Why one module of ~616 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
 table of exit codes, kept where ``main`` applies them; each task's own logic is in humaneval.py and rutie.py.
 """
 
@@ -346,12 +346,14 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
     results = iter(sandbox.run_many(jobs, workers=config.exec_workers))
     exec_s = time.monotonic() - started
     outcomes: dict[str, list[str]] = {t.task_id: [] for t in tasks}
+    executed: dict[str, list[dict[str, Any]]] = {t.task_id: [] for t in tasks}  # what --submission writes
 
     def write_executions(f: Any) -> None:
         for task_id, s, program, why_not in keys:
             found = (next(results).to_json() if program is not None
                      else {"status": NOT_GENERATED, "detail": why_not})
             outcomes[task_id].append(found["status"])
+            executed[task_id].append(found)
             label = {} if resolved.comparable_with_mera else {"benchmark": NOT_COMPARABLE}
             # json_utf8: a result's str() may hold a lone surrogate (a sample's `return '\ud800'`), which plain
             # UTF-8 refuses after every sample has run.
@@ -373,6 +375,11 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
     metrics.update(sandbox=sandbox.isolation, exec_seconds=round(exec_s, 2), self_check=config.self_check,
                    extraction=config.extraction, deadline=config.deadline, **resolved.describe())  # fmt: skip
     metrics.setdefault("benchmark", "ruHumanEval (MERA)")
+    if config.submission:
+        from eval.mera.sandbox import STORED_OUTPUT_CHARS
+        from eval.mera.submission import humaneval_submission
+
+        metrics["submission"] = _write_submission(config, *humaneval_submission(tasks, executed, STORED_OUTPUT_CHARS))
     write_json(out / METRICS_FILE, metrics)
     scores = "; ".join(part for part in [", ".join(f"{k}={v:.4f}" for k, v in metrics["pass@k"].items()),
                                          *(f"{k} omitted: {why}" for k, why in metrics["pass@k_omitted"].items())]
@@ -386,6 +393,19 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
                      "see %s; rerunning the same command executes every sample again",
                      metrics["n_sandbox_errors"], out / EXECUTIONS_FILE)  # fmt: skip
     return metrics
+
+
+def _write_submission(config: MeraConfig, content: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+    """Write ``--submission`` (eval/mera/submission.py) and say what it holds; the summary, with its path, goes into
+    metrics.json."""
+    from eval.mera.submission import write_submission
+
+    path = write_submission(config.submission, config.task, content)
+    failed = (f"{summary['n_samples_not_passed']} of {summary['n_samples']} samples not passed, written as failed"
+              if config.task == "ruhumaneval" else
+              f"{summary['n_unanswered']} unanswered, written as {summary['unanswered_written_as']!r}")
+    print(f"{config.task}: submission {path} ({summary['file']}): {summary['n_items']} items, {failed}")
+    return {**summary, "path": str(path)}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -468,6 +488,10 @@ def run_rutie(config: RutieConfig, task_data: tuple[Any, Any] | None = None) -> 
     protocol = describe_protocol(settings)
     metrics = rutie_metrics(records, max_model_len=settings.max_model_len) | {"protocol": protocol}
     metrics |= resolved.describe()
+    if config.submission:
+        from eval.mera.submission import rutie_submission
+
+        metrics["submission"] = _write_submission(config, *rutie_submission(dialogues, records))
     write_json(out / METRICS_FILE, metrics)
     acc = "n/a" if metrics["accuracy"] is None else f"{metrics['accuracy']:.4f}"
     acc_parsed = "n/a" if metrics["accuracy_parsed"] is None else f"{metrics['accuracy_parsed']:.4f}"
@@ -505,6 +529,12 @@ def checked_config(parser: argparse.ArgumentParser, argv: list[str] | None) -> M
         parser.error(f"{config.task} needs --endpoint and --model (or --self-check for ruhumaneval)")
     if config.task == "ruhumaneval" and not config.self_check and any(not 1 <= k <= config.n for k in config.k):
         parser.error(f"every --k must be between 1 and --n ({config.n}); got {config.k}")
+    if config.submission:
+        from eval.mera.submission import submission_refusal
+
+        why = submission_refusal(config)
+        if why:
+            parser.error(why)
     return config
 
 
@@ -538,6 +568,12 @@ def main(argv: list[str] | None = None) -> int:
         # SIGTERM and SIGHUP unwind the run as Ctrl+C does (eval.mera.interrupts); one writer per folder
         with stopping_signals_interrupt():
             task_data = read_task_data(config)  # before the run folder: a bad --data leaves no folder behind
+            if config.submission:
+                from eval.mera.submission import submission_data_refusal
+
+                why = submission_data_refusal(task_data[0], task_data[1])
+                if why:
+                    raise DataError(why)
             # A refusal before any answer (another command's folder, other settings, an endpoint that refuses the
             # key) leaves the folder as it found it, not holding a lock and a key of settings nothing was asked with.
             with hold_run_folder(config.out, f"judge-eval mera {config.task}", progress_files(config.task)):

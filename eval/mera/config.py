@@ -58,6 +58,10 @@ class MeraConfig:
                                     "retries, all waits together (the backoff and the server's Retry-After, each "
                                     "taken up to 600 s): a retry whose wait would pass it is not made, and the run "
                                     "stops there as at retries spent, saying so (judge.plumbing.retry).")
+    submission: str | None = _f(None, "Also write the file to upload to MERA's site: a .zip holding the task's "
+                                      "ruHumanEval.json or ruTiE.json in the layout of MERA's "
+                                      "log_to_submission.py script (an existing zip keeps its other task's file); "
+                                      "every test item, failures written as failed (eval/mera/submission.py).")
     overwrite: bool = _f(False, "Discard earlier progress in out.")
     log_level: str = _f("info", "Logging level (debug, info, warning, error); HTTP request lines at debug only.")
 
