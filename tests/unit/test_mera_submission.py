@@ -271,3 +271,15 @@ def test_ruhumaneval_run_writes_every_task_and_sample_as_the_site_reads_them(tmp
     said = json.loads((out / "metrics.json").read_text())["submission"]
     assert said["n_items"] == len(tasks) and said["by_status"]["not_generated"] == 10
     assert said["n_samples_not_passed"] == 10 * (len(tasks) - 1)
+
+
+@pytest.mark.parametrize("extra, said", [(["--limit", "2"], "--limit"), (["--n", "5", "--k", "1"], "--n 10"),
+                                         (["--submission", "upload.json"], "must name a .zip")])
+def test_the_command_line_refuses_a_submission_the_site_would_misread(extra, said, capsys):
+    from eval.mera import cli
+
+    argv = ["ruhumaneval", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--out", "run",
+            "--submission", "upload.zip", *extra]
+    with pytest.raises(SystemExit) as stopped:
+        cli.checked_config(cli.build_parser(), argv)
+    assert stopped.value.code == 2 and said in capsys.readouterr().err
