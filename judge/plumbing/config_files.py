@@ -163,7 +163,7 @@ class ExactArgumentParser(argparse.ArgumentParser):
         while i < len(given) and given[i].partition("=")[0] in self._option_string_actions:
             action = self._option_string_actions[given[i].partition("=")[0]]
             i += 1 + (action.nargs != 0 and "=" not in given[i])  # an option of this parser, and its value
-        if not commands or i >= len(given) or given[i].startswith("-") or given[i] in commands:
+        if not commands or i >= len(given) or given[i].startswith("-") or given[i] in subs.choices:
             return ""
         close = difflib.get_close_matches(given[i], list(commands), n=1)
         return (f"unknown {noun} {given[i]!r}{f' (did you mean {close[0]}?)' if close else ''}; the {noun}s: "

@@ -328,6 +328,15 @@ def test_judge_eval_with_a_misspelt_score_names_score(capsys):
         "convert, merge, experts, mera; `judge-eval --help` lists them\n")
 
 
+def test_judge_eval_bench_an_alias_of_rank_is_no_unknown_command(capsys):
+    """`bench` is an alias of `rank`: a wrong option on its line is refused by `judge-eval rank`, not called an
+    unknown command."""
+    from eval.cli import main
+
+    assert _refusal(capsys, lambda: main(["bench", "--bogus", "x"])) == (
+        "judge-eval rank: error: unrecognized arguments: --bogus x; `judge-eval rank --help` lists the options\n")
+
+
 @pytest.mark.parametrize("argv, said", [
     (["submt", "--config", "x"], "judge-train: error: unknown command 'submt' (did you mean submit?); "
                                  "`judge-train --help` lists the commands"),
