@@ -141,9 +141,13 @@ class ExactArgumentParser(argparse.ArgumentParser):
               f"`{command.prog} --help` lists the options", file=sys.stderr)
         sys.exit(2)
 
+    def _subcommand_action(self) -> argparse._SubParsersAction | None:
+        """This parser's subcommands' action (its ``choices`` hold every name, aliases too); None if it has none."""
+        return next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
+
     def _commands(self) -> dict[str, argparse.ArgumentParser]:
         """This parser's subcommands by name, an alias left out (it comes after its command's name); {} if none."""
-        subs = next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
+        subs = self._subcommand_action()
         commands: dict[int, tuple[str, argparse.ArgumentParser]] = {}
         for name, parser in (subs.choices.items() if subs else ()):
             commands.setdefault(id(parser), (name, parser))
@@ -157,8 +161,10 @@ class ExactArgumentParser(argparse.ArgumentParser):
         import difflib
 
         commands = self._commands()
-        subs = next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
-        noun = subs.dest if subs and subs.dest in ("stage", "task") else "command"  # judge-train data, judge-eval mera
+        subs = self._subcommand_action()
+        # the subcommands' dest names them (a stage of judge-train data, a task of judge-eval mera); argparse's
+        # default dest is SUPPRESS, which names nothing
+        noun = subs.dest if subs and subs.dest != argparse.SUPPRESS else "command"
         given, i = getattr(self, "_given", []), 0
         while i < len(given) and given[i].partition("=")[0] in self._option_string_actions:
             action = self._option_string_actions[given[i].partition("=")[0]]
@@ -173,7 +179,7 @@ class ExactArgumentParser(argparse.ArgumentParser):
         """The error of a command line that names no subcommand and begins with an option of one (``judge-eval
         --judge X --out Y``, as judge-train takes ``run`` for granted): argparse read the option's value as the
         subcommand ("invalid choice: 'X'") or suggested the closest option of the top parser. "" otherwise."""
-        subs = next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
+        subs = self._subcommand_action()
         given = getattr(self, "_given", [])
         if subs is None or any(word in subs.choices for word in given):
             return ""

@@ -320,6 +320,14 @@ def test_a_misspelt_command_is_one_line_naming_it_and_the_closest_command(capsys
     assert _refusal(capsys, lambda: _parser(with_commands=True).parse_args(argv)) == said + "\n"
 
 
+def test_a_misspelt_command_of_subparsers_without_a_dest_is_called_a_command(capsys):
+    """The subparsers' dest names their kind (stage, task); argparse's default dest names nothing."""
+    parser = ExactArgumentParser(prog="tool")
+    parser.add_subparsers().add_parser("run")
+    assert _refusal(capsys, lambda: parser.parse_args(["rn"])) == (
+        "tool: error: unknown command 'rn' (did you mean run?); the commands: run; `tool --help` lists them\n")
+
+
 def test_judge_eval_with_a_misspelt_score_names_score(capsys):
     from eval.cli import main
 
