@@ -473,15 +473,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command.startswith("-"):  # `judge-train --config ...` is `judge-train run --config ...`
         return run(argv)
     if command not in SUBCOMMANDS:
-        import difflib
+        from judge.plumbing.config_files import unknown_command
 
         # a config file's name is often a command's (grpo.yaml): the --config it lacks is the remedy, not the command
-        if command.endswith((".yaml", ".yml")):
-            hint = " (a config file is given as `judge-train --config FILE`)"
-        else:
-            close = difflib.get_close_matches(command, list(SUBCOMMANDS), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-        print(f"judge-train: error: unknown command {command!r}{hint}; `judge-train --help` lists the commands",
+        remedy = "a config file is given as `judge-train --config FILE`" if command.endswith((".yaml", ".yml")) else ""
+        print(f"judge-train: error: {unknown_command('judge-train', command, SUBCOMMANDS, remedy=remedy)}",
               file=sys.stderr)
         return 2
     if command == "run":

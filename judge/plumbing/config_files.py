@@ -19,7 +19,7 @@ One flag style (``add_config_flags``): ``--output-dir`` for field ``output_dir``
 This module also holds the one reader of the JSON objects stages hand each other (a checkpoint's
 ``config.json``, the export manifest, ``run.json``).
 
-Why one module of ~970 lines: reading a config (the YAML file, bounded before any value is built), checking each
+Why one module of ~990 lines: reading a config (the YAML file, bounded before any value is built), checking each
 value against its field and resolving the layers are one path that every job's settings take, with one error type
 naming the field and its source; its parts are not used apart.
 """
@@ -51,6 +51,7 @@ __all__ = [
     "coerce",
     "suggest_keys",
     "closest_option",
+    "unknown_command",
     "add_config_flags",
     "given_flags",
     "chosen_fields",
@@ -158,8 +159,6 @@ class ExactArgumentParser(argparse.ArgumentParser):
         (``judge-eval scor --predictions X``): that word, the closest command and the list, in one line, where
         argparse printed its usage above "invalid choice"; a stage or task where the subparsers' ``dest`` says so. ""
         otherwise."""
-        import difflib
-
         commands = self._commands()
         subs = self._subcommand_action()
         # the subcommands' dest names them (a stage of judge-train data, a task of judge-eval mera); argparse's
@@ -171,9 +170,7 @@ class ExactArgumentParser(argparse.ArgumentParser):
             i += 1 + (action.nargs != 0 and "=" not in given[i])  # an option of this parser, and its value
         if not commands or i >= len(given) or given[i].startswith("-") or given[i] in subs.choices:
             return ""
-        close = difflib.get_close_matches(given[i], list(commands), n=1)
-        return (f"unknown {noun} {given[i]!r}{f' (did you mean {close[0]}?)' if close else ''}; the {noun}s: "
-                f"{', '.join(commands)}; `{self.prog} --help` lists them")
+        return unknown_command(self.prog, given[i], commands, noun)
 
     def _command_left_out(self) -> str:
         """The error of a command line that names no subcommand and begins with an option of one (``judge-eval
@@ -297,6 +294,17 @@ def closest_option(flag: str, options: Iterable[str]) -> str:
             return max(found, key=lambda name: (difflib.SequenceMatcher(None, typed, name[2:]).ratio(), -len(name)))
     return ""
 
+
+def unknown_command(prog: str, word: str, names: Iterable[str], noun: str = "command", remedy: str = "") -> str:
+    """The refusal of a ``word`` that is none of ``prog``'s subcommands ``names`` (a ``noun`` each: a command, a
+    stage, a task), without its ``prog: error:`` lead: the word, the closest name (``remedy`` in its place where
+    one is given), every name and the ``--help`` that lists them, as every console script says it."""
+    import difflib
+
+    listed = list(names)
+    close = difflib.get_close_matches(word, listed, n=1)
+    hint = f" ({remedy})" if remedy else f" (did you mean {close[0]}?)" if close else ""
+    return f"unknown {noun} {word!r}{hint}; the {noun}s: {', '.join(listed)}; `{prog} --help` lists them"
 
 def special_file_kind(path: str | Path) -> str:
     """What a path that exists but is no regular file or folder is ("a pipe", "a character device", "a block

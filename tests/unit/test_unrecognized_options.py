@@ -345,15 +345,18 @@ def test_judge_eval_bench_an_alias_of_rank_is_no_unknown_command(capsys):
         "judge-eval rank: error: unrecognized arguments: --bogus x; `judge-eval rank --help` lists the options\n")
 
 
+_TRAIN_COMMANDS = "run, classifier, grpo, criteria-classifier, build-data, submit, data, card"
+
+
 @pytest.mark.parametrize("argv, said", [
     (["submt", "--config", "x"], "judge-train: error: unknown command 'submt' (did you mean submit?); "
-                                 "`judge-train --help` lists the commands"),
+                                 f"the commands: {_TRAIN_COMMANDS}; `judge-train --help` lists them"),
     (["configs/train/tiny/seq2seq.yaml"], "judge-train: error: unknown command 'configs/train/tiny/seq2seq.yaml' "
                                           "(a config file is given as `judge-train --config FILE`); "
-                                          "`judge-train --help` lists the commands"),
+                                          f"the commands: {_TRAIN_COMMANDS}; `judge-train --help` lists them"),
     # a config file named like a command is still a config file given without --config
     (["grpo.yaml"], "judge-train: error: unknown command 'grpo.yaml' (a config file is given as `judge-train "
-                    "--config FILE`); `judge-train --help` lists the commands"),
+                    f"--config FILE`); the commands: {_TRAIN_COMMANDS}; `judge-train --help` lists them"),
 ], ids=["misspelt", "config-without-flag", "config-named-like-a-command"])
 def test_judge_train_with_an_unknown_command_is_one_line_naming_the_remedy(capsys, argv, said):
     """Before: "unknown command 'submt'" above judge-train's whole usage, naming no command and, for a config
