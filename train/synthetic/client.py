@@ -66,7 +66,7 @@ def seed_suffix(seed: int | None, index: int) -> str:
     seed it was asked with (``job_seed``), when that is not the configured one, so that an answer journalled under
     another seed is asked again with its own. "" for request 0 and for an unseeded endpoint, whose fingerprints are
     the prompt's alone."""
-    return f"\nseed {seed + index}" if seed is not None and index else ""
+    return f"\nseed {job_seed(seed, index)}" if seed is not None and index else ""
 
 
 @dataclass(frozen=True)
