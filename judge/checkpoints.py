@@ -63,7 +63,7 @@ __all__ = [
     "write_manifest",
     "read_manifest",
     "is_hub_id",
-    "hub_model_id",
+    "is_hub_model_id",
     "export_run_name",
     "resolve_checkpoint",
     "read_config",
@@ -151,7 +151,7 @@ def is_hub_id(ref: str | Path) -> bool:
     return bool(_HUB_ID.match(text)) and not Path(text).exists()
 
 
-def hub_model_id(text: str | Path) -> bool:
+def is_hub_model_id(text: str | Path) -> bool:
     """Whether ``text`` names a model on the hub: spelled ``owner/name`` and no path here (``is_hub_id``), and
     accepted by the hub's own stricter rule too (no ``--`` or ``..``, no trailing ``.`` or ``-``, at most 96
     characters), which ``huggingface_hub`` would refuse with a traceback."""

@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 from judge.checkpoints import (EXPORT_MANIFEST, GENERATOR_SUBDIR, export_weights_fingerprint, generator_model_named,
-                               hub_model_id, read_manifest)
+                               is_hub_model_id, read_manifest)
 from judge.metrics_json.metrics import Metrics
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import read_json_object
@@ -328,7 +328,7 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
     front = {
         # The hub's base_model is a model id on the hub: a local base (a folder, the built tiny model, an SFT export
         # a GRPO run started from) is no such id, and the body names it as recorded.
-        **({"base_model": base_model} if hub_model_id(base_model) else {}),
+        **({"base_model": base_model} if is_hub_model_id(base_model) else {}),
         "language": ["ru"],
         "library_name": "transformers",
         "pipeline_tag": "text-classification" if regression else "text-generation",
