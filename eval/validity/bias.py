@@ -67,7 +67,7 @@
   the margins' difference is ``d = sum_g D_g`` and the statistic ``d' V^+ d`` with ``V = sum_g D_g D_g'``, chi-squared
   with ``rank(V)`` degrees of freedom. With one item per answer ``V`` is the Stuart–Maxwell covariance
   (``V_ii = n_i. + n_.i - 2 n_ii``, ``V_ij = -(n_ij + n_ji)``) and the statistic is statsmodels'
-  ``SquareTable(...).homogeneity()`` on a table whose used levels all exchange items, directly or through other
+  ``SquareTable(table, shift_zeros=False).homogeneity()`` (its default adds 0.5 to every empty cell) on a table whose used levels all exchange items, directly or through other
   levels (a test pins them equal); on two levels with clusters it is the clustered McNemar test,
   ``(sum_g (b_g - c_g))^2 / sum_g (b_g - c_g)^2`` (Durkalski et al., Statistics in Medicine 22, 2003). Repeating an answer's rows k times scales ``d`` by k and ``V`` by k^2: the same
   statistic. The pseudo-inverse and the rank are why statsmodels is not called: it drops the table's last level to

@@ -853,6 +853,27 @@ def test_marginal_homogeneity_equals_statsmodels_where_its_covariance_is_regular
         assert got["p_value"] == pytest.approx(expected.pvalue, rel=1e-6, abs=1e-12)
 
 
+def test_marginal_homogeneity_statsmodels_figures_the_docs_cite_need_shift_zeros_off():
+    """The docs compare this test with statsmodels' ``SquareTable(table, shift_zeros=False).homogeneity()``: the
+    constructor's default (``shift_zeros=True``) adds 0.5 to every empty cell of a table with one, another table, so
+    the figures cited (no test on [[10, 0, 0], [0, 5, 3], [0, 1, 6]], 1 on 2 degrees of freedom, p 0.61, with that
+    level last) and the equality on a table whose used levels all exchange items hold only without the shift."""
+    from statsmodels.stats.contingency_tables import SquareTable
+
+    first = SquareTable(np.array([[10, 0, 0], [0, 5, 3], [0, 1, 6]], float), shift_zeros=False).homogeneity()
+    assert math.isnan(first.statistic)
+    last = SquareTable(np.array([[5, 3, 0], [1, 6, 0], [0, 0, 10]], float), shift_zeros=False).homogeneity()
+    assert (last.statistic, last.df, round(last.pvalue, 2)) == (pytest.approx(1.0), 2, 0.61)
+    shifted = SquareTable(np.array([[5, 3, 0], [1, 6, 0], [0, 0, 10]], float)).homogeneity()
+    assert shifted.statistic != pytest.approx(1.0)  # the default shifts the zeros: not the figure cited
+    # levels linked through one another (0-1, 1-2), the 0-2 cells empty: equal to statsmodels without the shift only
+    table = np.array([[6, 3, 0], [1, 5, 4], [0, 1, 7]])
+    got = marginal_homogeneity(*_levels_of(table), np.arange(3.0))
+    plain = SquareTable(table.astype(float), shift_zeros=False).homogeneity()
+    assert got["statistic"] == pytest.approx(plain.statistic, rel=1e-9) and got["df"] == plain.df == 2
+    assert SquareTable(table.astype(float)).homogeneity().statistic != pytest.approx(got["statistic"], rel=1e-6)
+
+
 def test_marginal_homogeneity_clustered_by_answer():
     """Two levels, four answers: judge 0 / mode 1 (b) and judge 1 / mode 0 (c) per answer (2, 1), (3, 0), (0, 1),
     (1, 0), so b_g - c_g = 1, 3, -1, 1. Clustered: (sum (b_g - c_g))^2 / sum (b_g - c_g)^2 = 4^2 / 12 = 4/3 on 1
