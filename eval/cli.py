@@ -128,8 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "5000; -1: all).")
     # The validity section's alternative annotator test (eval/validity/alt_test.py; defaults are its authors').
     score_p.add_argument("--alt-test-epsilon", type=float, default=0.2,
-                         help="Alt-test cost-benefit margin ε (the authors: 0.2 expert, 0.15 skilled, 0.1 crowd; "
-                              "default: %(default)s).")
+                         help="Alt-test cost-benefit margin ε, in [0, 1) (the authors: 0.2 expert, 0.15 skilled, 0.1 "
+                              "crowd; default: %(default)s).")
     score_p.add_argument("--alt-test-q", type=float, default=0.05,
                          help="Alt-test false discovery rate of the Benjamini-Yekutieli correction, in (0, 1) "
                               "(default: %(default)s).")

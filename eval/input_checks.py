@@ -6,7 +6,6 @@ or written, in one line naming the flag or the file (``eval.cli`` prints it and 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 from pathlib import Path
 
@@ -72,7 +71,7 @@ def refuse_empty_data(data: str) -> None:
 #: "vc_judge": 0.0 (a figure never computed), --alpha 2 called p = 0.7 "better", --n-boot -1 read as 0.
 _OPEN_0_1 = (lambda v: 0 < v < 1, "between 0 and 1 (both excluded)")
 FLAG_BOUNDS = {"seed": (lambda v: v >= 0, "0 or more"), "vc_repeats": (lambda v: v >= 1, "at least 1"),
-               "alpha": _OPEN_0_1, "alt_test_q": _OPEN_0_1, "alt_test_epsilon": (math.isfinite, "a finite number"),
+               "alpha": _OPEN_0_1, "alt_test_q": _OPEN_0_1, "alt_test_epsilon": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
                "alt_test_min_items": (lambda v: v >= 1, "at least 1"),
                "alt_test_min_experts": (lambda v: v >= 2, "at least 2"),
                # tested experts are counted over the panel, not per item: no per-item cap bounds them from above

@@ -75,7 +75,10 @@ def test_score_and_rank_without_the_data_they_need_name_the_data_flag(runs, tmp_
     ("--n-boot", "9", f"must be {N_BOOT}, got 9"),
     ("--seed", "-1", "must be 0 or more, got -1"),  # numpy's "expected non-negative integer", no flag named
     ("--alt-test-q", "0", "must be between 0 and 1 (both excluded), got 0.0"),  # exit code 1, no "error:"
-    ("--alt-test-epsilon", "nan", "must be a finite number, got nan"),
+    ("--alt-test-epsilon", "nan", "must be a number in [0, 1), got nan"),
+    # refused by the alt-test's settings alone, in words that named no flag ("alt-test epsilon must lie in ...")
+    ("--alt-test-epsilon", "-0.5", "must be a number in [0, 1), got -0.5"),
+    ("--alt-test-epsilon", "1", "must be a number in [0, 1), got 1.0"),
     ("--alt-test-min-experts", "1", "must be at least 2, got 1"),
     # had been refused only by the alt-test's settings, after the up-front checks and in other words
     ("--alt-test-min-tested", "0", "must be at least 1, got 0"),
