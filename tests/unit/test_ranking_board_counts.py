@@ -91,6 +91,18 @@ def test_a_rank_above_the_rank_of_a_candidate_listed_higher_is_said_where_it_hap
     assert "D (" in inverted and "rank 1" in inverted and "C (" in inverted and "rank 2" in inverted
 
 
+def test_the_same_scores_on_a_board_of_three_call_a_over_d(tmp_path):
+    """Without B the board makes m = 3 calls: A-D's exact p 2/128 is below 0.05/3, so A is called above D as well as
+    above C, and D shares C's rank 2; the example in docs/ranking.md needs its fourth candidate."""
+    scores = {"A": [2] * 12, "C": [1] * 12, "D": [2] * 5 + [0] * 7}
+    runs = [str(write_rank_run(tmp_path / k, k, [(p + 1, "m", "X", SCALE, float(s)) for p, s in enumerate(v)]))
+            for k, v in scores.items()]
+    result = leaderboard(runs, n_boot=2000)
+    assert [(m["model"], m["rank"]) for m in result["models"]] == [("A", 1), ("C", 2), ("D", 2)]
+    a_d = next(p for p in result["pairs"] if p["a"].endswith("/A") and p["b"].endswith("/D"))
+    assert a_d["p_value"] == 2 / 128 and a_d["verdict"] == "B lower"
+
+
 def test_ranks_in_the_tables_order_add_no_such_line(tmp_path):
     runs = _runs(tmp_path)
     md = render_leaderboard_markdown(leaderboard(runs, n_boot=200))
