@@ -1,8 +1,8 @@
 """`judge-eval rank` with a regression judge: the binary gate reads a head's continuous score at its nearest level.
 
 POLLUX's ``src/metrics.py`` (ai-forever/POLLUX at 83f6eb6b) closes an instruction's gate when a binary criterion's
-score is anything but 0 (``raw_score != 0``), a score it only ever reads out of the judge's text, an integer. A
-regression head's score is its raw value clipped into the scale, so a Critical criterion the head puts at 0.004 would
+score is anything but 0 (``raw_score != 0``), a number it reads out of the judge's text (a level, from a judge that
+keeps to the rubric; its number pattern takes a decimal too). A regression head's score is its raw value clipped into the scale, so a Critical criterion the head puts at 0.004 would
 zero the instruction. Expected values are derived by hand in each docstring.
 """
 
@@ -36,6 +36,19 @@ def test_a_heads_critical_score_gates_at_its_nearest_level() -> None:
     # A verdict's score is read as POLLUX reads it: any score but 0 closes the gate.
     verdicts = [RankedItem(1, "m", "X", X, 2.0), RankedItem(1, "m", "G", G, 1.0)]
     assert pollux_matrix(verdicts, n_boot=0).values[1, 0] == 0.0
+
+
+def test_a_decimal_a_judge_writes_on_a_gate_closes_it_as_pollux_reads_it() -> None:
+    """POLLUX's score_utils.py (ai-forever/POLLUX at 9179cb4e) reads "[RESULT] 0,5 [END]" as 0.5, within the gate's 0..1,
+    and metrics.py closes the gate on any score but 0: P1's X (2 of 0..2, normalised 1.0) becomes 0. A verdict's
+    score is never snapped to a level (only a head's is), so the toolkit closes it too; a gate at 0 leaves X at 1.0."""
+    from judge.verdicts import parse_pollux_result
+
+    half = parse_pollux_result("[FEEDBACK] нарушение частичное [RESULT] 0,5 [END]").score
+    assert half == 0.5 and gate_score(RankedItem(1, "m", "G", G, half)) == 0.5
+    closed = pollux_matrix([RankedItem(1, "m", "X", X, 2.0), RankedItem(1, "m", "G", G, half)], n_boot=0)
+    open_ = pollux_matrix([RankedItem(1, "m", "X", X, 2.0), RankedItem(1, "m", "G", G, 0.0)], n_boot=0)
+    assert closed.values[1, 0] == 0.0 and open_.values[1, 0] == 1.0
 
 
 @pytest.mark.parametrize(("score", "levels", "gate"), [
