@@ -31,3 +31,14 @@ def test_answer_of_in_nfc_keeps_the_answers_own_characters_and_cut_prompts():
     assert answer_of(composed + "Мои\u0306 ответ.<|im_end|>", NFD_PROMPT) == "Мой ответ."
     assert answer_of(composed[40:] + "Ответ.<|im_end|>", NFD_PROMPT) == "Ответ."
     assert answer_of("<|im_start|>user\nДругой запрос про чай и кофе.<|im_end|>\nОтвет.", NFD_PROMPT) is None
+
+
+def test_the_whole_prompt_in_nfc_is_matched_before_any_exact_tail():
+    """The prompt's first sentence, written in NFD, comes back composed at its end, so the query (the prompt
+    composed, then the answer) also starts with an exact tail of the prompt (that sentence), after which most of
+    the prompt would be taken for the answer. The whole prompt, compared in NFC, matches first (docs/rewards.md)."""
+    x = "Напишите рассказ про чай и кофе, пожалуйста, и покороче."
+    prompt = unicodedata.normalize("NFD", x) + " Что дальше? " + x
+    assert prompt != x + " Что дальше? " + x  # the case is exercised: the first sentence differs in form only
+    query = x + " Что дальше? " + x + " Жил-был чайник.<|im_end|>"
+    assert answer_of(query, prompt) == "Жил-был чайник."
