@@ -68,7 +68,8 @@ criteria and reference answer (and the task fields) come from ``extra_info`` (ke
 ``reference_answer``, ``task_type``, ``task_subtype``, ``task_subsubtype``; ``criteria`` in a label's forms) and, for
 what it lacks, from ``ground_truth`` read as a label (a JSON object or a string holding one; any other string is the
 reference answer); a key whose value is None counts as absent (verl reads ``extra_info`` from parquet, where a row
-without a key holds None), and a task field neither text nor None is refused naming it. verl needs a number for
+without a key holds None), and a task field neither text nor None is refused naming it, as is a ``ground_truth`` neither
+label, text nor None where the reference answer would be read from it. verl needs a number for
 every sample: a rule that skips (``on_failure="skip"``) is refused, and a request that fails after the retries
 raises.
 
@@ -1218,6 +1219,10 @@ def sample_from_verl(solution_str: str, ground_truth: Any, extra_info: Mapping[s
     source = {**{k: v for k, v in (label or {}).items() if v is not None}, **given}
     if label is None and isinstance(ground_truth, str) and ground_truth.strip() and "reference_answer" not in source:
         source["reference_answer"] = ground_truth
+    if label is None and not isinstance(ground_truth, str) and "reference_answer" not in source:
+        # No label and no text (a parquet column of numbers) where the reference answer is read from it: refused as
+        # a number in extra_info['reference_answer'] is; dropped, every answer would be judged against no reference.
+        _text_or_none(ground_truth, "verl sample: ground_truth (a label, or the reference answer's text)")
     instruction = _text_or_none(source.get("instruction"),
                                 "verl sample: instruction (extra_info['instruction'] or the ground_truth label)")
     if instruction is None:

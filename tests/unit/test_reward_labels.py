@@ -91,6 +91,22 @@ def test_verl_labels_with_no_criteria_or_auto():
     assert score["score"] == 0.5
 
 
+@pytest.mark.parametrize("ground_truth, words", [(72, "an integer"), (1.5, "a number"), (["a"], "a list")])
+def test_a_verl_ground_truth_neither_label_nor_text_is_refused_where_it_would_be_read(ground_truth, words):
+    """A ground_truth that is no label and no text (a parquet column of numbers) would be the reference answer, as
+    its string form is; dropped, the judge would rate every answer against no reference without a word. Refused
+    naming ground_truth, as a number in extra_info['reference_answer'] is; where extra_info gives the reference,
+    the ground_truth is not read and is left alone (another reward function's)."""
+    info = {"instruction": "Q", "criteria": ["Креативность"]}
+    with pytest.raises(ValueError, match=r"^verl sample: ground_truth \(.*\): expected a string or null, got "
+                                         + words):
+        sample_from_verl("ans", ground_truth, info)
+    given = sample_from_verl("ans", ground_truth, {**info, "reference_answer": "72"})
+    assert given.reference_answer == "72"
+    assert sample_from_verl("ans", "72", info).reference_answer == "72"
+    assert sample_from_verl("ans", None, info).reference_answer is None
+
+
 def test_requests_are_cut_by_the_judgments_auto_and_task_labels_come_to():
     """judge-serve bounds a request's judgments once resolved (512 by default): an "auto" sample may come to the
     largest task's 26 (512 // 26 = 19 per request), an Editing one to its 15 (512 // 15 = 34)."""
