@@ -69,7 +69,8 @@ criteria and reference answer (and the task fields) come from ``extra_info`` (ke
 what it lacks, from ``ground_truth`` read as a label (a JSON object or a string holding one; any other string is the
 reference answer); a key whose value is None counts as absent (verl reads ``extra_info`` from parquet, where a row
 without a key holds None), and a task field neither text nor None is refused naming it, as is a ``ground_truth`` neither
-label, text nor None where the reference answer would be read from it. verl needs a number for
+label, text nor None where the reference answer would be read from it (``extra_info['reference_answer']``, ``""``
+for none, leaves another reward function's ground truth alone). verl needs a number for
 every sample: a rule that skips (``on_failure="skip"``) is refused, and a request that fails after the retries
 raises.
 
@@ -1222,7 +1223,11 @@ def sample_from_verl(solution_str: str, ground_truth: Any, extra_info: Mapping[s
     if label is None and not isinstance(ground_truth, str) and "reference_answer" not in source:
         # No label and no text (a parquet column of numbers) where the reference answer is read from it: refused as
         # a number in extra_info['reference_answer'] is; dropped, every answer would be judged against no reference.
-        _text_or_none(ground_truth, "verl sample: ground_truth (a label, or the reference answer's text)")
+        try:
+            _text_or_none(ground_truth, "verl sample: ground_truth (a label, or the reference answer's text)")
+        except ValueError as err:  # a class index for another scorer (verl's hellaswag example): the way past named
+            raise ValueError(f"{err}; a ground_truth meant for another reward function is left alone where "
+                             "extra_info['reference_answer'] gives the reference (\"\" for none)") from None
     instruction = _text_or_none(source.get("instruction"),
                                 "verl sample: instruction (extra_info['instruction'] or the ground_truth label)")
     if instruction is None:

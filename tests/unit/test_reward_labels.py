@@ -99,10 +99,13 @@ def test_a_verl_ground_truth_neither_label_nor_text_is_refused_where_it_would_be
     the ground_truth is not read and is left alone (another reward function's)."""
     info = {"instruction": "Q", "criteria": ["Креативность"]}
     with pytest.raises(ValueError, match=r"^verl sample: ground_truth \(.*\): expected a string or null, got "
-                                         + words):
+                                         + words + r".*left alone where extra_info\['reference_answer'\] gives the "
+                                         r"reference \(\"\" for none\)$"):
         sample_from_verl("ans", ground_truth, info)
     given = sample_from_verl("ans", ground_truth, {**info, "reference_answer": "72"})
     assert given.reference_answer == "72"
+    # the way past the refusal it names: an empty reference_answer, judged against none, the ground_truth left alone
+    assert sample_from_verl("ans", ground_truth, {**info, "reference_answer": ""}).reference_answer is None
     assert sample_from_verl("ans", "72", info).reference_answer == "72"
     assert sample_from_verl("ans", None, info).reference_answer is None
 
