@@ -165,15 +165,15 @@ def answer_of(query: str, prompt: str) -> str | None:
     of the prompt (at least ``MIN_PROMPT_TAIL`` characters) that the query starts with.
 
     A tokenizer that normalises its input (Qwen's: NFC) gives back a prompt written in another form (an "й" as
-    "и" and a combining breve) in its composed form: where the query starts with neither the prompt nor a tail of
-    it as sent, both are compared in NFC (``_nfc_response``).
+    "и" and a combining breve) in its composed form: each comparison below that fails as sent is tried again with
+    both in NFC (``_nfc_response``) before the next comparison.
 
     A tokenizer may also give the prompt back spaced otherwise: ``clean_up_tokenization_spaces`` drops the space
     before ``. , ? ! '`` ("там ?" comes back "там?"), a SentencePiece decoder adds one after a special token
-    ("<s>[INST]" comes back "<s> [INST]"). Where the whole prompt does not match as sent, the query and the whole
-    prompt are compared on their characters other than whitespace (``_spaced_response``), before any tail of the
-    prompt is tried. Last, a prompt both cut and spaced otherwise: the longest tail compared on those characters
-    (``_spaced_tail_response``).
+    ("<s>[INST]" comes back "<s> [INST]"). So the comparisons go: the whole prompt (as sent, then NFC); the whole
+    prompt on the characters other than whitespace (``_spaced_response``); the longest tail; last, a prompt both
+    cut and spaced otherwise, the longest tail compared on those characters (``_spaced_tail_response``). The whole
+    prompt in every form comes before any tail of it.
 
     Returns:
         The answer ("" when there is nothing to judge), or None when ``query`` starts with neither ``prompt`` nor
