@@ -389,3 +389,27 @@ def test_run_refuses_bad_data_before_it_claims_the_folder(runs, tmp_path, capsys
     assert "--overwrite" not in said, said  # no judge answers at URL; what stops the run is not a resume refusal
     assert code == 4 and f"the judge at {URL} cannot be reached" in said, (code, said)  # past the claim, to the judge
     assert not out.exists()  # stopped before any verdict: the folder it made is taken back (hold_run_folder)
+
+
+_ALT_TEST_FIELDS = {"alt_test_q": "q", "alt_test_epsilon": "epsilon", "alt_test_min_items": "min_items_per_expert",
+                    "alt_test_min_experts": "min_experts_per_item", "alt_test_min_tested": "min_experts_tested"}
+
+
+_ALT_TEST_CASES = [(flag, value) for flag in sorted(_ALT_TEST_FIELDS)
+                   for value in ([-1, 0, 1, 2, 3, 30] if flag.startswith("alt_test_min") else  # counts: ints
+                                 [-1, -0.5, 0, 1e-9, 0.05, 0.5, 0.999999, 1, 1.5, 2])]
+
+
+@pytest.mark.parametrize("flag, value", _ALT_TEST_CASES)
+def test_the_alt_test_flags_bounds_take_what_the_settings_take(flag, value):
+    """The flags are refused up front by FLAG_BOUNDS (naming the flag, before any work) and the settings refuse
+    again where metrics.json's are read: the two copies of each bound take exactly the same values."""
+    from eval.input_checks import FLAG_BOUNDS
+    from judge.metrics_json.validity import AltTestSettings
+
+    try:
+        AltTestSettings(**{_ALT_TEST_FIELDS[flag]: value})
+        settings_take = True
+    except ValueError:
+        settings_take = False
+    assert FLAG_BOUNDS[flag][0](value) == settings_take, (flag, value)
