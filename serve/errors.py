@@ -470,9 +470,13 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
         data = _event_data(event)
         if data is None or not _is_error_data(data):
             # an event that ends the stream ends it only whole: a response.completed cut inside its JSON does not
-            if out.finished or (_ends_stream(event, responses) and data is not None
-                                and (data.strip() == b"[DONE]" or json_or_none(data) is not None)):
+            if out.finished:
                 yield tail
+                return
+            if (_ends_stream(event, responses) and data is not None
+                    and (data.strip() == b"[DONE]" or json_or_none(data) is not None)):
+                # ended with its blank line: an SSE client discards an event the body ends before it
+                yield event + b"\n\n"
                 return
             # An event cut short with no end after it: dropped, as one held whole when the stream breaks.
             log.warning("the %s engine's stream ended inside an event, before its last", role)
