@@ -7,6 +7,7 @@ only), under ``judge.plumbing.processes``' supervisor: its whole process tree en
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import logging
 import os
@@ -90,11 +91,12 @@ def _not_ready_reason(url: str) -> str:
     except urllib.error.HTTPError as err:  # its 503 carries the reason
         try:
             raw = err.read(_READY_BYTES)
-        except (OSError, ValueError):
+        except (OSError, ValueError, http.client.HTTPException):  # its body cut short (IncompleteRead)
             return ""
         finally:
             err.close()
-    except (urllib.error.URLError, OSError, ValueError):
+    # HTTPException: something that is no HTTP server on the port (BadStatusLine), or an answer cut short
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException):
         return ""
     try:
         body = json.loads(raw)

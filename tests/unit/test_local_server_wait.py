@@ -217,3 +217,36 @@ def test_the_wait_line_asks_ready_only_when_it_is_due_and_adds_nothing_where_not
     assert asked == [("http://127.0.0.1:9/ready", local_server_module.READY_ASK_S)]
     assert local_server_module.READY_ASK_S <= 1.0
     assert lines == ["still waiting for the judge server: 30 s of up to 900 s"]
+
+
+def test_something_else_on_the_port_adds_nothing_to_the_wait_line_and_stops_nothing(tmp_path):
+    """A port answered by something that is no HTTP server (an SSH banner: ``http.client.BadStatusLine``) or an answer
+    cut short is a server not ready yet: the wait line goes on without a reason, and the run is not stopped."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def banner():
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"SSH-2.0-OpenSSH\r\n")
+
+    thread = threading.Thread(target=banner, daemon=True)
+    thread.start()
+    clock = FakeClock()
+    lines = []
+    (tmp_path / "server.log").write_text("")
+    server = StartingServer(proc=None, command=["judge-serve"], log_path=tmp_path / "server.log", name="s", grace_s=1)
+    waiting = local_server_module.StartWait(server, 900.0, tmp_path / "server.log", clock=clock.monotonic,
+                                            ready_url=f"http://127.0.0.1:{port}/ready")
+    try:
+        with _said(lines):
+            clock.now = 30.0
+            waiting.poll()
+    finally:
+        thread.join(5)
+        listener.close()
+    assert lines == ["still waiting for the judge server: 30 s of up to 900 s"]
