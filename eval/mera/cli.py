@@ -27,7 +27,7 @@ Every run folder gets ``run.json`` (``judge.plumbing.provenance``: resolved sett
 data file, its source and hash, sandbox), the per-item JSONL files and ``metrics.json``.
 Generation progress is saved as it goes; re-running the same command resumes (``--overwrite`` starts over).
 
-Why one module of ~616 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
+Why one module of ~622 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
 table of exit codes, kept where ``main`` applies them; each task's own logic is in humaneval.py and rutie.py.
 """
 
@@ -379,7 +379,13 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
         from eval.mera.sandbox import STORED_OUTPUT_CHARS
         from eval.mera.submission import humaneval_submission
 
-        metrics["submission"] = _write_submission(config, *humaneval_submission(tasks, executed, STORED_OUTPUT_CHARS))
+        try:
+            written = humaneval_submission(tasks, executed, STORED_OUTPUT_CHARS)
+        except ValueError as err:  # a sample the sandbox never ran: no upload scores the tool's failure as the model's
+            logger.error("ruhumaneval: --submission %s not written: %s", config.submission, err)
+            metrics["submission"] = {"refused": str(err)}
+        else:
+            metrics["submission"] = _write_submission(config, *written)
     write_json(out / METRICS_FILE, metrics)
     scores = "; ".join(part for part in [", ".join(f"{k}={v:.4f}" for k, v in metrics["pass@k"].items()),
                                          *(f"{k} omitted: {why}" for k, why in metrics["pass@k_omitted"].items())]

@@ -21,12 +21,14 @@ The layout is MERA's own packer's, ``MERA-Evaluation/MERA``'s ``log_to_submissio
   ``doc_to_id``), its outputs a string as the gold's is (the scorer's ``doc_output_type_error`` otherwise).
 
 A failure is written, never dropped, and counted in the summary this module returns: a ruHumanEval sample that did not
-pass (failed, timed out, raised, never generated, never run) is written as the results it has, a result cut for
+pass (failed, timed out, raised, never generated) is written as the results it has, a result cut for
 storage or missing as ``null`` (all ``null`` where none was kept: the harness's result for a program that did not
 run), so it fails there as here; a passed sample as the expected outputs, which its results equalled whole here
 (the stored results are cut to ``STORED_OUTPUT_CHARS``). An unanswered ruTiE question is written as ``"-1"``, the
 harness's fallback for a reply without a choice (``benchmark_tasks/rutie/utils.py`` ``FALLBACK``), which the
-scorer counts wrong.
+scorer counts wrong. A sample the sandbox never ran (``sandbox_error``) is the tool's failure, not the model's:
+no file is written while the run holds one (``humaneval_submission`` refuses it, counted), as the site would score
+it 0.
 
 What a run must be to be written (``submission_refusal``, ``submission_data_refusal``, both before anything is
 asked): every item of the released ``test.jsonl`` (no ``--limit``), the model's own samples (no ``--self-check``),
@@ -46,6 +48,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from eval.mera.sandbox import SANDBOX_ERROR
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.journal import json_utf8
 
@@ -115,7 +118,9 @@ def humaneval_submission(tasks: Sequence[Any], executions: Mapping[str, Sequence
     sample order (``executions.jsonl``'s rows: ``status``, ``outputs``, ``output_chars``).
 
     Raises:
-        ValueError: a task without executions, naming it (the run's own outputs do not cover it).
+        ValueError: a task without executions, naming it (the run's own outputs do not cover it); a sample that
+            never ran in the sandbox (``sandbox_error``), counted: written, the site would score the tool's failure
+            against the model.
     """
     docs, statuses = [], Counter()
     for task in tasks:
@@ -125,6 +130,9 @@ def humaneval_submission(tasks: Sequence[Any], executions: Mapping[str, Sequence
         samples = [_sample_outputs(f, task.expected, stored_chars) for f in found]
         statuses.update(f.get("status") for f in found)
         docs.append({"outputs": [samples], "meta": {"id": _meta_id(task.task_id)}})
+    if statuses[SANDBOX_ERROR]:  # the tool's failure, out of pass@k here: the site would score it 0, the model's
+        raise ValueError(f"{statuses[SANDBOX_ERROR]} samples never ran in the sandbox: rerun (every sample executes "
+                         f"again) before writing --submission")
     not_passed = sum(v for k, v in statuses.items() if k != "passed")
     summary = {"file": SUBMISSION_NAMES["ruhumaneval"], "n_items": len(docs),
                "n_samples": sum(statuses.values()), "n_samples_not_passed": not_passed,

@@ -273,6 +273,48 @@ def test_ruhumaneval_run_writes_every_task_and_sample_as_the_site_reads_them(tmp
     assert said["n_samples_not_passed"] == 10 * (len(tasks) - 1)
 
 
+def test_a_sample_that_never_ran_in_the_sandbox_is_not_written_as_the_models_failure():
+    """A sandbox error is the tool's failure, kept out of pass@k's n: written, the site would score it 0 against the
+    model, so the file is refused naming why."""
+    runs = [{"status": "sandbox_error", "outputs": [None, None], "output_chars": [None, None]}] + \
+        [{"status": "passed", "outputs": ["1", "2"], "output_chars": [1, 1]}] * 9
+    with pytest.raises(ValueError, match="1 samples never ran in the sandbox"):
+        humaneval_submission([_task("3", ["1", "2"])], {"3": runs}, STORED)
+
+
+def test_a_run_with_a_sandbox_error_leaves_the_upload_unwritten_and_says_why(tmp_path, sandbox_user, monkeypatch):
+    """One sample of the run is made a sandbox error after the sandbox ran it: the exit says so (3), and the zip
+    is not written; metrics.json's ``submission`` names why."""
+    from eval.mera import cli, sandbox
+    from tests.support.mera_humaneval import SAMPLE
+    from tests.support.scripted_endpoint import ScriptedEndpoint
+
+    data = tmp_path / "test.jsonl"
+    data.write_bytes(SAMPLE.read_bytes())
+    run_many = sandbox.Sandbox.run_many
+
+    def one_fault(self, jobs, **kw):
+        results = list(run_many(self, jobs, **kw))
+        return [sandbox.ExecResult(status=sandbox.SANDBOX_ERROR, detail="bwrap: forced")] + results[1:]
+
+    monkeypatch.setattr(sandbox.Sandbox, "run_many", one_fault)
+
+    def respond(path, body):
+        return 200, {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
+                     "choices": [{"index": i, "message": {"role": "assistant", "content": "return 1"},
+                                  "finish_reason": "stop"} for i in range(10)],
+                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}  # fmt: skip
+
+    out, upload = tmp_path / "run", tmp_path / "upload.zip"
+    with ScriptedEndpoint(respond) as endpoint:
+        assert cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data", str(data),
+                         "--out", str(out), "--mode", "chat", "--max-retries", "0",
+                         "--submission", str(upload)]) == cli.EXIT_SANDBOX_ERRORS  # fmt: skip
+    assert not upload.exists()
+    said = json.loads((out / "metrics.json").read_text())["submission"]
+    assert "1 samples never ran in the sandbox" in said["refused"]
+
+
 @pytest.mark.parametrize("extra, said", [(["--limit", "2"], "--limit"), (["--n", "5", "--k", "1"], "--n 10"),
                                          (["--submission", "upload.json"], "must name a .zip")])
 def test_the_command_line_refuses_a_submission_the_site_would_misread(extra, said, capsys):
