@@ -30,7 +30,7 @@ TASKS = [_task("0", ["1", "2"]), _task("7", ["[3]", "x" * 1200])]
 EXECUTIONS = {
     "0": [
         {"status": "passed", "outputs": ["1", "2"], "output_chars": [1, 1]},
-        {"status": "failed", "outputs": ["1", "3"], "output_chars": [1, 1]},
+        {"status": "wrong_answer", "outputs": ["1", "3"], "output_chars": [1, 1]},
         {"status": "runtime", "outputs": ["1", None], "output_chars": [1, None]},
     ],
     "7": [
@@ -38,7 +38,7 @@ EXECUTIONS = {
         # passed with a result longer than what is stored: written whole, as the expected output it equalled
         {"status": "passed", "outputs": ["[3]", "x" * STORED], "output_chars": [3, 1200]},
         # failed on a result cut for storage: its cut text is not what was compared, so it is written as null
-        {"status": "failed", "outputs": ["[3]", "x" * STORED], "output_chars": [3, 1201]},
+        {"status": "wrong_answer", "outputs": ["[3]", "x" * STORED], "output_chars": [3, 1201]},
     ],
 }
 
@@ -50,7 +50,7 @@ def test_humaneval_file_derived_by_hand():
         {"outputs": [[[None, None], ["[3]", "x" * 1200], ["[3]", None]]], "meta": {"id": 7}},
     ]}}  # fmt: skip
     assert summary == {"file": "ruHumanEval.json", "n_items": 2, "n_samples": 6, "n_samples_not_passed": 4,
-                       "by_status": {"failed": 2, "not_generated": 1, "passed": 2, "runtime": 1}}
+                       "by_status": {"not_generated": 1, "passed": 2, "runtime": 1, "wrong_answer": 2}}
 
 
 def test_humaneval_task_without_executions_is_an_error_naming_it():
