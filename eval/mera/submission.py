@@ -78,6 +78,11 @@ def submission_refusal(config: Any) -> str | None:
     path = Path(config.submission)
     if path.suffix != ".zip":  # the site reads an upload as a zip by its name (worker.py prepare)
         return f"--submission {path}: must name a .zip"
+    return _not_a_zip(path)
+
+
+def _not_a_zip(path: Path) -> str | None:
+    """Why ``path`` cannot take a task's file: it exists and is no zip; asked before the run and again at writing."""
     if path.exists() and not zipfile.is_zipfile(path):
         return f"--submission {path}: exists and is not a zip; give a new path or a submission zip"
     return None
@@ -169,9 +174,10 @@ def write_submission(path: str | Path, task: str, content: Mapping[str, Any]) ->
     """
     path, name = Path(path), SUBMISSION_NAMES[task]
     kept: list[tuple[str, bytes]] = []
+    why = _not_a_zip(path)
+    if why:
+        raise ValueError(why)
     if path.exists():
-        if not zipfile.is_zipfile(path):
-            raise ValueError(f"--submission {path}: exists and is not a zip; give a new path or a submission zip")
         with zipfile.ZipFile(path) as old:
             kept = [(info.filename, old.read(info)) for info in old.infolist() if info.filename != name]
     buffer = io.BytesIO()

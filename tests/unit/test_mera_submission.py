@@ -165,6 +165,15 @@ def test_runs_the_site_would_misread_are_refused(change, word):
     assert word in submission_refusal(_config(**change))
 
 
+def test_an_existing_file_that_is_no_zip_is_refused_before_the_run_as_at_writing(tmp_path):
+    path = tmp_path / "notes.zip"
+    path.write_text("not a zip")
+    said = submission_refusal(_config(submission=str(path)))
+    with pytest.raises(ValueError) as raised:
+        write_submission(path, "rutie", {"data": {"test": []}})
+    assert said == str(raised.value) and "exists and is not a zip" in said
+
+
 def test_a_full_run_is_accepted():
     assert submission_refusal(_config()) is None
     assert submission_refusal(_config(task="rutie")) is None
