@@ -577,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
             if config.submission:
                 from eval.mera.submission import submission_data_refusal
 
-                why = submission_data_refusal(task_data[0], task_data[1])
+                why = submission_data_refusal(task_data[0], task_data[1], config.task)
                 if why:
                     raise DataError(why)
             # A refusal before any answer (another command's folder, other settings, an endpoint that refuses the

@@ -65,12 +65,17 @@ class TaskData:
         source: what the user gave (``MERA-evaluation/MERA``, a folder, a file, ``sample``, ``humaneval-en``).
         note: one sentence for run.json, metrics.json and the summary: which file and why, what the others lack.
         comparable_with_mera: False for English HumanEval.
+        hub_repo: the hub dataset the file was resolved from (``MERA-evaluation/MERA``), "" for a local folder or
+            file, whose repository and split nothing here can establish.
+        in_repo: the file's path inside that repository or folder (``data/ruhumaneval/test.jsonl``), "" for a file.
     """
 
     path: Path
     source: str
     note: str
     comparable_with_mera: bool = True
+    hub_repo: str = ""
+    in_repo: str = ""
 
     def describe(self) -> dict[str, Any]:
         """The fields ``run.json`` and ``metrics.json`` record."""
@@ -131,7 +136,8 @@ def _choose(task: str, root: Path, source: str) -> TaskData:
     chosen = usable[0]
     what = "expected outputs for every test" if task == "ruhumaneval" else "an answer ('1' or '2')"
     note = f"{chosen.relative_to(root)} of {source}: all {counts[chosen][0]} rows carry {what}"
-    return TaskData(chosen, source, note + (f"; {others}" if others else ""))
+    return TaskData(chosen, source, note + (f"; {others}" if others else ""),
+                    in_repo=chosen.relative_to(root).as_posix())
 
 
 def resolve_task_data(task: str, data: str) -> TaskData:
@@ -183,4 +189,4 @@ def resolve_task_data(task: str, data: str) -> TaskData:
         # the toolkit's own copy needs no hub: said beside the hub's remedies
         raise DataNotFound(f"{str(err).rstrip('.')}. Without the released data, --data sample runs the few rows of "
                            "the task bundled with the toolkit.") from None
-    return _choose(task, root, data)
+    return dataclasses.replace(_choose(task, root, data), hub_repo=data)

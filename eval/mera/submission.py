@@ -31,10 +31,19 @@ no file is written while the run holds one (``humaneval_submission`` refuses it,
 it 0.
 
 What a run must be to be written (``submission_refusal``, ``submission_data_refusal``, both before anything is
-asked): every item of the released ``test.jsonl`` (no ``--limit``), the model's own samples (no ``--self-check``),
-MERA's rows (not ``--data humaneval-en``), and for ruHumanEval at least 10 samples: the scorer's pass@k is over
+asked): every item (no ``--limit``) of ``MERA-evaluation/MERA``'s test split read from the hub, its
+``data/<task>/test.jsonl`` (the split MERA's packer writes an upload from; a local file or folder is refused, its
+repository and split unknown), the model's own samples (no ``--self-check``), MERA's rows (not ``--data
+humaneval-en``), and for ruHumanEval at least 10 samples: the scorer's pass@k is over
 k = 1, 5, 10 (``modules/scoring/configs/ruhumaneval.yaml``), and its estimator gives 1.0 wherever fewer than k
 samples fail (``compute_pass_k``), so a run of fewer than 10 would score pass@10 = 1 there.
+
+Which split the site scores against: MERA's packer writes its upload from ``MERA-evaluation/MERA``'s ``test`` split
+(``BENCHMARK_STORAGE``, the ``dataset_path`` of ``benchmark_tasks/custom_loglikelihood_task.yaml``), and the
+published scorer reads its gold from ``ai-forever/MERA``'s ``test`` split (``modules/scoring/src/tasks/task.py``
+``load_gold``); whether the two share ids, and which one the live site reads, no stored source establishes
+(docs/mera.md, "A submission for MERA's site"). So only the packer's split is written, and the round trip in the
+tests, whose gold is the rows the file was written from, checks the layout, not the site's gold.
 
 An existing zip at the path keeps its other task's file, so the two tasks' runs can fill one upload.
 """
@@ -88,18 +97,32 @@ def _not_a_zip(path: Path) -> str | None:
     return None
 
 
-def submission_data_refusal(resolved: Any, rows: Any) -> str | None:
-    """Why the data a run read (``released.TaskData``, and its tasks or dialogues) cannot give a submission, or
-    ``None``: the site keys its gold by the test split's ids, which another file's rows share (ruTiE's dialogue and
-    question numbers, ruHumanEval's task numbers), so only a file named ``test.jsonl`` is written, and only MERA's
-    rows (English HumanEval's are another benchmark)."""
+def submission_data_refusal(resolved: Any, rows: Any, task: str) -> str | None:
+    """Why the data a run read (``released.TaskData``, and its tasks or dialogues) cannot give ``task``'s
+    submission, or ``None``. Only MERA's rows (English HumanEval's are another benchmark), and only the test split of
+    ``MERA-evaluation/MERA`` read from the hub (``data/<task>/test.jsonl``), the split MERA's own packer writes an
+    upload from: the site keys its gold by the test split's ids, which another split's rows share (ruTiE's dialogue
+    and question numbers, ruHumanEval's task numbers), and a local file or folder, whatever its name, is of a
+    repository and split nothing here can establish. Decided by the repository and the file's path in it, never by
+    the file's name alone."""
+    from eval.mera.released import MERA_DATASET
+
     tasks = rows if isinstance(rows, list) else ()  # ruTiE's dialogues carry no source
     english = not resolved.comparable_with_mera or any(getattr(t, "source", "mera") != "mera" for t in tasks)
     if english:
         return f"--submission: {resolved.path} holds English HumanEval rows, not MERA's ruHumanEval"
-    if Path(resolved.path).name != "test.jsonl":
-        return (f"--submission: {resolved.path} is not MERA's test.jsonl: the site scores the test split, whose ids "
-                f"another file's rows share ({resolved.note})")
+    split = f"data/{task}/test.jsonl"
+    if not resolved.hub_repo:
+        return (f"--submission: {resolved.path} is a local file or folder, whose repository and split cannot be "
+                f"established: the site keys its gold by the test split's ids, which another split's rows share; "
+                f"give --data {MERA_DATASET} (its {split}, read from the Hugging Face cache; HF_HUB_OFFLINE=1 works)")
+    if resolved.hub_repo.casefold() != MERA_DATASET.casefold():
+        return (f"--submission: {resolved.hub_repo} is not {MERA_DATASET}, whose test split ({split}) MERA's packer "
+                f"writes an upload from; whether {resolved.hub_repo}'s {resolved.in_repo} holds that split's ids "
+                f"cannot be established")
+    if resolved.in_repo != split:
+        return (f"--submission: {resolved.in_repo} of {resolved.hub_repo} is not its test split ({split}), whose "
+                f"ids the site's gold is keyed by and this file's rows share as other questions ({resolved.note})")
     return None
 
 

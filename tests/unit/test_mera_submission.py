@@ -150,6 +150,50 @@ def test_a_lone_surrogate_result_stays_readable_utf8(tmp_path):
     assert doc["outputs"] == [[["\ud800"]]]
 
 
+def _mera_hub(tmp_path, monkeypatch, files: dict[str, Path]) -> str:
+    """``MERA-evaluation/MERA`` in an offline Hugging Face cache holding ``files`` (path in the repository: the file
+    copied there); returns the hub id to give ``--data``."""
+    import huggingface_hub.constants  # noqa: F401 - imported now, so its constants never freeze this test's cache
+
+    from eval.mera.released import MERA_DATASET
+    from tests.unit.test_mera_released import dataset_cache
+
+    root = tmp_path / "mera-files"
+    for name, source in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(source.read_bytes())
+    dataset_cache(tmp_path / "hub", MERA_DATASET, root)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return MERA_DATASET
+
+
+def _resolved(**kw):
+    base = {"path": Path("/cache/snapshots/c/data/ruhumaneval/test.jsonl"), "note": "n", "comparable_with_mera": True,
+            "hub_repo": "MERA-evaluation/MERA", "in_repo": "data/ruhumaneval/test.jsonl"}
+    return types.SimpleNamespace(**{**base, **kw})
+
+
+@pytest.mark.parametrize("change, task, said", [
+    ({}, "ruhumaneval", None),
+    ({"hub_repo": "mera-evaluation/mera"}, "ruhumaneval", None),  # the hub's ids are read without case
+    ({"hub_repo": ""}, "ruhumaneval", "repository and split"),  # a local file or folder named test.jsonl
+    ({"hub_repo": "", "in_repo": ""}, "ruhumaneval", "repository and split"),
+    ({"hub_repo": "ai-forever/MERA", "in_repo": "ruhumaneval/test.jsonl"}, "ruhumaneval", "ai-forever/MERA"),
+    ({"hub_repo": "ai-forever/MERA", "in_repo": "data/ruhumaneval/test.jsonl"}, "ruhumaneval", "ai-forever/MERA"),
+    ({"in_repo": "data/ruhumaneval/train.jsonl"}, "ruhumaneval", "not its test split"),
+    ({"in_repo": "data/rutie/train.jsonl"}, "rutie", "not its test split"),
+    ({"in_repo": "data/ruhumaneval/test.jsonl"}, "rutie", "not its test split"),
+])
+def test_only_the_test_split_of_mera_evaluation_mera_is_written(change, task, said):
+    """Decided by the repository and split the rows were read from, never by a file's name: a file named
+    ``test.jsonl`` from elsewhere may be another split's rows under the same ids."""
+    from eval.mera.submission import submission_data_refusal
+
+    why = submission_data_refusal(_resolved(**change), [], task)
+    assert why is None if said is None else said in why
+
+
 def _config(**kw):
     base = {"task": "ruhumaneval", "self_check": False, "limit": None, "n": 10, "data": "MERA-evaluation/MERA",
             "submission": "new.zip"}
@@ -199,14 +243,14 @@ def _rutie(endpoint, data, out, submission):
                      "--submission", str(submission)])  # fmt: skip
 
 
-def test_rutie_run_writes_every_question_and_counts_the_unanswered(tmp_path, capsys):
+def test_rutie_run_writes_every_question_and_counts_the_unanswered(tmp_path, capsys, monkeypatch):
     from tests.support.mera_rutie import SAMPLE
     from tests.support.scripted_endpoint import ScriptedEndpoint
 
-    data = tmp_path / "test.jsonl"
-    data.write_bytes(SAMPLE.read_bytes())
+    data = SAMPLE  # as MERA-evaluation/MERA's ruTiE test split, were it to carry answers
+    hub = _mera_hub(tmp_path, monkeypatch, {"data/rutie/test.jsonl": SAMPLE})
     with ScriptedEndpoint(_respond) as endpoint:
-        assert _rutie(endpoint, data, tmp_path / "run", tmp_path / "upload.zip") == 0
+        assert _rutie(endpoint, hub, tmp_path / "run", tmp_path / "upload.zip") == 0
     docs = _site_read(tmp_path / "upload.zip", "ruTiE",
                       lambda d: (d["meta"]["dialog_id"], d["meta"]["question_id"]))
     rows = [json.loads(line)["meta"] for line in data.read_text(encoding="utf-8").splitlines()]
@@ -218,23 +262,33 @@ def test_rutie_run_writes_every_question_and_counts_the_unanswered(tmp_path, cap
     assert "submission" in capsys.readouterr().out
 
 
-def test_rutie_run_on_a_file_other_than_test_jsonl_is_refused_before_the_endpoint_is_asked(tmp_path, capsys):
+@pytest.mark.parametrize("where", ["train", "local test.jsonl"])
+def test_rutie_run_on_rows_not_of_the_test_split_is_refused_before_the_endpoint_is_asked(tmp_path, capsys,
+                                                                                        monkeypatch, where):
+    """MERA-evaluation/MERA's ruTiE rows with answers are its train split; a local file named test.jsonl is of a
+    repository and split nothing here establishes: either would be read against the test split's gold."""
     from tests.support.mera_rutie import SAMPLE
     from tests.support.scripted_endpoint import ScriptedEndpoint
 
     def never(path, body):
         raise AssertionError("asked")
 
+    if where == "train":
+        data, said = _mera_hub(tmp_path, monkeypatch, {"data/rutie/train.jsonl": SAMPLE}), "not its test split"
+    else:
+        data, said = tmp_path / "test.jsonl", "repository and split"
+        data.write_bytes(SAMPLE.read_bytes())
     with ScriptedEndpoint(never) as endpoint:
-        assert _rutie(endpoint, SAMPLE, tmp_path / "run", tmp_path / "upload.zip") == 2
-    assert "is not MERA's test.jsonl" in capsys.readouterr().err
+        assert _rutie(endpoint, data, tmp_path / "run", tmp_path / "upload.zip") == 2
+    assert said in capsys.readouterr().err
     assert not (tmp_path / "upload.zip").exists() and endpoint.requests == []
 
 
 # -- through judge-eval mera ruhumaneval ----------------------------------------------------------------------
 
 
-def test_ruhumaneval_run_writes_every_task_and_sample_as_the_site_reads_them(tmp_path, sandbox_user, capsys):
+def test_ruhumaneval_run_writes_every_task_and_sample_as_the_site_reads_them(tmp_path, sandbox_user, capsys,
+                                                                              monkeypatch):
     """Ten samples a task: the first task's all the canonical solution, the second's refused (no text: never run),
     the rest a wrong body; the site's reading of the file gives each sample the run's own verdict."""
     from eval.mera import cli
@@ -242,8 +296,8 @@ def test_ruhumaneval_run_writes_every_task_and_sample_as_the_site_reads_them(tmp
     from tests.support.mera_humaneval import SAMPLE
     from tests.support.scripted_endpoint import ScriptedEndpoint
 
-    data = tmp_path / "test.jsonl"
-    data.write_bytes(SAMPLE.read_bytes())
+    data = SAMPLE
+    hub = _mera_hub(tmp_path, monkeypatch, {"data/ruhumaneval/test.jsonl": SAMPLE})
     tasks = load_tasks(data)
 
     def respond(path, body):
@@ -261,7 +315,7 @@ def test_ruhumaneval_run_writes_every_task_and_sample_as_the_site_reads_them(tmp
 
     out, upload = tmp_path / "run", tmp_path / "upload.zip"
     with ScriptedEndpoint(respond) as endpoint:
-        assert cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data", str(data),
+        assert cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data", hub,
                          "--out", str(out), "--mode", "chat", "--extraction", "lenient", "--max-retries", "0",
                          "--submission", str(upload)]) == 0  # fmt: skip
     docs = _site_read(upload, "ruHumanEval", lambda d: d["meta"]["id"])
@@ -298,8 +352,7 @@ def test_a_run_with_a_sandbox_error_leaves_the_upload_unwritten_and_says_why(tmp
     from tests.support.mera_humaneval import SAMPLE
     from tests.support.scripted_endpoint import ScriptedEndpoint
 
-    data = tmp_path / "test.jsonl"
-    data.write_bytes(SAMPLE.read_bytes())
+    hub = _mera_hub(tmp_path, monkeypatch, {"data/ruhumaneval/test.jsonl": SAMPLE})
     run_many = sandbox.Sandbox.run_many
 
     def one_fault(self, jobs, **kw):
@@ -316,7 +369,7 @@ def test_a_run_with_a_sandbox_error_leaves_the_upload_unwritten_and_says_why(tmp
 
     out, upload = tmp_path / "run", tmp_path / "upload.zip"
     with ScriptedEndpoint(respond) as endpoint:
-        assert cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data", str(data),
+        assert cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data", hub,
                          "--out", str(out), "--mode", "chat", "--max-retries", "0",
                          "--submission", str(upload)]) == cli.EXIT_SANDBOX_ERRORS  # fmt: skip
     assert not upload.exists()
