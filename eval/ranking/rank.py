@@ -127,7 +127,8 @@ class RankConfig:
     judge_model: str = _f("", "Model name sent to the judge (default: judge_config's, else the first one listed).")
     data: str = _f("", "POLLUX-instructions rows (prompt_id, instruction, reference_answer, meta, criteria): JSONL, "
                        "Parquet, a folder of hub shards, a save_to_disk folder or a dataset name.")
-    split: str = _f("", "Split of a multi-split source (default: the only one; POLLUX's answer.py reads 'train').")
+    split: str = _f("", "Split of a multi-split source (default: the only one, else 'test'; POLLUX's answer.py "
+                        "reads 'train').")
     out: str = _f("", "Output folder: answers.jsonl, items.jsonl, predictions.jsonl, matrix.csv, rank.json, "
                       "report.html.")
     meta: str = _f("", "Rank only the instructions whose meta equals this value (answer.py's --meta; empty: all).")
