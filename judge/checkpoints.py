@@ -30,7 +30,7 @@ reads them): a reasoning judge served with less room than it learned to think in
 records and checks it, judge-train card checks a run against its export. ``record_weights_digests`` writes, beside an
 export's weights, their content digests, by which ``folders_fingerprint`` knows the same weights exported again.
 
-Why one module of ~775 lines: each part reads the same folder and its manifest, and each is read by serving,
+Why one module of ~783 lines: each part reads the same folder and its manifest, and each is read by serving,
 evaluation and training alike; split, the manifest's keys would be spelled in several places.
 """
 
