@@ -16,8 +16,8 @@ from typing import Any
 
 from judge import apply_chat
 
-__all__ = ["chat_ids", "chat_parts", "prepare_tokenizer", "template_wrapping", "unfit_template",
-           "SPECIAL_TOKEN_STRINGS", "special_token_strings_in"]
+__all__ = ["chat_ids", "chat_parts", "generation_prompt_merged", "prepare_tokenizer", "template_wrapping",
+           "unfit_template", "SPECIAL_TOKEN_STRINGS", "special_token_strings_in"]
 
 
 #: The special-token strings a chat model's tokenizer parses as control tokens in any text it tokenizes whole: Qwen's
@@ -193,6 +193,21 @@ def template_wrapping(tokenizer: Any, thinking: bool) -> tuple[str | None, str |
         at = wrapped.find(mark)
         wrappings[thinking] = (wrapped[:at], wrapped[at + len(mark):]) if at >= 0 else (None, None)
     return wrappings[thinking]
+
+
+def generation_prompt_merged(tokenizer: Any, prompt_ids: list[int], full_ids: list[int]) -> str | None:
+    """What a chat template does wrong, for ``unfit_template``'s ``why``, when the ids of the prompt judge-serve sends
+    (through the generation prompt) do not begin the ids of the whole text (that prompt and the judge's text after
+    it), naming the ids where the two part; None when they begin it. Both recipes train the judge's text as what
+    follows those ids: where the generation prompt's last ids merge with the text's first, or the template writes
+    the generation prompt otherwise before an answer, the trained prompt is not the served one."""
+    n = len(prompt_ids)
+    if full_ids[:n] == prompt_ids:
+        return None
+    k = next((k for k, (a, b) in enumerate(zip(prompt_ids, full_ids)) if a != b), len(full_ids))
+    return ("tokenizes its generation prompt otherwise with the judge's text after it (the prompt's ids end "
+            f"{tokenizer.convert_ids_to_tokens(prompt_ids[k:])!r}, the text's go on "
+            f"{tokenizer.convert_ids_to_tokens(full_ids[k:k + 2])!r})")
 
 
 def unfit_template(tokenizer: Any, row: dict[str, Any], why: str, *, recipe: str, instead: str):

@@ -46,7 +46,7 @@ def tokenize_rows(rows: list[dict[str, Any]], tokenizer) -> list[dict[str, Any]]
     prompt or the rationale is the characters it is, as when the served judge reads it.
     """
     import judge
-    from judge.chat_tokens import chat_ids, chat_parts
+    from judge.chat_tokens import chat_ids, chat_parts, generation_prompt_merged
 
     parts = []
     for row in rows:
@@ -58,10 +58,8 @@ def tokenize_rows(rows: list[dict[str, Any]], tokenizer) -> list[dict[str, Any]]
     ids = chat_ids(tokenizer, parts)
     examples = []
     for row, prompt_ids, full_ids in zip(rows, ids[::2], ids[1::2]):
-        if full_ids[: len(prompt_ids)] != prompt_ids:
-            raise _unfit_template(tokenizer, row, "renders the prompt differently with an answer (a template that "
-                                  "opens <think> in its generation prompt: QwQ, the R1 distills, Qwen3 "
-                                  "Thinking-2507)")
+        if why := generation_prompt_merged(tokenizer, prompt_ids, full_ids):  # a merge, or <think> opened (QwQ's way)
+            raise _unfit_template(tokenizer, row, why)
         labels = [-100] * len(prompt_ids) + full_ids[len(prompt_ids):]
         examples.append({"input_ids": full_ids, "labels": labels, "score_labels": float(row["label"])})
     return examples

@@ -25,7 +25,7 @@ integer. Its rows come from the reasoning traces of ``judge-train data traces`` 
 manifest says ``verdict_format: integer`` and records the lengths it was trained within (``trained_lengths``), so
 that judge-serve gives it room to reason.
 
-Why one module of ~800 lines: it is the whole recipe of both verdict formats, which share one trainer and one
+Why one module of ~794 lines: it is the whole recipe of both verdict formats, which share one trainer and one
 tokenization (``sft_examples``, with the chat templates whose text each format repairs); what the integer format
 adds (its rows from reasoning traces and the rules that keep a trace, ~250 lines) is read with the step that trains
 on it.
@@ -89,7 +89,7 @@ def sft_examples(rows: list[dict[str, Any]], tokenizer, *, thinking: bool = Fals
             format's reasoning cannot be trained through; or a chat template whose rendered assistant turn does not
             follow its generation prompt.
     """
-    from judge.chat_tokens import chat_ids, chat_parts
+    from judge.chat_tokens import chat_ids, chat_parts, generation_prompt_merged
 
     parts = []
     for row in rows:
@@ -103,11 +103,8 @@ def sft_examples(rows: list[dict[str, Any]], tokenizer, *, thinking: bool = Fals
         # trl's common_prefix_length (trl/data_utils.py) puts the completion where the two diverge: it must be all of
         # the prompt, or the prompt's last ids merge with the target's first, not the prompt judge-serve sends
         n = len(prompt_ids)
-        if full_ids[:n] != prompt_ids:
-            k = next((k for k, (a, b) in enumerate(zip(prompt_ids, full_ids)) if a != b), len(full_ids))
-            raise _unfit_template(tokenizer, row, "tokenizes its generation prompt otherwise with the judge's text "
-                                  f"after it (the prompt's ids end {tokenizer.convert_ids_to_tokens(prompt_ids[k:])!r}, "
-                                  f"the text's go on {tokenizer.convert_ids_to_tokens(full_ids[k:k + 2])!r})")
+        if why := generation_prompt_merged(tokenizer, prompt_ids, full_ids):
+            raise _unfit_template(tokenizer, row, why)
         examples.append({"input_ids": full_ids, "completion_mask": [0] * n + [1] * (len(full_ids) - n)})
     return examples
 

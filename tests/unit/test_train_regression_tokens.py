@@ -74,20 +74,32 @@ def test_a_batch_of_rows_is_tokenized_as_each_alone(qwen_tokenizer):
     assert together == [tokenize_rows([r], qwen_tokenizer)[0] for r in rows]
 
 
-def test_a_template_that_opens_think_in_its_generation_prompt_is_a_config_error_naming_the_base(qwen_tokenizer):
-    """QwQ's way (the generation prompt opens <think>, a rendered assistant turn does not): the prompt the regression
-    recipe would train is not the one judge-serve sends. Refused as a setting, ``model_name_or_path``, which
-    ``judge-train run`` says in one line; it was a ValueError (a traceback) that blamed the row."""
+UNFIT_TEMPLATES = [
+    # QwQ's way: the generation prompt opens <think>, a rendered assistant turn does not
+    ("\n{{ m['content'] }}", "\n<think>\n", r"\['<th', 'ink', '>Ċ'\]", r"\['\[', 'FE'\]"),
+    # "assistant:" before the rationale's "[FEEDBACK]": the whole text tokenizes ":[" as one token
+    (":{{ m['content'] }}", ":", r"\[':'\]", r"\[':\[', 'FE'\]"),
+]
+
+
+@pytest.mark.parametrize("turn, generation, ends, goes_on", UNFIT_TEMPLATES, ids=["opens-think", "merges"])
+def test_a_template_whose_generation_prompt_the_trained_text_does_not_begin_with_is_a_config_error(
+        qwen_tokenizer, turn, generation, ends, goes_on):
+    """The prompt the regression recipe would train is not the one judge-serve sends, whether the template opens
+    <think> in its generation prompt or that prompt's last id merges with the rationale's first. Refused as a
+    setting, ``model_name_or_path``, which ``judge-train run`` says in one line, saying what was checked as the
+    seq2seq recipe says it (``judge.chat_tokens.generation_prompt_merged``): not a ValueError (a traceback) that
+    blamed the row, nor a <think> template blamed for a merge."""
     import copy
 
     from train.config import ConfigError
-    from train.regression import tokenize_rows
 
     tokenizer = copy.deepcopy(qwen_tokenizer)
     tokenizer.chat_template = (
         "{% for m in messages %}{% if m['role'] == 'user' %}<|im_start|>user\n{{ m['content'] }}<|im_end|>\n"
-        "{% else %}<|im_start|>assistant\n{{ m['content'] }}<|im_end|>\n{% endif %}{% endfor %}"
-        "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}")
-    with pytest.raises(ConfigError, match=r"^model_name_or_path: the chat template of .* renders the prompt "
-                                          r"differently with an answer .*\(row 'x'\)"):
+        f"{{% else %}}<|im_start|>assistant{turn}<|im_end|>\n{{% endif %}}{{% endfor %}}"
+        f"{{% if add_generation_prompt %}}<|im_start|>assistant{generation}{{% endif %}}")
+    with pytest.raises(ConfigError, match=r"^model_name_or_path: the chat template of .* tokenizes its generation "
+                                          r"prompt otherwise with the judge's text after it \(the prompt's ids end "
+                                          rf"{ends}, the text's go on {goes_on}\) \(row 'x'\)"):
         tokenize_rows([row("Оцени ответ", "Ошибок нет.")], tokenizer)
