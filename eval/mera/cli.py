@@ -27,7 +27,7 @@ Every run folder gets ``run.json`` (``judge.plumbing.provenance``: resolved sett
 data file, its source and hash, sandbox), the per-item JSONL files and ``metrics.json``.
 Generation progress is saved as it goes; re-running the same command resumes (``--overwrite`` starts over).
 
-Why one module of ~622 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
+Why one module of ~623 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
 table of exit codes, kept where ``main`` applies them; each task's own logic is in humaneval.py and rutie.py.
 """
 
@@ -69,7 +69,8 @@ rerunning resumes), or refused the run's first 3 tasks (rutie: questions) alike 
 Any other request the endpoint refuses for what it holds (HTTP 400, 413, 422, a prompt over the context window
 included) is not a run error: that item fails and is counted (ruhumaneval: not_generated; rutie: unparsed, "request
 refused" or "context limit"); 130 interrupted (Ctrl+C; 143 by SIGTERM, 129 by SIGHUP): the answers saved so far are
-kept, a rerun resumes.
+kept, a rerun resumes; 141 stdout's reader gone (`judge-eval mera ... | head -1`: the rest of the printout dropped, no
+traceback).
 """
 
 #: ruhumaneval's exit code when samples never ran in the sandbox (the EPILOG above).
