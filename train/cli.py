@@ -26,6 +26,7 @@ import signal
 import sys
 from collections.abc import Iterator, Sequence
 
+from judge.plumbing.closed_stdout import exits_quietly_on_closed_stdout  # main's closed stdout
 from train.exit_status import (INTERRUPTED, STOPPED_NOT_REQUEUED, ExportAbandoned,  # noqa: F401 - run()'s statuses
                                stop_exit_code)
 
@@ -441,10 +442,12 @@ def _usage() -> str:
               "--resume); 4 a data stage that finished with an endpoint it could not use (a rerun into the same "
               "--output asks its jobs again); 130 a run interrupted by Ctrl+C (continue with --resume from the "
               "checkpoint its last line names) or a data stage interrupted (a rerun into the same --output asks "
-              "only for the rest); `judge-train submit` passes on sbatch's own code when sbatch fails."]
+              "only for the rest); 141 stdout's reader gone (`judge-train ... | head -1`: the rest of the printout "
+              "dropped, no traceback); `judge-train submit` passes on sbatch's own code when sbatch fails."]
     return "\n".join(lines)
 
 
+@exits_quietly_on_closed_stdout
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point (``judge-train``).
 
@@ -452,7 +455,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: arguments without the program name (default: ``sys.argv[1:]``).
 
     Returns:
-        The exit status.
+        The exit status (``_usage`` lists them); 141 when stdout's reader has gone (``judge-train --help | head -1``:
+        ``judge.plumbing.closed_stdout``).
     """
     from judge.plumbing.openmp import idle_threads_sleep
 

@@ -51,6 +51,12 @@ def test_judge_serve_into_a_closed_pipe_exits_cleanly(tmp_path):
     _quiet(done)
 
 
+def test_judge_train_into_a_closed_pipe_exits_cleanly(tmp_path):
+    """``judge-train --help | head -1``: its usage is printed by its own main, not argparse's."""
+    done = _into_a_closed_pipe("import sys; from train.cli import main; sys.exit(main(['--help']))", tmp_path)
+    _quiet(done)
+
+
 def test_a_broken_pipe_that_is_not_stdouts_is_not_taken_for_it():
     """A connection's BrokenPipeError (a server gone mid-request) with stdout still read is no closed stdout: it
     stays the error it is."""
