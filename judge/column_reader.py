@@ -334,9 +334,8 @@ def _experts(annotations, experts, feedback, n: int) -> dict[str, Any]:
 
 def _expert_ids(column, lengths: np.ndarray, n: int) -> np.ndarray | None:
     """The experts' ids, flat and parallel to the scores (None where a row names none); checked as
-    ``JudgeRecord`` checks them: one distinct, non-empty text per expert."""
+    ``JudgeRecord`` checks them: one distinct, non-blank text per expert."""
     import pandas as pd
-    import pyarrow.compute as pc
 
     if column is None:
         return None
@@ -345,8 +344,8 @@ def _expert_ids(column, lengths: np.ndarray, n: int) -> np.ndarray | None:
     texts, id_lengths, valid = _flat(column)
     if not _is_text(texts.type) or texts.null_count or past_text_bound(texts):
         raise _Doubt  # integer ids, nulls inside a list, an id past the bound: the row path reads or names them
-    if (valid & (id_lengths != lengths)).any() or (len(texts) and pc.any(pc.equal(pc.utf8_length(texts), 0)).as_py()):
-        raise _Doubt
+    if (valid & (id_lengths != lengths)).any() or (len(texts) and _any_blank(texts)):
+        raise _Doubt  # a blank id (empty once stripped): the row path names it
     values = texts.to_numpy(zero_copy_only=False)
     rows = np.repeat(np.arange(n, dtype=np.int64), id_lengths)
     codes, uniques = pd.factorize(values)

@@ -28,7 +28,7 @@ validated; a bad row raises a
 know are kept in ``JudgeRecord.extra``, and exact duplicate rows, abstentions, items whose experts all abstained and
 aggregates (``criteria_score``) derived from the experts are counted in a ``LoadReport`` (``load_records_report``).
 
-Why one module of ~1030 lines: the record and the one validation of its invariants for both row schemas belong
+Why one module of ~1058 lines: the record and the one validation of its invariants for both row schemas belong
 together (every loader builds records through it); where rows come from is ``judge.record_sources``, the
 column-wise reader ``judge.column_reader``.
 """
@@ -320,7 +320,7 @@ class JudgeRecord:
         named = tuple(map(_EXPERT_ID, annotations))
         if named.count(None) == len(named):
             named = None  # no expert is named
-        elif None in named or "" in named or len(set(named)) != len(named) or not _all_texts(named):
+        elif None in named or len(set(named)) != len(named) or not _all_texts(named) or not all(map(str.strip, named)):
             self._check_ids(named, len(annotations))  # names what is wrong
         given_ids = None if named is None else tuple(map(_EXPERT_ID, given)) if abstained else named
         if ids is None:
@@ -585,15 +585,16 @@ def _all_texts(values: tuple) -> bool:
 
 
 def _check_ids(ids: tuple | None, n_experts: int, where: str, kinds: str = "texts") -> None:
-    """One distinct text id per expert, or no ids at all (raises ValueError naming what is wrong). ``kinds``: what
+    """One distinct non-blank text id per expert, or no ids at all (raises ValueError naming what is wrong). ``kinds``: what
     the caller takes, as its refusal says it: a data row's integers are read as their text before this check
     (``_named_experts``), a ``JudgeRecord`` built in Python takes texts only."""
     if ids is None:
         return
     if len(ids) != n_experts:
         raise ValueError(f"{where}: {len(ids)} expert ids for {n_experts} experts")
-    if ids and (set(map(type, ids)) != {str} or "" in ids):
-        raise ValueError(f"{where}: expert ids must be non-empty {kinds} (one per expert), got {list(ids)!r}")
+    # a blank id (" ") names no one, as an empty one does: empty once stripped is refused alike
+    if ids and (set(map(type, ids)) != {str} or not all(i.strip() for i in ids)):
+        raise ValueError(f"{where}: expert ids must be non-blank {kinds} (one per expert), got {list(ids)!r}")
     if len(set(ids)) != len(ids):
         raise ValueError(f"{where}: an expert id repeats within the item ({list(ids)!r})")
 

@@ -69,6 +69,10 @@ BAD = [
     ({"id": "a\udc00"}, "id", "is not valid Unicode text"),
     ({"expert_feedback": ["Есть находки.", "Свежий\ud83d образ.", "Да."]}, "expert_feedback", "not valid Unicode"),
     ({"expert_ids": ["e1", "e\ud800", "e3"]}, "expert_ids", "is not valid Unicode text"),
+    # a blank id names no one: it stood for an expert in the alternative annotator test as "" is refused from
+    ({"expert_ids": ["e1", " ", "e3"]}, "expert_ids",
+     "expert ids must be non-blank texts or integers (one per expert), got ['e1', ' ', 'e3']"),
+    ({"expert_ids": ["e1", "\t\n", "e3"]}, "expert_ids", "must be non-blank texts or integers"),
     # a boolean is no text and no id: it was kept as the text "True"
     ({"id": True}, "id", "must be text or an integer, got true"),
     ({"task_type": False}, "task_type", "must be text, got false"),

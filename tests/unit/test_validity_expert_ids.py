@@ -10,6 +10,7 @@ import pytest
 
 import judge
 from judge import JudgeRecord, RecordError, load_records_report
+from judge.records import Annotation
 from judge import records as records_module
 
 BASE = {"instruction": "Задание", "answer": "Ответ", "criteria_name": "Грамотность", "rubrics": "0: плохо\n\n1: хорошо"}
@@ -60,16 +61,22 @@ def test_constructor_builds_annotations_with_ids_and_checks_them():
     # integers are read as their text from a data row only: built in Python, the refusal offers no integers
     with pytest.raises(ValueError) as refused:
         JudgeRecord(id="x", **BASE, expert_scores=(1.0, 0.0), expert_ids=(7, 12))
-    assert str(refused.value).endswith("expert ids must be non-empty texts (one per expert), got [7, 12]")
+    assert str(refused.value).endswith("expert ids must be non-blank texts (one per expert), got [7, 12]")
+    for blank in (" ", ""):  # built in Python, from expert_ids or from the annotations, as from a row
+        with pytest.raises(ValueError, match=r"expert ids must be non-blank texts \(one per expert\)"):
+            JudgeRecord(id="x", **BASE, expert_scores=(1.0, 0.0), expert_ids=("a", blank))
+        with pytest.raises(ValueError, match=r"expert ids must be non-blank texts \(one per expert\)"):
+            JudgeRecord(id="x", **BASE, annotations=(Annotation(1.0, "", "a"), Annotation(0.0, "", blank)))
 
 
 @pytest.mark.parametrize(("ids", "fragment"), [
     (["e1", "e2"], "2 expert ids for 3 experts"),
     (["e1", "e1", "e3"], "repeats within the item"),
-    (["e1", "", "e3"], "non-empty texts"),
+    (["e1", "", "e3"], "non-blank texts"),
+    (["e1", " ", "e3"], r"non-blank texts or integers \(one per expert\), got \['e1', ' ', 'e3'\]"),
     ("e1", "must be a list of texts"),
-    ([1, 2.0, 3], r"non-empty texts or integers \(one per expert\), got \['1', 2.0, '3'\]"),  # 2.0: no integer
-    ([1, True, 3], "non-empty texts or integers"),  # true is no id: it would read "True"
+    ([1, 2.0, 3], r"non-blank texts or integers \(one per expert\), got \['1', 2.0, '3'\]"),  # 2.0: no integer
+    ([1, True, 3], "non-blank texts or integers"),  # true is no id: it would read "True"
     ([1, "1", 3], r"repeats within the item \(\['1', '1', '3'\]\)"),  # 1 and "1" name one expert
 ])  # fmt: skip
 def test_bad_expert_ids_are_named_on_both_paths(ids, fragment, tmp_path):
