@@ -71,6 +71,8 @@ def test_engine_killed_mid_request_fails_it_cleanly_then_heals(healing_server):
     engine = server.run_record()["engines"]["generator"]
     old_tree = group_members(engine["pid"])
     assert len(old_tree) >= 4, old_tree  # supervisor, API server, EngineCore, the model's worker
+    # The marker is what the orphan and healing counts below look for: it must be on the engine's tree too.
+    assert set(old_tree) <= set(before), (old_tree, before)
     titles = process_titles(engine["pid"])  # judge-serve's default: vLLM's CPU worker is a process of its own
     assert any(title.startswith(b"VLLM::Worker") for title in titles), titles
 
@@ -197,6 +199,7 @@ def test_judge_serve_sigterm_while_its_engine_loads_leaves_nothing(tiny_causal_d
         loading = [_engine_main_pid(supervisor), *(pid for pid in frozen if _is_engine_core(pid))]
         assert len(loading) == 2 and set(loading) <= set(frozen), (loading, frozen)
         n = len(marked_processes(marker))
+        assert {supervisor, *frozen} <= set(marked_processes(marker)), "the engine's tree is not marked"
         os.kill(process.server.pid, signal.SIGTERM)
         deadline = time.monotonic() + 60
         while len(signal_pending(loading, signal.SIGINT)) < len(loading):
@@ -232,6 +235,8 @@ def test_judge_serve_kill_9_leaves_nothing(tiny_causal_dir, tmp_path):
         assert len(stopping) == 2 and set(stopping) <= set(frozen), (stopping, frozen)
         outer = signal_processes([process.managed.pid], signal.SIGSTOP)
         n = len(marked_processes(marker))
+        # What wait_until_gone counts below: the engine's tree among it, or "nothing left" would not look at it.
+        assert {supervisor, *frozen} <= set(marked_processes(marker)), "the engine's tree is not marked"
         killed_at = time.monotonic()
         os.kill(process.server.pid, signal.SIGKILL)
         # SIGINT: judge-serve's engines are shielded from SIGTERM (judge.plumbing.processes); multiprocessing's
