@@ -80,7 +80,7 @@ def test_a_traces_journal_holding_non_text_content_is_asked_again_not_a_crash(tm
         # What the earlier client returned for a list of parts: the list itself, as an answer.
         old = ChatResult([{"type": "text", "text": "2"}], True, finish_reason="stop", reasoning=REASONING)  # type: ignore[arg-type]
         with monkeypatch.context() as patch:
-            patch.setattr(ChatClient, "complete", lambda self, prompt, system="", temperature=None: old)
+            patch.setattr(ChatClient, "complete", lambda self, prompt, system="", temperature=None, seed=None: old)
             assert main(argv) == 0
         summary = json.loads((out / "summary.json").read_text())
         assert (summary["kept"], summary["failed_by_reason"]) == (0, {"request_failed": 2})
