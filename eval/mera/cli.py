@@ -27,7 +27,7 @@ Every run folder gets ``run.json`` (``judge.plumbing.provenance``: resolved sett
 data file, its source and hash, sandbox), the per-item JSONL files and ``metrics.json``.
 Generation progress is saved as it goes; re-running the same command resumes (``--overwrite`` starts over).
 
-Why one module of ~623 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
+Why one module of ~630 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
 table of exit codes, kept where ``main`` applies them; each task's own logic is in humaneval.py and rutie.py.
 """
 
@@ -58,7 +58,8 @@ is started with), else $OPENAI_API_KEY, else no key; one variable named alone mu
 key. The endpoint's model list (GET /v1/models) is asked once the data, the run folder and the flags are checked,
 retried for up to 120 s while it is unreachable or loading (5xx, Retry-After honoured).
 
-exit codes: 0 done; 1 a task error (sandbox unavailable, I/O), named on stderr; 2 a usage, configuration or input error
+exit codes: 0 done; 1 a task error (sandbox unavailable, I/O), named on stderr (a --submission zip that could not be
+written after the run too, metrics.json saying why); 2 a usage, configuration or input error
 (a resume mismatch, a busy or unwritable run folder; bad data: a file without rows or a row that cannot be used, naming
 the file, row and field); 3 ruhumaneval finished, but some samples never ran in the sandbox (sandbox_error: the
 sandbox's own failure, never the model's): metrics.json leaves them out of pass@k and counts them (n_sandbox_errors);
@@ -407,7 +408,12 @@ def _write_submission(config: MeraConfig, content: dict[str, Any], summary: dict
     metrics.json."""
     from eval.mera.submission import write_submission
 
-    path = write_submission(config.submission, config.task, content)
+    try:
+        path = write_submission(config.submission, config.task, content)
+    except (ValueError, OSError) as err:  # after the whole run: metrics.json is still written, saying why
+        print(f"judge-eval mera {config.task}: error: --submission {config.submission} not written: {err}",
+              file=sys.stderr)
+        return {"refused": str(err), "write_failed": True}
     failed = (f"{summary['n_samples_not_passed']} of {summary['n_samples']} samples not passed, written as failed"
               if config.task == "ruhumaneval" else
               f"{summary['n_unanswered']} unanswered, written as {summary['unanswered_written_as']!r}")
@@ -585,10 +591,13 @@ def main(argv: list[str] | None = None) -> int:
             # key) leaves the folder as it found it, not holding a lock and a key of settings nothing was asked with.
             with hold_run_folder(config.out, f"judge-eval mera {config.task}", progress_files(config.task)):
                 if config.task == "ruhumaneval":
-                    if run_ruhumaneval(config, task_data)["n_sandbox_errors"]:
+                    metrics = run_ruhumaneval(config, task_data)
+                    if metrics["n_sandbox_errors"]:
                         return EXIT_SANDBOX_ERRORS
                 else:
-                    run_rutie(config, task_data)
+                    metrics = run_rutie(config, task_data)
+                if metrics.get("submission", {}).get("write_failed"):  # asked for, not written: an I/O error
+                    return 1
     except RunFolderUnwritable as err:  # a ConfigError, but of the run folder: one line as below, no usage text
         print(f"judge-eval mera {config.task}: error: {err}", file=sys.stderr)
         return 2

@@ -112,17 +112,23 @@ def submission_data_refusal(resolved: Any, rows: Any, task: str) -> str | None:
     if english:
         return f"--submission: {resolved.path} holds English HumanEval rows, not MERA's ruHumanEval"
     split = f"data/{task}/test.jsonl"
+    # ruTiE's released test split carries no answers, which this tool needs to ask a dialogue (docs/mera.md): the
+    # hub's ruTiE reads its train split, and no remedy below leads to an upload
+    closed = (f"; {MERA_DATASET}'s ruTiE test split carries no answers, which this tool needs to ask its dialogues, "
+              f"so no ruTiE upload can be written from the released data") if task == "rutie" else ""
     if not resolved.hub_repo:
         return (f"--submission: {resolved.path} is a local file or folder, whose repository and split cannot be "
                 f"established: the site keys its gold by the test split's ids, which another split's rows share; "
-                f"give --data {MERA_DATASET} (its {split}, read from the Hugging Face cache; HF_HUB_OFFLINE=1 works)")
+                f"give --data {MERA_DATASET} (its {split}, read from the Hugging Face cache; HF_HUB_OFFLINE=1 works)"
+                + closed)
     if resolved.hub_repo.casefold() != MERA_DATASET.casefold():
         return (f"--submission: {resolved.hub_repo} is not {MERA_DATASET}, whose test split ({split}) MERA's packer "
                 f"writes an upload from; whether {resolved.hub_repo}'s {resolved.in_repo} holds that split's ids "
                 f"cannot be established")
     if resolved.in_repo != split:
         return (f"--submission: {resolved.in_repo} of {resolved.hub_repo} is not its test split ({split}), whose "
-                f"ids the site's gold is keyed by and this file's rows share as other questions ({resolved.note})")
+                f"ids the site's gold is keyed by and this file's rows share as other questions ({resolved.note})"
+                + closed)
     return None
 
 
@@ -209,4 +215,5 @@ def write_submission(path: str | Path, task: str, content: Mapping[str, Any]) ->
             new.writestr(other, data)
         # json_utf8: a lone surrogate in a result is written as its escape, so the scorer's UTF-8 read takes the file
         new.writestr(name, json_utf8(json.dumps(content, ensure_ascii=False, indent=4)))
+    path.parent.mkdir(parents=True, exist_ok=True)  # as --out is made: a new folder is no reason to lose the run
     return write_atomically(path, buffer.getvalue())

@@ -280,8 +280,37 @@ def test_rutie_run_on_rows_not_of_the_test_split_is_refused_before_the_endpoint_
         data.write_bytes(SAMPLE.read_bytes())
     with ScriptedEndpoint(never) as endpoint:
         assert _rutie(endpoint, data, tmp_path / "run", tmp_path / "upload.zip") == 2
-    assert said in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert said in err
+    # the remedy named for a local file (--data MERA-evaluation/MERA) leads to the train split: the refusal says no
+    # ruTiE upload can be written from the released data, whichever way the user goes
+    assert "ruTiE test split carries no answers" in err and "no ruTiE upload can be written" in err
     assert not (tmp_path / "upload.zip").exists() and endpoint.requests == []
+
+
+def test_a_submission_path_in_a_new_folder_is_made(tmp_path):
+    path = write_submission(tmp_path / "new" / "folder" / "upload.zip", "rutie", {"data": {"test": []}})
+    assert path == tmp_path / "new" / "folder" / "upload.zip" and zipfile.is_zipfile(path)
+
+
+def test_an_upload_that_cannot_be_written_after_the_run_leaves_metrics_saying_why(tmp_path, capsys, monkeypatch):
+    """Written after the whole run: an I/O error there (a read-only folder, a full disk) must not lose metrics.json;
+    the run exits 1 (an I/O task error) and metrics.json's submission says why."""
+    from tests.support.mera_rutie import SAMPLE
+    from tests.support.scripted_endpoint import ScriptedEndpoint
+
+    import eval.mera.submission as submission
+
+    def unwritable(path, data):
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(submission, "write_atomically", unwritable)
+    hub = _mera_hub(tmp_path, monkeypatch, {"data/rutie/test.jsonl": SAMPLE})
+    with ScriptedEndpoint(_respond) as endpoint:
+        assert _rutie(endpoint, hub, tmp_path / "run", tmp_path / "upload.zip") == 1
+    said = json.loads((tmp_path / "run" / "metrics.json").read_text())["submission"]
+    assert "No space left on device" in said["refused"] and said["write_failed"] is True
+    assert "--submission" in capsys.readouterr().err and not (tmp_path / "upload.zip").exists()
 
 
 # -- through judge-eval mera ruhumaneval ----------------------------------------------------------------------
