@@ -61,7 +61,8 @@ class MeraConfig:
     submission: str | None = _f(None, "Also write the file to upload to MERA's site: a .zip holding the task's "
                                       "ruHumanEval.json or ruTiE.json in the layout of MERA's "
                                       "log_to_submission.py script (an existing zip keeps its other task's file); "
-                                      "every test item, failures written as failed (eval/mera/submission.py).")
+                                      "every test item, failures written as failed (eval/mera/submission.py). ruTiE only from a "
+                                      "test split that carries answers: the released one does not (refused).")
     overwrite: bool = _f(False, "Discard earlier progress in out.")
     log_level: str = _f("info", "Logging level (debug, info, warning, error); HTTP request lines at debug only.")
 

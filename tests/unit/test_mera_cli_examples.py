@@ -53,7 +53,6 @@ def test_the_documented_commands_are_found():
         "rutie --endpoint URL --model NAME --out runs/rutie",
         "ruhumaneval --data humaneval-en --endpoint URL --model NAME --out runs/he-en",
         "ruhumaneval --endpoint URL --model NAME --out runs/rhe --submission runs/mera-upload.zip",
-        "rutie --endpoint URL --model NAME --out runs/rutie --submission runs/mera-upload.zip",
     ]
 
 
