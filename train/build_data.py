@@ -583,7 +583,8 @@ def validation_unit(config: Any) -> str:
         from train.config import ConfigError
 
         raise ConfigError(f"{path}: data.validation_split {unit!r} is none of {', '.join(VALIDATION_UNITS)}: the "
-                          "resumed run's validation rows cannot be drawn as they were")
+                          "resumed run's validation rows cannot be drawn again; resume it with the pollux-judge "
+                          "version that wrote it, or start over (--overwrite-output-dir, or another --output-dir)")
     if unit != default:
         logger.warning("resuming a run whose validation rows were drawn by %s: kept for this run", unit)
     return unit
@@ -600,8 +601,8 @@ def split_rows(rows: Sequence[dict[str, Any]], eval_fraction: float,
 
     The assignment depends only on the group's name (its least ``judge.splits.instruction_key``): adding data moves
     an existing instruction across only when the new rows join its group to another.
-    ``unit="instruction"``: by the raw instruction text's hash; ``unit="record"``: by record id; the rules of runs
-    started before, which a resume keeps (``validation_unit``).
+    ``unit="instruction"``: by the raw instruction text's hash; ``unit="record"``: by record id; the rules a resume
+    keeps when its run.json records them (``validation_unit``).
 
     Raises:
         ValueError: a unit not in ``VALIDATION_UNITS``.

@@ -184,7 +184,8 @@ def test_an_unknown_recorded_rule_is_refused_naming_it(tmp_path):
     (run / "run.json").write_text(json.dumps({"data": {"validation_split": "answer"}}), encoding="utf-8")
     from train.config import ConfigError
 
-    with pytest.raises(ConfigError, match=r"validation_split 'answer'.*instruction_group"):
+    with pytest.raises(ConfigError, match=r"validation_split 'answer'.*instruction_group.*"
+                                          r"start over \(--overwrite-output-dir"):
         validation_unit(dataclasses.replace(_config(tmp_path), resume=True))
     with pytest.raises(ValueError, match="unit 'answer'"):
         split_rows([], 0.2, "answer")
