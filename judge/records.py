@@ -585,8 +585,8 @@ def _all_texts(values: tuple) -> bool:
 
 
 def _check_ids(ids: tuple | None, n_experts: int, where: str, kinds: str = "texts") -> None:
-    """One distinct non-blank text id per expert, or no ids at all (raises ValueError naming what is wrong). ``kinds``: what
-    the caller takes, as its refusal says it: a data row's integers are read as their text before this check
+    """One distinct non-blank text id per expert, or no ids at all (raises ValueError naming what is wrong).
+    ``kinds``: what the caller takes, as its refusal says it: a data row's integers are read as their text before this check
     (``_named_experts``), a ``JudgeRecord`` built in Python takes texts only."""
     if ids is None:
         return

@@ -130,7 +130,8 @@ class EngineClient:
                 message, param = error["message"], error.get("param")
             except (ValueError, KeyError, TypeError, AttributeError):
                 message = body[:500].decode("utf-8", "replace")
-            raise EngineFailure(f"engine answered {status}: {message}", status, param=param, retry_headers=retry_headers)
+            raise EngineFailure(f"engine answered {status}: {message}", status, param=param,
+                                retry_headers=retry_headers)
         try:
             answer = json.loads(body)
         except ValueError:  # UnicodeDecodeError included

@@ -364,7 +364,9 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
     A stream that ends (the engine's body complete: a close-delimited one ends so when its engine dies) before an
     event that ends it (``_ends_stream``: ``data: [DONE]``, a Responses stream's ``response.completed``) is broken
     off too, not passed on as complete: its last event, if it lacks its blank line, is dropped, and the error event
-    ends it; a last event without its blank line ends the stream only whole (``[DONE]``, or data JSON reads). Once
+    ends it; a last event without its blank line ends the stream only whole (``[DONE]``, or data JSON reads), and
+    only one held whole: one longer than ``MAX_PENDING_EVENT_BYTES``, passed on unheld, cannot be read back, so it
+    is ended as broken. Once
     such an event was relayed to its blank line (``SentStream.finished``; a long one passed on unheld is not before
     it) the reply is whole: a break after it ends the stream as it stands.
     Any other body goes byte for byte, a break raised (its Content-Length then tells the client the body is short).

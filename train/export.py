@@ -37,7 +37,7 @@ After writing, every export is reloaded from disk and checked: the head has the 
 safetensors as ``score.weight``, and a forward pass on probe rows matches the live model's. LoRA adapters are
 merged into the base weights first.
 
-Why one module of ~540 lines: the layouts, the reload check and the save-export-publish sequence around them are
+Why one module of ~550 lines: the layouts, the reload check and the save-export-publish sequence around them are
 one contract with judge-serve; split, a layout change could land without the check that reads it.
 """
 

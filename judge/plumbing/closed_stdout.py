@@ -1,6 +1,6 @@
 """A console script whose stdout's reader has gone (``judge-eval ... | head -1``, a client that hung up mid-answer):
-what it had left to print has no reader, which is no error of the run's. ``main`` of ``judge-eval`` and
-``judge-serve`` is wrapped in ``exits_quietly_on_closed_stdout``: such a run ends with ``EXIT_STDOUT_CLOSED`` and no
+what it had left to print has no reader, which is no error of the run's. ``main`` of ``judge-eval``,
+``judge-serve`` and ``judge-train`` is wrapped in ``exits_quietly_on_closed_stdout``: such a run ends with ``EXIT_STDOUT_CLOSED`` and no
 traceback, not a ``BrokenPipeError`` traceback, an "error: Broken pipe" line, or Python's "Exception ignored" at exit.
 
 Only a closed stdout is answered so: a ``BrokenPipeError`` of a connection (a server gone mid-request) while stdout

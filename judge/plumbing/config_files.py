@@ -306,6 +306,7 @@ def unknown_command(prog: str, word: str, names: Iterable[str], noun: str = "com
     hint = f" ({remedy})" if remedy else f" (did you mean {close[0]}?)" if close else ""
     return f"unknown {noun} {word!r}{hint}; the {noun}s: {', '.join(listed)}; `{prog} --help` lists them"
 
+
 def special_file_kind(path: str | Path) -> str:
     """What a path that exists but is no regular file or folder is ("a pipe", "a character device", "a block
     device", "a socket"); "" for anything else, a missing path too. For the readers of a user's files to say so:

@@ -8,8 +8,9 @@ waits before retry ``k`` (0-based): ``min(max_backoff_s, backoff_s * 2**k)`` tim
 ``[0.5, 1.5)``, and never less than what the server asked: its ``retry-after-ms`` header (milliseconds, which OpenAI
 and Azure send; read first, as the SDK's ``_parse_retry_after_header`` does), else its ``Retry-After`` (seconds or
 an HTTP-date in any of its three forms, each read as GMT, RFC 9110 sections 10.2.3 and 5.6.7), which judge-serve
-sends with its 503 answers and passes on with an engine's 408, 409 or 429 that carried one; that wait is itself spread by a jitter drawn from ``[1, 1.5)`` of it, so the
-clients one answer turned away do not all come back at the same instant.
+sends with its 503 answers and passes on with an engine's 408, 409 or 429 that carried one; that wait is itself
+spread by a jitter drawn from ``[1, 1.5)`` of it, so the clients one answer turned away do not all come back at the
+same instant.
 
 The ``openai`` SDK's own retries are turned off wherever this policy is used (``max_retries=0``), so every attempt
 is counted here. A ``Retry-After`` is taken up to ``MAX_RETRY_AFTER_S`` per wait, so ``max_retries`` waits alone

@@ -263,8 +263,8 @@ class WholeAnswerClient(httpx2.Client):
     """The chat client's HTTP client (the SDK's ``http_client``): each answer must be whole within ``timeout_s`` of
     its send.
 
-    The SDK's ``timeout`` bounds each read, so a server (or a proxy) sending its answer a few bytes at a time held a
-    request, its worker and a Ctrl-C for as long as it kept sending, and its late answer was kept. Here the body is
+    The SDK's ``timeout`` bounds each read, so on its own a server (or a proxy) sending its answer a few bytes at a
+    time holds a request, its worker and a Ctrl-C for as long as it keeps sending, its late answer kept. Here the body is
     read by the deadline: a timer then shuts the connection's socket (a read waiting on it returns at once) and the
     request fails with ``NoWholeAnswer``, which the SDK raises as its timeout error. The wait for the reply's headers
     is the SDK's, bounded by ``timeout_s`` of silence; a reply that begins past the deadline fails the same way. A
@@ -420,8 +420,8 @@ class ChatClient:
                               finish_reason=finish_reason, oversized=True)
         for part, value in (("content", text), ("reasoning", reasoning)):
             if (at := lone_surrogate_at(value)) is not None:
-                # Valid JSON ("\ud800") but no text: the journal's UTF-8 write raised out of the worker and stopped
-                # the stage, and every rerun asked it again and stopped the same way. Failed, asked again by a rerun.
+                # Valid JSON ("\ud800") but no text: the journal's UTF-8 write would raise out of the worker and stop
+                # the stage, and every rerun would ask again and stop the same way. Failed, asked again by a rerun.
                 return ChatResult("", False, f"the endpoint's message {part} is not valid Unicode text: a lone "
                                   f"surrogate (U+{ord(value[at]):04X}) at character {at}", attempts=attempts.n,
                                   finish_reason=finish_reason)

@@ -144,8 +144,8 @@ class EndpointConfig:
 
 #: The request fields ``train.synthetic.client.ChatClient`` sets from an endpoint's own keys, and ``stream``, which
 #: would make every reply an event stream the client does not read. The SDK merges ``extra_body`` over the request,
-#: so one of these there replaced the endpoint's value on the wire while the rows named the endpoint's model and the
-#: client bounded the answer by the endpoint's ``max_tokens``.
+#: so one of these there would replace the endpoint's value on the wire while the rows name the endpoint's model and
+#: the client bounds the answer by the endpoint's ``max_tokens``.
 CLIENT_FIELDS = ("model", "messages", "max_tokens", "temperature", "stream")
 
 
