@@ -99,6 +99,9 @@ class ScriptedEndpoint:
                     endpoint.requests.append((self.path, body))
                 endpoint.local.connection = self.connection  # each request's handler runs on its own thread
                 answer = endpoint.respond(self.path, body)
+                if answer is None:  # the responder answered on the connection itself: nothing more to send
+                    self.close_connection = True
+                    return
                 if isinstance(answer, EventStream):
                     return self._stream(answer)
                 self._send(*answer)

@@ -14,7 +14,7 @@ def trickling_endpoint(text: str, done: threading.Event) -> ScriptedEndpoint:
     """A vLLM-like responder whose chat answers are ``text`` preceded by JSON whitespace sent one byte every 50 ms
     until ``done`` (or 200 bytes, the bound of a failing test): no read ever waits past a 0.5 s read timeout. Its
     ``/v1/judge`` answers 404, as vLLM's does."""
-    def respond(path: str, body: dict) -> tuple:
+    def respond(path: str, body: dict) -> tuple | None:
         if path == "/v1/judge":
             return 404, {"detail": "Not Found"}
         connection = server.local.connection
@@ -29,10 +29,10 @@ def trickling_endpoint(text: str, done: threading.Event) -> ScriptedEndpoint:
                 connection.sendall(b" ")
             else:
                 connection.sendall(payload)
+            connection.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass  # the client gave up and closed the connection: what a whole-answer bound does
-        connection.shutdown(socket.SHUT_RDWR)
-        raise ConnectionAbortedError("answered by hand")  # the handler's own answer is not sent
+        return None  # answered on the connection: the handler sends nothing of its own
 
     server = ScriptedEndpoint(respond)
     return server
