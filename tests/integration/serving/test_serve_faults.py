@@ -105,11 +105,17 @@ def test_engine_killed_mid_request_fails_it_cleanly_then_heals(healing_server):
         assert time.monotonic() < deadline, f"orphans of the killed engine: {set(old_tree) & set(marked_processes(marker))}"
         time.sleep(0.2)
     print(f"old engine tree ({len(old_tree)} processes) gone {time.monotonic() - killed_at:.1f} s after the kill")
-    # The exit is recorded a moment before the restart begins (its /health state "up" until then); the restart then
-    # lasts at least its 1 s backoff plus the engine's load, the window the checks below run in. A state that never
-    # turns "restarting" fails here rather than leaving them unchecked.
+    # /health says "restarting" from the moment the healing begins; the exit code is recorded once the dead engine's
+    # supervisor is reaped (an API server seen dead at its port first), and the restart then lasts at least its 1 s
+    # backoff plus the engine's load: the window the checks below run in. Waited for both, so neither order of the
+    # two is a failure; a state that never turns "restarting" fails here rather than leaving the checks unrun.
     deadline = time.monotonic() + 30  # the watcher looks every 0.5 s
-    while (health := httpx.get(server.root_url + "/health", headers={"Authorization": f"Bearer {server.api_key}"}).json())["engines"]["generator"]["state"] != "restarting":
+
+    def generator_health() -> dict:
+        return httpx.get(server.root_url + "/health", headers={"Authorization": f"Bearer {server.api_key}"}).json()
+
+    while ((health := generator_health())["engines"]["generator"]["state"] != "restarting"
+           or health["engines"]["generator"]["last_exit"] is None):
         assert time.monotonic() < deadline, health
         time.sleep(0.2)
     assert health["engines"]["generator"]["last_exit"] == -signal.SIGKILL
