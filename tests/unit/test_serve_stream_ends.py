@@ -5,15 +5,14 @@ it."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import aiohttp
 import openai
 
 from serve.engine_client import EngineUnavailable
-from serve.errors import relayed_stream
 from tests.support.scripted_endpoint import EventStream, ScriptedEndpoint
+from tests.unit.test_serve_relay_long_events import _relayed
 from tests.unit.test_serve_openai_surface import AUTH, KEY, MODEL, STREAM_CHUNKS, _client, _ready, _respond, \
     _respond_get  # fmt: skip
 
@@ -28,19 +27,6 @@ COMPLETED = b'event: response.completed\ndata: {"response": {"status": "complete
             b'"type": "response.completed"}\n\n'
 
 
-def _relayed(chunks: list[bytes], responses: bool = False, then: BaseException | None = None) -> bytes:
-    """What the client is sent for an engine's event stream arriving in ``chunks``, then ending (or raising ``then``)."""
-
-    async def engine():
-        for chunk in chunks:
-            yield chunk
-        if then is not None:
-            raise then
-
-    async def go():
-        return b"".join([part async for part in relayed_stream(engine(), "generator", True, responses=responses)])
-
-    return asyncio.run(go())
 
 
 def _chat_error(message: str) -> bytes:
@@ -79,11 +65,11 @@ def test_a_stream_that_sent_its_last_event_is_whole_however_its_connection_ends(
     nothing; before, an error event followed a complete reply, which a Responses client reads as its failure)."""
     error_then_nothing = b'data: {"error": {"message": "bad", "type": "BadRequestError", "code": 400}}\n\n'
     for then in (None, aiohttp.ClientPayloadError("Response payload is not completed"), EngineUnavailable("dead")):
-        assert _relayed([*CHAT, DONE], then=then) == b"".join(CHAT) + DONE
+        assert _relayed([*CHAT, DONE], broken=then) == b"".join(CHAT) + DONE
         for end in ("completed", "incomplete", "failed"):  # OpenAI's three ends of a Responses stream
             last = COMPLETED.replace(b"response.completed", b"response." + end.encode())
-            assert _relayed([CREATED, DELTA, last], responses=True, then=then) == CREATED + DELTA + last
-        sent = _relayed([CHAT[0], error_then_nothing], then=then)
+            assert _relayed([CREATED, DELTA, last], responses=True, broken=then) == CREATED + DELTA + last
+        sent = _relayed([CHAT[0], error_then_nothing], broken=then)
         assert sent.startswith(CHAT[0]) and b"broke off" not in sent and b"engine died" not in sent
         assert json.loads(sent[len(CHAT[0]):].split(b"\n\n")[0].removeprefix(b"data: "))["error"]["message"] == "bad"
     # the last event without its blank line still ends the stream, passed on with its blank line so that a client
@@ -143,12 +129,12 @@ def test_a_long_completed_event_cut_before_its_blank_line_ends_with_the_error_ev
     long = b'event: response.completed\ndata: {"response": {"status": "completed", "output": "' \
            + b"x" * (MAX_PENDING_EVENT_BYTES + 10)
     for then in (aiohttp.ClientPayloadError("Response payload is not completed"), None):
-        sent = _relayed([CREATED, long], responses=True, then=then)
+        sent = _relayed([CREATED, long], responses=True, broken=then)
         assert sent.startswith(CREATED + long + b"\n\nevent: error\ndata: ") and sent.endswith(b"}\n\n")
         assert json.loads(sent[len(CREATED + long + b"\n\nevent: error\ndata: "):])["sequence_number"] == 1
     # whole, it ends the stream however the connection ends after it
     whole = long + b'"}, "sequence_number": 1}\n\n'
-    assert _relayed([CREATED, whole], responses=True, then=EngineUnavailable("dead")) == CREATED + whole
+    assert _relayed([CREATED, whole], responses=True, broken=EngineUnavailable("dead")) == CREATED + whole
 
 
 def test_a_stream_whose_body_ends_inside_its_completed_event_ends_with_the_error_event():
