@@ -142,8 +142,8 @@ def _config(tmp_path, **fields):
 def test_a_new_run_draws_and_records_instruction_groups(tmp_path, qwen_tokenizer):
     """The default a fresh run records in run.json's data report (``validation_split``) and in its eval source."""
     assert DEFAULT_VALIDATION_UNIT in build_data.VALIDATION_UNITS
-    assert validation_unit(_config(tmp_path)) == DEFAULT_VALIDATION_UNIT
-    assert BuildReport().to_dict()["validation_split"] == DEFAULT_VALIDATION_UNIT
+    assert validation_unit(_config(tmp_path)) == DEFAULT_VALIDATION_UNIT == "instruction_group"
+    assert BuildReport().to_dict()["validation_split"] == "instruction_group"
     _, held_out, report = build_data.rows_for_config(_config(tmp_path, eval_fraction=0.3), qwen_tokenizer)
     data = report.to_dict()
     assert held_out and data["validation_split"] == "instruction_group"
