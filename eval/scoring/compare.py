@@ -720,8 +720,7 @@ def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block, whole: tu
         if cell is not None and cell.value_domain:
             ends[k] = min(cell.value_domain), max(cell.value_domain)
     low, high = ends[codes, 0], ends[codes, 1]
-    with np.errstate(invalid="ignore"):
-        return (low, high), rating_ends((low, high))
+    return (low, high), rating_ends((low, high))
 
 
 def _left_out_by_section(run: ScoredRun) -> np.ndarray:

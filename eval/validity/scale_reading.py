@@ -135,20 +135,21 @@ def reading_ends(table) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray
 
     inferred = item_scale_ends(table)
     ends = scale_ends(*inferred, table.experts)
-    with np.errstate(invalid="ignore"):
-        return inferred, ends, rating_ends(ends)
+    return inferred, ends, rating_ends(ends)
 
 
 class ScaleReading(NamedTuple):
     """A table's judge scores read against each item's scale once (``read_scales``): the three ends of
     ``reading_ends`` and, against the whole-level ones, the judge's levels on the scale (``judge_levels``) and off it
-    (``off_scale_levels``), a regression head's value past an end at that end."""
+    (``off_scale_levels``), a regression head's value past an end at that end (``head``: which scores are a head's
+    measurements, ``eval.validity.ceiling.measured``)."""
 
     inferred: tuple[np.ndarray, np.ndarray]
     ends: tuple[np.ndarray, np.ndarray]
     rating: tuple[np.ndarray, np.ndarray]
     levels: np.ndarray
     off_scale: np.ndarray
+    head: np.ndarray
 
 
 def read_scales(table) -> ScaleReading:
@@ -158,4 +159,4 @@ def read_scales(table) -> ScaleReading:
     inferred, ends, rating = reading_ends(table)
     head = measured(table.score_source)
     return ScaleReading(inferred, ends, rating, judge_levels(table.judge, *rating, head),
-                        off_scale_levels(table.judge, *rating, head))
+                        off_scale_levels(table.judge, *rating, head), head)

@@ -88,20 +88,20 @@ import numpy as np
 from eval.validity import agreement as agreement_module
 from eval.validity.alt_test import MIN_EXPERTS_TESTED, AltTestSettings, prepare, summarise, summarise_by_domain
 from eval.validity.bias import answer_codes, length_bias, leniencies, marginal_homogeneity
-from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference, measured
+from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference
 from eval.validity.ceiling import ceiling_resamples
 from judge.scales import MAX_LEVELS
 from eval.scoring.item_table import value_levels
 # The rule that reads a judge's score against its item's scale, shared with the confusion matrices; the section's
 # public names still, where the docs and compare cite them.
 from eval.validity.scale_reading import alt_test_judge, item_scale_ends, judge_levels, off_scale_levels, rating_ends
-from eval.validity.scale_reading import ScaleReading, read_scales, readable_scales, reading_ends
+from eval.validity.scale_reading import ScaleReading, read_scales, readable_scales
 from eval.validity.render import LEFT_OUT_WHY, alt_caveats, ceiling_coverage, counted, left_out_criteria
 from eval.validity.render import length_flag_text, signed
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
 
 __all__ = ["ValiditySettings", "alt_test_judge", "item_scale_ends", "judge_levels", "off_scale_levels",
-           "rating_ends", "readable_scales", "reading_ends", "split_sentence", "too_wide_to_rate", "validity_section"]
+           "rating_ends", "readable_scales", "split_sentence", "too_wide_to_rate", "validity_section"]
 
 _GROUPINGS = {"task_type": "task_type", "criterion": "criteria_name"}
 
@@ -466,13 +466,13 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     if table.experts.shape[1] == 0:  # unlabelled data: one empty expert column, so that every figure reads "none"
         table = dataclasses.replace(table, experts=np.full((len(table), 1), np.nan), expert_ids=None)
     # Everything per item is computed once for the table; a cell selects its items' rows.
-    head = measured(table.score_source)  # a regression head's value past an end: that end (``judge_levels``)
     # Each item's scale ends as the ceiling reads them: its own where readable, else inferred from the experts'
     # scores (``reading_ends``). The judge's levels are read against them, the inferred ones
     # widened to whole levels: an unreadable scale's stray answers are then off it and counted, as on a known
     # rubric, rather than each a level of the value domain of its own.
     # ``inferred``: a criterion's own, before the fallback to the table's; ``levels``: NaN off the item's scale
-    inferred, ends, rating, levels, off_scale = reading if reading is not None else read_scales(table)
+    # ``head``: a regression head's value past an end takes that end (``judge_levels``)
+    inferred, ends, rating, levels, off_scale, head = reading if reading is not None else read_scales(table)
     counts = level_counts(table.experts)
     mode, unique = expert_mode(table.experts, counts)
     mean = expert_mean(table.experts)
