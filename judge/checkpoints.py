@@ -52,6 +52,7 @@ from judge.prompts import POLLUX_4B_PROMPT, POLLUX_PROMPT, PROMPT_TEMPLATES, PRO
 from judge.verdicts import names_pollux_4b  # the one id rule lives with the formats; offered here too (eval imports it)
 
 __all__ = [
+    "CHAT_TEMPLATE_PLACES",
     "EXPORT_MANIFEST",
     "GENERATOR_SUBDIR",
     "RELEASED_REGRESSION_ARCHITECTURES",
@@ -599,6 +600,8 @@ def tensor_names(folder: str | Path) -> list[str] | None:
 #: rendered or tokenized, so judge-serve and judge-train look for them first.
 TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model", "spiece.model", "spm.model",
                    "sentencepiece.bpe.model", "vocab.txt", "*.tiktoken")
+#: Where a chat template is looked for (``holds_chat_template``), as judge-serve's and judge-train's refusals name it.
+CHAT_TEMPLATE_PLACES = "chat_template.jinja, or chat_template in tokenizer_config.json"
 
 
 def holds_tokenizer(folder: str | Path) -> bool:
@@ -638,7 +641,7 @@ def model_folder_gaps(folder: str | Path, chat_template: bool = True) -> list[st
     if not holds_tokenizer(folder):
         gaps.append(f"no tokenizer ({', '.join(TOKENIZER_FILES)})")
     if chat_template and not holds_chat_template(folder):
-        gaps.append("no chat template (chat_template.jinja, or chat_template in tokenizer_config.json)")
+        gaps.append(f"no chat template ({CHAT_TEMPLATE_PLACES})")
     return gaps
 
 

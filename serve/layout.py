@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Literal
 
 from judge.checkpoints import (
+    CHAT_TEMPLATE_PLACES,
     EXPORT_MANIFEST,
     GENERATOR_SUBDIR,
     REGRESSION_HEAD_PREFIX,
@@ -286,9 +287,8 @@ def require_tokenizer(folder: Path, role: str | None = None) -> None:
                f"the {role} engine turns the tokens it writes into text with it")
         said = f"{folder} holds no tokenizer ({', '.join(TOKENIZER_FILES)}): {why}; save the base model's tokenizer"
     elif role is None and not holds_chat_template(folder):
-        said = (f"the tokenizer in {folder} has no chat template (chat_template.jinja, or chat_template in "
-                "tokenizer_config.json): judge-serve renders every prompt through it; save the base model's tokenizer "
-                "with its chat template")
+        said = (f"the tokenizer in {folder} has no chat template ({CHAT_TEMPLATE_PLACES}): judge-serve renders "
+                "every prompt through it; save the base model's tokenizer with its chat template")
     else:
         return
     raise LayoutError(f"model: {said} into the folder (tokenizer.save_pretrained), as judge-train's exports have it")
