@@ -30,7 +30,7 @@ reads them): a reasoning judge served with less room than it learned to think in
 records and checks it, judge-train card checks a run against its export. ``record_weights_digests`` writes, beside an
 export's weights, their content digests, by which ``folders_fingerprint`` knows the same weights exported again.
 
-Why one module of ~783 lines: each part reads the same folder and its manifest, and each is read by serving,
+Why one module of ~787 lines: each part reads the same folder and its manifest, and each is read by serving,
 evaluation and training alike; split, the manifest's keys would be spelled in several places.
 """
 
@@ -690,7 +690,7 @@ def _recorded_digests(folder: Path, files: list[Path]) -> dict[str, str] | None:
     return digests
 
 
-def folders_fingerprint(folders: Sequence[str | Path]) -> str | None:
+def folders_fingerprint(folders: Sequence[str | Path], *, digests: bool = True) -> str | None:
     """What identifies the weights in ``folders`` (in order, each once), as judge-serve's ``GET /v1/models`` entry
     gives it (``weights_fingerprint``, ``serve.layout.weights_fingerprint`` choosing the folders) and ``judge-eval
     run`` records it: a SHA-256, folder by folder, over each weights file's name and content digest where the
@@ -699,13 +699,14 @@ def folders_fingerprint(folders: Sequence[str | Path]) -> str | None:
     the record and each file's metadata are read (the files are gigabytes): an export written again with the same
     weights keeps its fingerprint and a retraining changes it; a folder without a record, or a file touched or
     copied (without ``cp -p``) since its record, is fingerprinted by the metadata, which a copy or a ``touch``
-    changes. None when no folder holds a weights file."""
+    changes. None when no folder holds a weights file. ``digests`` False: every file by its metadata, records or
+    not, as a judge-serve that did not read ``WEIGHTS_DIGESTS`` fingerprinted it (what a run it served recorded)."""
     import hashlib
 
     digest, found = hashlib.sha256(), False
     for position, folder in enumerate(dict.fromkeys(Path(f) for f in folders)):
         files = weight_files(folder)  # stat follows a hub snapshot's symlinks to the blobs they name
-        recorded = _recorded_digests(folder, files)
+        recorded = _recorded_digests(folder, files) if digests else None
         for path in files:
             if recorded is not None:
                 digest.update(f"{position}/{path.name}\0sha256:{recorded[path.name]}\n".encode())
@@ -716,13 +717,13 @@ def folders_fingerprint(folders: Sequence[str | Path]) -> str | None:
     return digest.hexdigest() if found else None
 
 
-def export_weights_fingerprint(export: str | Path) -> str | None:
+def export_weights_fingerprint(export: str | Path, *, digests: bool = True) -> str | None:
     """A judge-train export's ``folders_fingerprint`` over the folders judge-serve's engines load from it: the
     export, and a regression judge's generating model (its manifest's ``generator``), as judge-serve serving the
-    export alone (no ``--generator-model``) fingerprints it."""
+    export alone (no ``--generator-model``) fingerprints it. ``digests`` is ``folders_fingerprint``'s."""
     root = Path(export)
     generator = read_manifest(root).get("generator")
-    return folders_fingerprint([root] + ([root / str(generator)] if generator else []))
+    return folders_fingerprint([root] + ([root / str(generator)] if generator else []), digests=digests)
 
 
 def names_generator_model(server_args: Sequence[str], *, unreadable: bool = True) -> bool:

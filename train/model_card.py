@@ -15,7 +15,9 @@ package versions, and once training has finished, the steps taken and the logged
 weights files than the export's (``judge.checkpoints.export_weights_fingerprint``: another judge, this folder
 retrained since, or the export served with a generating model of its own, ``judge.checkpoints.generator_model_named``)
 is refused; a run that records none (an older run, a server other than judge-serve) or asked an endpoint URL cannot be
-checked, and the card is written with a warning saying so.
+checked, and the card is written with a warning saying so. A fingerprint by the export's recorded content digests
+(``weights_sha256.json``) or by its files' names, sizes and modification times (a judge-serve that did not read that
+record) both match, and the card says which did.
 
 The hub's model-card fields (https://huggingface.co/docs/hub/model-cards): ``base_model``, ``language``,
 ``library_name``, ``pipeline_tag``, ``tags``, ``license``. ``base_model`` is a model id on the hub, so it is
@@ -23,7 +25,7 @@ written only for a base given as one; a local base (a folder, an SFT export a GR
 the body. The base model's license is not recorded anywhere in a
 run, so ``license`` is an option (default ``other``: check the base model's terms before publishing).
 
-Why one module of ~545 lines: each section of the card reads the same three records (manifest, run.json,
+Why one module of ~560 lines: each section of the card reads the same three records (manifest, run.json,
 config.json) and the evaluation part checks a run against the same export; split, a record's reading would be
 spelled in several places.
 """
@@ -53,6 +55,12 @@ logger = logging.getLogger(__name__)
 CARD_NAME = "README.md"
 DEFAULT_LICENSE = "other"
 NOT_RECORDED = "not recorded"
+# What the evaluation section says of a run whose recorded weights fingerprint is this export's, by which formula.
+MATCHED_BY_DIGESTS = ("The run's judge-serve served these weights: its weights fingerprint is this folder's, by the "
+                      "weights files' content digests (`weights_sha256.json`).")
+MATCHED_BY_METADATA = ("The run's judge-serve served these weights: its weights fingerprint is this folder's, by the "
+                       "weights files' names, sizes and modification times (a judge-serve that did not read "
+                       "`weights_sha256.json`, or a folder without one).")
 # Training settings shown in the hyperparameter table, in this order (config keys; absent ones are left out).
 _HYPERPARAMETERS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "num_train_epochs", "max_steps",
                     "global_batch_size", "per_device_train_batch_size", "max_length", "weight_decay", "max_grad_norm",
@@ -192,16 +200,19 @@ def _short(fingerprint: str | None) -> str:
     return fingerprint[:12] if fingerprint else "none (no weights files)"
 
 
-def _check_run_judge(export: Path, metrics_path: Path, metrics: Metrics) -> str | None:
+def _check_run_judge(export: Path, metrics_path: Path, metrics: Metrics) -> tuple[str | None, str | None]:
     """Refuse a scored run that judged other weights than ``export``'s: its figures would be another judge's.
 
     The run's ``run.json`` (beside ``metrics.json``, else beside the predictions it scored) records the judge it
     asked (``config.judge``) and, when judge-serve served it, ``weights_fingerprint``; the export's is computed as
     judge-serve computes it (``judge.checkpoints.export_weights_fingerprint``), so a run of this very folder
-    matches.
+    matches. A judge-serve that did not read the export's ``weights_sha256.json`` fingerprinted every file by its
+    name, size and modification time: a recorded fingerprint equal to that formula's value for the export's files
+    now matches too, and the card says by which the run was matched.
 
     Returns:
-        None when the run judged these weights; else a line to warn with: what could not be checked, and why.
+        ``(warning, matched)``: a line to warn with (what could not be checked, and why) or None; and, when the run
+        judged these weights, a sentence for the card saying by which fingerprint it was matched, else None.
 
     Raises:
         ValueError: the run recorded other weights (naming both folders, and what to do).
@@ -212,12 +223,12 @@ def _check_run_judge(export: Path, metrics_path: Path, metrics: Metrics) -> str 
     found = next((path for path in candidates if path.is_file()), None)
     if found is None:
         return (f"{metrics_path.parent}: no run.json of judge-eval run, so the run's judge cannot be checked against "
-                f"{export}: make sure it judged this export")
+                f"{export}: make sure it judged this export"), None
     run_dir = found.parent
     try:
         record = read_json_object(found)
     except ValueError as err:
-        return f"{err}: the run's judge cannot be checked against {export}"
+        return f"{err}: the run's judge cannot be checked against {export}", None
     config = record.get("config") if isinstance(record.get("config"), dict) else {}
     judge_ref = config.get("judge") if isinstance(config.get("judge"), str) else ""
     recorded = record.get("weights_fingerprint")
@@ -227,16 +238,21 @@ def _check_run_judge(export: Path, metrics_path: Path, metrics: Metrics) -> str 
     judged = judge_ref or f"the endpoint in ${config.get('base_url_env') or 'base_url_env'}"
     if recorded is None:
         return (f"{run_dir}: the run records no weights fingerprint (judge {judged}; an older judge-eval run, or a "
-                f"server other than judge-serve, records none), so its judge cannot be checked against {export}")
+                f"server other than judge-serve, records none), so its judge cannot be checked against {export}"), None
     try:
         current = export_weights_fingerprint(export)
+        by_metadata = export_weights_fingerprint(export, digests=False)
     except (ValueError, OSError) as err:
-        return f"{export}: its weights fingerprint cannot be computed ({err}), so the run {run_dir} cannot be checked"
+        return (f"{export}: its weights fingerprint cannot be computed ({err}), so the run {run_dir} cannot be "
+                "checked"), None
     if current == recorded:
-        return None
+        return None, MATCHED_BY_DIGESTS if current != by_metadata else MATCHED_BY_METADATA
+    if by_metadata == recorded:  # a judge-serve that fingerprinted these very files without their recorded digests
+        return None, MATCHED_BY_METADATA
     if served:  # the endpoint may serve a copy on another machine: other modification times, the same weights
         return (f"{run_dir}: the run asked an endpoint ({judged}) serving weights with fingerprint {_short(recorded)}, "
-                f"not {export}'s ({_short(current)}): its judge cannot be checked; make sure it served this export")
+                f"not {export}'s ({_short(current)}): its judge cannot be checked; make sure it served this "
+                "export"), None
     todo = f"score a run of this export: judge-eval run --judge {export} ..., then judge-eval score"
     server_args = config.get("server_args") if isinstance(config.get("server_args"), list) else []
     if Path(judge_ref).is_absolute() and Path(judge_ref).resolve() == export.resolve():
@@ -435,10 +451,10 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
             raise FileNotFoundError(f"{metrics_path}: no such {'file' if metrics_path.suffix == '.json' else 'folder'}")
         metrics_path = metrics_path / "metrics.json" if metrics_path.is_dir() else metrics_path
         metrics = _read_metrics(metrics_path)
-        unchecked = _check_run_judge(export, metrics_path, metrics)
+        unchecked, matched = _check_run_judge(export, metrics_path, metrics)
         if unchecked:
             (warn or logger.warning)(unchecked)
-        out += _evaluation(metrics, str(metrics_path.parent))
+        out += _evaluation(metrics, str(metrics_path.parent)) + ([matched, ""] if matched else [])
     else:
         out += ["## Evaluation", "", "Not evaluated yet. Judge and score the POLLUX test, then rewrite this card:",
                 "", "```bash", f"judge-eval run --judge {model_path} --data TEST.jsonl --out runs/eval/{name}",

@@ -209,3 +209,49 @@ def test_a_missing_run_folder_and_a_training_run_folder_are_named_as_such(tmp_pa
                                        f"judge is {run_folder / 'export'} (pass that folder)\n")
     assert train_main(["card", "--export", str(tmp_path)]) == 2  # no export below: no hint to give
     assert capsys.readouterr().err == f"{ERROR}{tmp_path}: no pollux_judge.json; not a judge-train export\n"
+
+
+def _by_metadata(*folders: Path) -> str:
+    """The fingerprint a judge-serve that did not read ``weights_sha256.json`` recorded: each weights file's name,
+    size and modification time, folder by folder."""
+    import hashlib
+
+    from judge.checkpoints import weight_files
+
+    digest = hashlib.sha256()
+    for position, folder in enumerate(folders):
+        for path in weight_files(folder):
+            info = path.stat()
+            digest.update(f"{position}/{path.name}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def test_a_run_fingerprinted_by_metadata_beside_recorded_digests_is_accepted_saying_so(tmp_path, capsys):
+    """A run recorded by a judge-serve that fingerprinted the files by name, size and modification time, of an
+    export that records its content digests: the same files by either formula, so the figures are written and the
+    card says which formula matched; a run of other weights by the same formula is still refused."""
+    from judge.checkpoints import record_weights_digests
+
+    for mode in ("seq2seq", "regression"):
+        export = _export(tmp_path / mode / "judge", mode)
+        folders = (export, export / "generator") if mode == "regression" else (export,)
+        for folder in folders:
+            record_weights_digests(folder)
+        old = _by_metadata(*folders)
+        assert old != _fingerprint(export)  # the recorded digests change what judge-serve reports now
+        run = _scored_run(tmp_path / mode / "eval", str(export.resolve()), old)
+        assert _card(export, run, capsys) == (0, "")
+        card = (export / "README.md").read_text(encoding="utf-8")
+        assert "| Zero-Shot + Standard | 400 | 3 | 12 | 0.412 [0.380, 0.445] |" in card
+        assert "by the weights files' names, sizes and modification times" in card
+
+        current = _scored_run(tmp_path / mode / "now", str(export.resolve()), _fingerprint(export))
+        assert _card(export, current, capsys) == (0, "")
+        assert "by the weights files' content digests (`weights_sha256.json`)" in (
+            export / "README.md").read_text(encoding="utf-8")
+
+        other = _export(tmp_path / mode / "other", mode)
+        stale = _scored_run(tmp_path / mode / "stale", str(export.resolve()),
+                            _by_metadata(*((other, other / "generator") if mode == "regression" else (other,))))
+        code, err = _card(export, stale, capsys)
+        assert code == 2 and "retrained" in err
