@@ -27,7 +27,7 @@ Every run folder gets ``run.json`` (``judge.plumbing.provenance``: resolved sett
 data file, its source and hash, sandbox), the per-item JSONL files and ``metrics.json``.
 Generation progress is saved as it goes; re-running the same command resumes (``--overwrite`` starts over).
 
-Why one module of ~630 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
+Why one module of ~635 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
 table of exit codes, kept where ``main`` applies them; each task's own logic is in humaneval.py and rutie.py.
 """
 
@@ -47,6 +47,7 @@ from eval.mera.config import (STOP_FORM, TASK_CONFIGS, ConfigError, HumanEvalCon
                               check_values)
 from eval.mera.progress import sha256_of, write_json, write_run_record
 from judge.plumbing.atomic_write import write_atomically
+from judge.plumbing.closed_stdout import exits_quietly_on_closed_stdout, stdout_closed
 from judge.plumbing.journal import json_utf8
 
 logger = logging.getLogger("eval.mera")
@@ -551,8 +552,10 @@ def checked_config(parser: argparse.ArgumentParser, argv: list[str] | None) -> M
     return config
 
 
+@exits_quietly_on_closed_stdout  # `python -m eval.mera.cli ... | head -1` as judge-eval's own main: exit 141
 def main(argv: list[str] | None = None) -> int:
-    """``judge-eval mera ...``; returns the process exit code."""
+    """``judge-eval mera ...``; returns the process exit code (141 when stdout's reader has gone:
+    ``judge.plumbing.closed_stdout``)."""
     parser = build_parser()
     config = checked_config(parser, argv)
     from judge.plumbing.console_logging import configure_logging
@@ -608,6 +611,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_UNUSABLE
     except (DataError, ResumeMismatch, RunFolderBusy, SandboxUnavailable, OSError,  # an --out it cannot make too
             ValueError) as err:
+        if isinstance(err, BrokenPipeError) and stdout_closed():  # stdout's reader gone: the wrapper answers it
+            raise
         print(f"judge-eval mera {config.task}: error: {err}", file=sys.stderr)  # as eval.cli.main words an error
         # 2 as in eval.cli.main; a progress line that is no JSON object (JournalError) is a resume's input error
         return 2 if isinstance(err, (DataError, ResumeMismatch, RunFolderBusy, JournalError)) else 1

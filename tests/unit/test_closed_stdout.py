@@ -74,3 +74,18 @@ def test_a_broken_pipe_that_is_not_stdouts_is_not_taken_for_it():
         os.close(write_end)
         if read_end is not None:
             os.close(read_end)
+
+
+def test_judge_eval_mera_into_a_closed_pipe_exits_cleanly(tmp_path):
+    """``python -m eval.mera.cli`` (the same program as ``judge-eval mera``) and ``judge-eval mera``: the
+    canonical-solution self-check on the bundled rows prints its figures into a pipe with no reader; its own error
+    handling (an OSError is a run's error) must not take stdout's BrokenPipeError for one."""
+    args = ["ruhumaneval", "--self-check", "--data", "sample", "--n", "1", "--k", "1"]
+    direct = _into_a_closed_pipe(f"import runpy, sys; sys.argv = ['eval.mera.cli', *{args!r}, '--out', "
+                                 f"{str(tmp_path / 'direct')!r}]; runpy.run_module('eval.mera.cli', "
+                                 "run_name='__main__')", tmp_path)
+    _quiet(direct)
+    assert (tmp_path / "direct" / "metrics.json").is_file()  # the work done before the printout is kept
+    via = _into_a_closed_pipe("import sys; from eval.cli import main; sys.exit(main(['mera', *"
+                              f"{args!r}, '--out', {str(tmp_path / 'via')!r}]))", tmp_path)
+    _quiet(via)
