@@ -23,9 +23,14 @@ The hub's model-card fields (https://huggingface.co/docs/hub/model-cards): ``bas
 ``library_name``, ``pipeline_tag``, ``tags``, ``license``. ``base_model`` is a model id on the hub, so it is
 written only for a base given as one; a local base (a folder, an SFT export a GRPO run started from) is named in
 the body. The base model's license is not recorded anywhere in a
-run, so ``license`` is an option (default ``other``: check the base model's terms before publishing).
+run, so ``license`` is an option (default ``other``: check the base model's terms before publishing). With ``other``
+the hub's card metadata also wants ``license_name`` (an id) and ``license_link`` (a URL, or ``LICENSE`` for a file
+of that name in the repository; huggingface/hub-docs ``modelcard.md``): ``--license-name`` and ``--license-link``,
+else the base model's: ``<owner>-<name>-license`` linked to the base's hub page, where its terms are, for a base given
+as a hub id; for a local base ``not-recorded`` linked to ``LICENSE``, and the card's body says to put the base
+model's licence there before publishing.
 
-Why one module of ~560 lines: each section of the card reads the same three records (manifest, run.json,
+Why one module of ~605 lines: each section of the card reads the same three records (manifest, run.json,
 config.json) and the evaluation part checks a run against the same export; split, a record's reading would be
 spelled in several places.
 """
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -48,13 +54,16 @@ from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import read_json_object
 from judge.splits import SPLIT_TITLES, STANDARD, ZERO_SHOT
 
-__all__ = ["render_card", "write_card", "main", "CARD_NAME", "DEFAULT_LICENSE", "evaluation_section"]
+__all__ = ["render_card", "write_card", "main", "CARD_NAME", "DEFAULT_LICENSE", "UNKNOWN_LICENSE", "evaluation_section",
+           "license_fields"]
 
 logger = logging.getLogger(__name__)
 
 CARD_NAME = "README.md"
 DEFAULT_LICENSE = "other"
 NOT_RECORDED = "not recorded"
+#: ``license_name`` of a card whose base model's licence is not known (a local base, no ``--license-name``).
+UNKNOWN_LICENSE = "not-recorded"
 # What the evaluation section says of a run whose recorded weights fingerprint is this export's, by which formula.
 MATCHED_BY_DIGESTS = ("The run's judge-serve served these weights: its weights fingerprint is this folder's, by the "
                       "weights files' content digests (`weights_sha256.json`).")
@@ -200,6 +209,25 @@ def _short(fingerprint: str | None) -> str:
     return fingerprint[:12] if fingerprint else "none (no weights files)"
 
 
+def license_fields(license: str, base_model: str, name: str | None = None,  # noqa: A002 - the hub's key
+                   link: str | None = None) -> dict[str, str]:
+    """The card's ``license_name`` and ``license_link`` (the module's docstring says which): both with ``license``
+    ``other``, none with another (the hub's list names its licence).
+
+    Raises:
+        ValueError: a name or link given with a licence other than ``other`` (the hub reads them with ``other`` only).
+    """
+    if license != DEFAULT_LICENSE:
+        if name or link:
+            raise ValueError(f"--license-name and --license-link go with --license {DEFAULT_LICENSE} only, not with "
+                             f"--license {license} (the hub's own licence list names it)")
+        return {}
+    hub = is_hub_model_id(base_model)
+    default_name = re.sub(r"[^a-z0-9.]+", "-", base_model.lower()).strip("-") + "-license" if hub else UNKNOWN_LICENSE
+    return {"license_name": name or default_name,
+            "license_link": link or (f"https://huggingface.co/{base_model}" if hub else "LICENSE")}
+
+
 def _check_run_judge(export: Path, metrics_path: Path, metrics: Metrics) -> tuple[str | None, str | None]:
     """Refuse a scored run that judged other weights than ``export``'s: its figures would be another judge's.
 
@@ -296,7 +324,8 @@ def _evaluation(metrics: Metrics, source: str) -> list[str]:
 
 def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, eval_run: str | Path | None = None,
                 license: str = DEFAULT_LICENSE, name: str | None = None,  # noqa: A002 - the hub's key
-                warn: Callable[[str], None] | None = None) -> str:
+                warn: Callable[[str], None] | None = None, license_name: str | None = None,
+                license_link: str | None = None) -> str:
     """The model card of an export folder.
 
     Args:
@@ -305,6 +334,8 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
             ``<export>/../run.json``, else nothing recorded.
         eval_run: a folder scored by ``judge-eval score`` (or its ``metrics.json``) to report.
         license: the hub's ``license`` field.
+        license_name, license_link: the hub's fields of the same names, which go with ``license`` ``other`` only
+            (default: the base model's, ``license_fields``).
         name: the model's name in the title and the serve commands; default: the run's folder name.
         warn: called with a line when ``eval_run``'s judge cannot be checked against the export (default: logged).
 
@@ -340,6 +371,7 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
     base_model = launch.get("base_model") or config.get("model_name_or_path") or NOT_RECORDED
     name = name or Path(config.get("output_dir") or export.parent).name or export.name
     regression = mode == "regression"
+    licence = license_fields(license, base_model, license_name, license_link)
 
     front = {
         # The hub's base_model is a model id on the hub: a local base (a folder, the built tiny model, an SFT export
@@ -349,6 +381,7 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
         "library_name": "transformers",
         "pipeline_tag": "text-classification" if regression else "text-generation",
         "license": license,
+        **licence,
         "tags": ["pollux", "llm-as-a-judge", "judge", "russian", "pollux-judge", mode],
     }
     if config.get("lora"):
@@ -465,7 +498,12 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
             f"- pollux-judge commit `{run.get('git_revision') or NOT_RECORDED}`" + (" (uncommitted changes)" if run.get("git_dirty") else ""),
             f"- started {launch.get('started_utc', NOT_RECORDED)} on `{launch.get('host', NOT_RECORDED)}`",
             "- packages: " + (", ".join(f"{k} {v}" for k, v in packages.items() if v) or NOT_RECORDED),
-            f"- the full record: {_record_source(export, Path(run_json), run)}", ""]
+            f"- the full record: {_record_source(export, Path(run_json), run)}"]
+    if licence.get("license_name") == UNKNOWN_LICENSE:  # a local base: its licence is the publisher's to add
+        out.append(f"- licence: the base model's ({base_model}) is not recorded; put it in `LICENSE` before "
+                   "publishing (the front matter's `license_link`), or rewrite the card with `judge-train card "
+                   "--license-name ... --license-link ...`")
+    out.append("")
     return "\n".join(out)
 
 
@@ -542,12 +580,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", default=None, help="a folder scored by `judge-eval score` whose figures to include")
     parser.add_argument("--run-json", default=None, help="the training run.json (default: the export's own)")
     parser.add_argument("--license", default=DEFAULT_LICENSE, help="the hub's license field (default: other)")
+    parser.add_argument("--license-name", default=None,
+                        help="with --license other: the hub's license_name, an id (default: the base model's)")
+    parser.add_argument("--license-link", default=None,
+                        help="with --license other: the hub's license_link, a URL or LICENSE (default: the base "
+                             "model's hub page)")
     parser.add_argument("--name", default=None, help="the model's name (default: the training run's folder)")
     args = parser.parse_args(argv)
     try:
         # Without --run the card keeps the figures an earlier --run wrote into it (they describe the same weights).
         kept = None if args.run else evaluation_section(args.export)
         path = write_card(args.export, run_json=args.run_json, eval_run=args.run, license=args.license, name=args.name,
+                          license_name=args.license_name, license_link=args.license_link,
                           kept_evaluation=kept, kept_note=None,
                           warn=lambda line: print(f"judge-train card: warning: {line}", file=sys.stderr))
     except (FileNotFoundError, ValueError) as err:

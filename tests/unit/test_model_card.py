@@ -345,3 +345,36 @@ def test_the_card_names_the_split_recorded_at_training_not_the_file_as_it_reads_
                                          "split_sha256": None})
     held_out = next(line for line in render_card(unrecorded).splitlines() if line.startswith("- held-out"))
     assert "Literary text" in held_out and "as the split reads now; not recorded at training" in held_out
+
+
+def test_license_other_comes_with_the_hubs_license_name_and_link(tmp_path, capsys):
+    """The hub's card metadata wants ``license_name`` and ``license_link`` beside ``license: other``
+    (huggingface/hub-docs modelcard.md): the base model's by default (its hub page for a hub id; ``LICENSE``, said
+    in the body, for a local base), the options' when given, none with a listed licence, and the options refused
+    with a listed licence (exit 2, the card left as it was)."""
+    export = _fake_export(tmp_path / "hub")
+    front = front_matter(render_card(export))
+    assert front["license"] == "other"
+    assert front["license_name"] == "t-tech-t-lite-it-1.0-license"
+    assert front["license_link"] == "https://huggingface.co/t-tech/T-lite-it-1.0"
+
+    assert train_main(["card", "--export", str(export), "--license-name", "t-lite-license",
+                       "--license-link", "LICENSE"]) == 0
+    card = (export / "README.md").read_text(encoding="utf-8")
+    assert (front_matter(card)["license_name"], front_matter(card)["license_link"]) == ("t-lite-license", "LICENSE")
+
+    listed = front_matter(render_card(export, license="apache-2.0"))
+    assert "license_name" not in listed and "license_link" not in listed
+    capsys.readouterr()
+    assert train_main(["card", "--export", str(export), "--license", "apache-2.0", "--license-name", "x"]) == 2
+    assert "--license-name and --license-link go with --license other only" in capsys.readouterr().err
+    assert (export / "README.md").read_text(encoding="utf-8") == card
+
+    local = _fake_export(tmp_path / "local")
+    run = json.loads((local / "run.json").read_text(encoding="utf-8"))
+    base = str(tmp_path / "base-model")
+    run["config"]["model_name_or_path"] = run["launch"]["base_model"] = base
+    (local / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    text = render_card(local)
+    assert (front_matter(text)["license_name"], front_matter(text)["license_link"]) == ("not-recorded", "LICENSE")
+    assert f"- licence: the base model's ({base}) is not recorded; put it in `LICENSE` before publishing" in text
