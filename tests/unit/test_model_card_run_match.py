@@ -255,3 +255,33 @@ def test_a_run_fingerprinted_by_metadata_beside_recorded_digests_is_accepted_say
                             _by_metadata(*((other, other / "generator") if mode == "regression" else (other,))))
         code, err = _card(export, stale, capsys)
         assert code == 2 and "retrained" in err
+
+
+def test_a_regression_export_whose_generator_was_swapped_since_the_run_is_refused(tmp_path, capsys):
+    """The fingerprint judge-serve records covers both engines' weights, the head's folder and generator/: another
+    generator put in the export's generator/ after the run (rewritten, or copied with cp -p together with its own
+    weights_sha256.json) changes it, so the run's figures (another generator's rationales) are refused."""
+    import shutil
+
+    from judge.checkpoints import export_weights_fingerprint, folders_fingerprint, record_weights_digests
+
+    export = _export(tmp_path / "judge", "regression")
+    other = _export(tmp_path / "other", "regression")
+    (other / "generator" / "model.safetensors").write_bytes(b"another generator's weights")
+    for folder in (export, export / "generator", other / "generator"):
+        record_weights_digests(folder)
+    served = _fingerprint(export)
+    assert served == export_weights_fingerprint(export) == folders_fingerprint([export, export / "generator"])
+    assert served != folders_fingerprint([export])  # the generator's weights are part of it
+    run = _scored_run(tmp_path / "eval", str(export.resolve()), served)
+    assert _card(export, run, capsys) == (0, "")
+
+    shutil.rmtree(export / "generator")
+    shutil.copytree(other / "generator", export / "generator")  # cp -p: the other record stays valid for its files
+    assert _fingerprint(export) not in (served, None)
+    code, err = _card(export, run, capsys)
+    assert code == 2 and "retrained" in err, err
+
+    (export / "generator" / "model.safetensors").write_bytes(b"a retrained generator")  # rewritten in place
+    code, err = _card(export, run, capsys)
+    assert code == 2 and "retrained" in err, err
