@@ -30,7 +30,7 @@ reads them): a reasoning judge served with less room than it learned to think in
 records and checks it, judge-train card checks a run against its export. ``record_weights_digests`` writes, beside an
 export's weights, their content digests, by which ``folders_fingerprint`` knows the same weights exported again.
 
-Why one module of ~787 lines: each part reads the same folder and its manifest, and each is read by serving,
+Why one module of ~789 lines: each part reads the same folder and its manifest, and each is read by serving,
 evaluation and training alike; split, the manifest's keys would be spelled in several places.
 """
 
@@ -653,8 +653,10 @@ WEIGHTS_DIGESTS = "weights_sha256.json"
 def record_weights_digests(folder: str | Path) -> Path:
     """Write ``WEIGHTS_DIGESTS`` into ``folder``: for each of its weights files (``weight_files``), the SHA-256 of its
     bytes, its size and its modification time in nanoseconds. ``folders_fingerprint`` reads it, so the same weights
-    written again (an export repeated) keep their fingerprint. Reads every byte: judge-train's export calls it once,
-    after writing them. Returns the record's path. A judge-train classifier's export records another digest,
+    written again (an export repeated) keep their fingerprint. Reads every byte once more, each file once and in
+    chunks (``hashlib.file_digest``), as many bytes as the weights hold: judge-train's export calls it once per folder,
+    after writing them (safetensors writes a file with no hook on its bytes, so the digest cannot be taken then).
+    Returns the record's path. A judge-train classifier's export records another digest,
     ``judge.criteria_auto.head.weights_digest`` (one sha256 over every file, in its config): that one names the
     weights a classifier was built from, this one lets a fingerprint trust a file by its size and time."""
     import hashlib

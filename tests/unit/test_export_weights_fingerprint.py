@@ -79,3 +79,35 @@ def test_a_regression_export_written_again_keeps_its_fingerprint(tiny_causal_dir
         model.score.weight[0, 0] += 1.0  # the head alone trained further: the export's folder differs
     export.export_regression(model, qwen_tokenizer, out)
     assert export_weights_fingerprint(out) != first
+
+
+def test_the_digests_record_reads_each_weights_file_once(tmp_path, monkeypatch):
+    """``record_weights_digests`` on a sharded folder (two shards and their index): each weights file is opened once
+    and read through ``hashlib.file_digest`` (chunked, never the whole file at once), and its digest is the file's."""
+    import builtins
+    import hashlib
+    import json
+
+    files = {"model-00001-of-00002.safetensors": b"a" * 300_000, "model-00002-of-00002.safetensors": b"b" * 5,
+             "model.safetensors.index.json": json.dumps({"weight_map": {"x": "model-00001-of-00002.safetensors"}})
+             .encode()}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    opened, digested, real_open, real_digest = [], [], builtins.open, hashlib.file_digest
+
+    def counting_open(path, *args, **kwargs):
+        opened.append(os.path.basename(str(path)))
+        return real_open(path, *args, **kwargs)
+
+    def counting_digest(handle, *args, **kwargs):
+        digested.append(os.path.basename(handle.name))
+        return real_digest(handle, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting_open)
+    monkeypatch.setattr(hashlib, "file_digest", counting_digest)
+    record_weights_digests(tmp_path)
+    monkeypatch.undo()
+    assert sorted(name for name in opened if name in files) == sorted(digested) == sorted(files)
+    recorded = json.loads((tmp_path / WEIGHTS_DIGESTS).read_text(encoding="utf-8"))["files"]
+    assert {name: entry["sha256"] for name, entry in recorded.items()} == {
+        name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
