@@ -247,20 +247,16 @@ def encoded_body(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
-def _refuse_unencodable(value: Any, where: str) -> None:
+def _refuse_unencodable(value: Any, where: str, name_of: str = "") -> None:
     """Refuse the first text in ``value`` (a key or a value, depth first) holding a lone surrogate, which a string
     built in Python (or read from a JSON ``\\ud800`` escape) may hold and UTF-8 cannot: ``encoded_body``'s own
-    ``UnicodeEncodeError`` names neither the sample nor the field.
+    ``UnicodeEncodeError`` names neither the sample nor the field. ``name_of`` is " (a field's name)" where ``value``
+    is a key.
 
     Raises:
         ValueError: naming ``where`` and the field's path below it (cut past ``_FIELD_SHOWN_CHARS`` characters, its
             length said), and the surrogate's place in the text.
     """
-    _refuse_unencodable_at(value, where, "")
-
-
-def _refuse_unencodable_at(value: Any, where: str, name_of: str) -> None:
-    """``_refuse_unencodable`` below ``where``; ``name_of`` is " (a field's name)" where ``value`` is a key."""
     from judge.wire import path_key
 
     if isinstance(value, str):
@@ -269,11 +265,11 @@ def _refuse_unencodable_at(value: Any, where: str, name_of: str) -> None:
                              f"(U+{ord(value[at]):04X}) at character {at}, which UTF-8 cannot carry: not sent")
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            _refuse_unencodable_at(key, where, " (a field's name)")
-            _refuse_unencodable_at(item, f"{where}.{path_key(str(key))}", "")
+            _refuse_unencodable(key, where, " (a field's name)")
+            _refuse_unencodable(item, f"{where}.{path_key(str(key))}")
     elif isinstance(value, (list, tuple)):
         for j, item in enumerate(value):
-            _refuse_unencodable_at(item, f"{where}[{j}]", "")
+            _refuse_unencodable(item, f"{where}[{j}]")
 
 
 def _encoded(value: Mapping[str, Any], parts: Iterable[tuple[str, Any]]) -> bytes:
