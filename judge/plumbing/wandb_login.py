@@ -21,10 +21,10 @@ __all__ = [
 
 #: ``WANDB_MODE`` values under which W&B logs without an account: ``offline`` writes the run under ``WANDB_DIR``
 #: (``wandb sync`` uploads it later), ``disabled`` logs nothing, ``dryrun`` is the old spelling of offline.
-WANDB_LOCAL_MODES = frozenset({"offline", "disabled", "dryrun"})
+WANDB_LOCAL_MODES = ("offline", "disabled", "dryrun")
 #: Every ``WANDB_MODE`` W&B takes, compared as written (wandb/sdk/wandb_settings.py, ``Settings.mode``, a
 #: ``Literal``): any other value stops ``wandb.init``.
-WANDB_MODES = ("online", "offline", "disabled", "dryrun", "shared", "run")
+WANDB_MODES = ("online", *WANDB_LOCAL_MODES, "shared", "run")
 
 
 def wandb_mode_problem() -> str | None:
