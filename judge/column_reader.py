@@ -149,7 +149,7 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
             texts[name] = pc.fill_null(pc.cast(col, pa.string()), "")  # the row path's str(value)
         else:  # a boolean among them too: the row path refuses it, naming the field
             raise _Doubt
-    if any(_is_text(col.type) and past_text_bound(col) for col in texts.values()):
+    if any(past_text_bound(col) for col in texts.values()):  # each is text by now: checked, filled or cast above
         raise _Doubt
     extra_names = [c for c in names if c not in KNOWN_FIELDS]
     if jsonl:
