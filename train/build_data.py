@@ -41,7 +41,7 @@ The seq2seq target is ``judge.render_target(feedback, score)`` with the verdict'
 carries ``judge.render_rationale_target(feedback)`` and, as its label, the record's ``criteria_score`` (mean over
 experts, or the teacher's score) or, with ``score_target="expert"``, the verdict's own score.
 
-Why one module of ~990 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
+Why one module of ~997 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
 which prints that report and refuses what no recipe could train on, are one path; the recipes' data step
 (``rows_for_config``, with the validation split ``split_rows`` draws by instruction group) and ``judge-train run``'s
 early check take the same rules from here.
@@ -67,7 +67,7 @@ from judge import JudgeRecord, ScaleError
 from judge.verdicts import gives_reasons, rationale_words
 
 __all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "refuse_trace_rows", "zero_shot_records", "scores_off_the_rubric",
-           "rows_for_config", "split_rows", "instruction_id", "item_of", "records_by_prompt", "validation_unit", "drop_too_long", "drop_long_examples",
+           "records_for_config", "rows_for_config", "split_rows", "instruction_id", "item_of", "records_by_prompt", "validation_unit", "drop_too_long", "drop_long_examples",
            "InstructionGroups", "VALIDATION_UNITS", "DEFAULT_VALIDATION_UNIT",
            "load_training_records", "load_training_records_report", "refuse_other_split_rows", "write_rows",
            "dropped_path", "main", "VERDICT_OR_THINK_TAG", "russian_share", "rationale_without_code", "without_code"]
@@ -700,11 +700,7 @@ def rows_for_config(config, tokenizer, text_of: Callable[[dict[str, Any]], str] 
     # before any data is read: a resume whose recorded rule no split knows is refused at once
     unit = validation_unit(config) if not config.eval_data else None
 
-    def read(source: str) -> tuple[list[JudgeRecord], judge.LoadReport]:
-        return load_training_records_report(source, allow_benchmark_rows=config.allow_benchmark_rows)
-
-    data_read = read(config.data)
-    eval_read = read(config.eval_data) if config.eval_data else ([], None)
+    data_read, eval_read = records_for_config(config)
     # over both files: the split of data draws by them, and eval_data's overlap with training is counted by them
     groups = InstructionGroups([*data_read[0], *eval_read[0]])
 
@@ -748,6 +744,17 @@ def rows_for_config(config, tokenizer, text_of: Callable[[dict[str, Any]], str] 
                           f"rows held out, max_rows {config.max_rows}): {report.summary()}")
     logger.info("%s", report.rows_line(train, held_out, config.max_rows))
     return train, held_out, report
+
+
+def records_for_config(config) -> tuple[tuple[list[JudgeRecord], judge.LoadReport],
+                                         tuple[list[JudgeRecord], judge.LoadReport | None]]:  # fmt: skip
+    """The records of ``config.data`` and of ``config.eval_data``, each with its load report, read once for a recipe's
+    data step (``rows_for_config``, ``train.seq2seq.integer_rows_for_config``); benchmark rows refused unless
+    ``allow_benchmark_rows``. No ``eval_data``: no records and no report for it."""
+    def read(source: str) -> tuple[list[JudgeRecord], judge.LoadReport]:
+        return load_training_records_report(source, allow_benchmark_rows=config.allow_benchmark_rows)
+
+    return read(config.data), (read(config.eval_data) if config.eval_data else ([], None))
 
 
 def load_training_records(data: str, allow_benchmark_rows: bool = False) -> list[JudgeRecord]:

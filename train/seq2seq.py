@@ -612,9 +612,6 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
 
     spec = zero_shot_split(config)
 
-    def read(source: str) -> tuple[list[judge.JudgeRecord], judge.LoadReport]:
-        return build_data.load_training_records_report(source, allow_benchmark_rows=config.allow_benchmark_rows)
-
     def build(source: str, read_back: tuple[list[judge.JudgeRecord], judge.LoadReport], groups):
         records, load_report = read_back
         rows, report = integer_rows(records, zero_shot=config.zero_shot, missing_reasoning=config.missing_reasoning,
@@ -636,8 +633,7 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
     # before the data is built and tokenized: a resume whose recorded rule no split knows is refused at once (eval_data
     # of traces means no split, known once it is read)
     unit = build_data.validation_unit(config) if not config.eval_data else None
-    data_read = read(config.data)
-    eval_read = read(config.eval_data) if config.eval_data else ([], None)  # read once: asked for traces, then built
+    data_read, eval_read = build_data.records_for_config(config)  # eval_data read once: asked for traces, then built
     eval_traces = holds_traces(eval_read[0])
     if config.eval_data and not eval_traces:
         unit = build_data.validation_unit(config)
