@@ -704,11 +704,16 @@ def _exited(state: ServerState, role: str, code: int) -> None:
     state.start_timed_out.pop(role, None)
 
 
-def _last_failure(state: ServerState, role: str) -> str:
-    """How ``role``'s engine last failed, for a give-up message: its last restart's timeout, or its last exit code."""
+def _last_failure(state: ServerState, role: str, hung: str | None) -> str:
+    """How ``role``'s engine last failed, as a clause: ``hung`` (why it counts as dead while alive; None: it exited),
+    else its last restart's timeout, else its last exit (with its code, where one was seen). One rule for the 503's reason while it restarts and the
+    give-up message."""
+    if hung:
+        return hung
     if timed_out := state.start_timed_out.get(role):
-        return f"last failure: it {timed_out}"
-    return f"last exit code {state.last_exit.get(role)}"
+        return f"the {role} engine {timed_out}"
+    code = state.last_exit.get(role)
+    return f"the {role} engine exited" + (f" with code {code}" if code is not None else "")
 
 
 def restart_delay(config: ServeConfig, restarts_in_window: int) -> float | None:
@@ -746,16 +751,17 @@ async def _heal(state: ServerState, role: str) -> None:
             recent = [t for t in state.restart_times.setdefault(role, []) if now - t < config.engine_restart_window_s]
             state.restart_times[role] = recent
             failed = state.failed_restarts.get(role, 0)
+            failure = _last_failure(state, role, hung)
             if failed and failed >= config.engine_max_restarts:  # with none in a row, the window names the death
                 _give_up(state, f"the {role} engine was restarted {failed} times in a row and never stayed up "
-                                f"{config.engine_restart_window_s:g} s ({_last_failure(state, role)}); "
+                                f"{config.engine_restart_window_s:g} s (last failure: {failure}); "
                                 f"engine_max_restarts={config.engine_max_restarts} reached, judge-serve stops",
                          f" (log: {state.engines[role].log_path})")
                 return
             backoff = restart_delay(config, max(len(recent), failed))
             if backoff is None:
                 _give_up(state, f"the {role} engine died {len(recent) + 1} times within "
-                                f"{config.engine_restart_window_s:g} s ({_last_failure(state, role)}); "
+                                f"{config.engine_restart_window_s:g} s (last failure: {failure}); "
                                 f"engine_max_restarts={config.engine_max_restarts} reached, judge-serve stops",
                          f" (log: {state.engines[role].log_path})")
                 return
@@ -764,9 +770,7 @@ async def _heal(state: ServerState, role: str) -> None:
                 attempt += (f", after {failed} in a row that never stayed up {config.engine_restart_window_s:g} s "
                             f"({config.engine_max_restarts} allowed)")
             state.retry_after[role] = max(1, math.ceil(backoff)) + 5
-            died = hung or (f"the {role} engine {timed_out}" if (timed_out := state.start_timed_out.get(role))
-                            else f"the {role} engine exited with code {state.last_exit.get(role)}")
-            state.dead_reason[role] = f"{died}; judge-serve is restarting it ({attempt}); retry later"
+            state.dead_reason[role] = f"{failure}; judge-serve is restarting it ({attempt}); retry later"
             log.warning("%s engine: %s in %.1f s", role, attempt, backoff)
             await asyncio.sleep(backoff)
             if state.status != "ready":

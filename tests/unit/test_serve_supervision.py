@@ -173,9 +173,32 @@ def test_with_no_restarts_allowed_the_first_death_stops_judge_serve_naming_that_
         return state
 
     state = asyncio.run(heal())
-    assert (state.status, state.failure) == ("failed", "the generator engine died 1 times within 600 s (last exit "
-                                                       "code 1); engine_max_restarts=0 reached, judge-serve stops")
+    assert (state.status, state.failure) == ("failed", "the generator engine died 1 times within 600 s (last failure: "
+                                                       "the generator engine exited with code 1); "
+                                                       "engine_max_restarts=0 reached, judge-serve stops")
     assert "generator" not in state.restarts
+
+
+def test_a_hung_engine_past_the_limit_stops_judge_serve_naming_the_hang_not_an_older_exit(monkeypatch):
+    """An engine that exited once (code 1), was restarted, came up, then stopped answering /health: the restart's
+    503 named the hang, while the give-up message chose its failure by a rule of its own and named the exit code 1
+    of the death before. Both name the failure that ended the engine, by one rule."""
+    import serve.supervision
+
+    monkeypatch.setattr(serve.supervision.Engine, "start", lambda *a, **k: pytest.fail("restarted"))
+    hang = "the generator engine stopped answering /health (3 probes 5 s apart)"
+
+    async def heal() -> ServerState:
+        state = _dead_generator(engine_max_restarts=0)
+        state.last_exit["generator"] = 1
+        state.hung["generator"] = state.dead_reason["generator"] = hang
+        await asyncio.wait_for(_healed(state).wait(), 60)  # set by on_fatal; the bound only ends a failing test
+        return state
+
+    state = asyncio.run(heal())
+    assert (state.status, state.failure) == ("failed", f"the generator engine died 1 times within 600 s (last "
+                                                       f"failure: {hang}); engine_max_restarts=0 reached, judge-serve "
+                                                       "stops")
 
 
 class HangingEngine(StartedEngine):
@@ -256,8 +279,8 @@ def test_a_restart_that_timed_out_loading_is_named_as_the_last_failure_not_the_e
     assert reasons[0].startswith("the generator engine exited with code 1; ")
     assert reasons[1].startswith(f"the generator engine {timed_out}; judge-serve is restarting it")
     assert state.status == "failed" and state.failure == (
-        f"the generator engine was restarted 2 times in a row and never stayed up 600 s (last failure: it {timed_out});"
-        " engine_max_restarts=2 reached, judge-serve stops")
+        "the generator engine was restarted 2 times in a row and never stayed up 600 s (last failure: the generator "
+        f"engine {timed_out}); engine_max_restarts=2 reached, judge-serve stops")
     assert state.last_exit.get("generator") is None
 
 
@@ -323,8 +346,8 @@ def test_restarts_that_come_up_and_die_at_once_stop_judge_serve_however_long_eac
     state = asyncio.run(die_after_each_restart())
     assert starts == [1000.0, 1700.0, 2400.0]
     assert state.status == "failed" and state.failure == (
-        "the generator engine was restarted 3 times in a row and never stayed up 600 s (last exit code None); "
-        "engine_max_restarts=3 reached, judge-serve stops")
+        "the generator engine was restarted 3 times in a row and never stayed up 600 s (last failure: the "
+        "generator engine exited); engine_max_restarts=3 reached, judge-serve stops")
 
 
 class KeyedEngine(StartedEngine):
