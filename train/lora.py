@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from train.config import TrainConfig
 
-__all__ = ["QWEN2_LINEAR_MODULES", "check_target_modules", "lora_config", "target_modules", "tied_adapter_refusal",
-           "trainable_in_float32"]
+__all__ = ["QWEN2_LINEAR_MODULES", "QWEN2_TIED_EMBEDDINGS", "check_target_modules", "lora_config", "matches",
+           "target_modules", "tied_adapter_refusal", "trainable_in_float32"]
 
 #: The linear layers of a Qwen2 decoder block: what LoRA's "all-linear" means here. Listing them keeps the LM head
 #: and the regression ``score`` head out of the adapters (the score head is trained in full instead).
 QWEN2_LINEAR_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+#: The full names of a Qwen2 causal LM's input and output embeddings, one matrix where ``tie_word_embeddings``: the
+#: modules an adapter must not sit on there (``check_target_modules`` finds them in a loaded model by their weight).
+QWEN2_TIED_EMBEDDINGS = ("model.embed_tokens", "lm_head")
+
+
+def matches(target: str, name: str) -> bool:
+    """Whether peft puts the adapter of ``target`` on the module named ``name``: the full name, or its last parts
+    (``check_target_module_exists`` in peft/tuners/tuners_utils.py)."""
+    return name == target or name.endswith("." + target)
 
 
 def target_modules(config: TrainConfig) -> list[str]:
@@ -72,7 +81,7 @@ def check_target_modules(config: TrainConfig, model, modules_to_save: list[str] 
     missing, in_full, unfit, tied = [], [], [], []
     shared = _tied_embeddings(model)
     for target in target_modules(config):
-        matched = [(name, module) for name, module in modules if name == target or name.endswith("." + target)]
+        matched = [(name, module) for name, module in modules if matches(target, name)]
         adapted = [(name, module) for name, module in matched if not any(pattern.match(name) for pattern in saved)]
         if not matched:
             missing.append(target)

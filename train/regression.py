@@ -160,10 +160,10 @@ def refuse_unfit_base(base_model: str | Path, folder: Path | None = None, *,
     if base is not None:
         _refuse_trained_head(base_model, *base, _manifest_mode(base_model, base[0]))
     tied = str(base_model) == TINY_MODEL or bool(base and base[1].get("tie_word_embeddings"))
-    on_shared = [name for name in lora_targets if name in ("lm_head", "embed_tokens", "model.embed_tokens")]
-    if tied and on_shared:
-        from train.lora import tied_adapter_refusal
+    from train.lora import QWEN2_TIED_EMBEDDINGS, matches, tied_adapter_refusal
 
+    on_shared = [target for target in lora_targets if any(matches(target, name) for name in QWEN2_TIED_EMBEDDINGS)]
+    if tied and on_shared:
         raise tied_adapter_refusal(on_shared, str(base_model))
 
 
