@@ -161,3 +161,21 @@ def test_the_regression_recipe_refuses_an_embedding_adapter_of_a_tied_base_befor
                                               r".*\(tie_word_embeddings\)"):
             check_training_data(config)
         assert not (tmp_path / "run").exists()
+
+
+def test_the_tied_embedding_names_the_regression_check_uses_are_the_modules_a_loaded_qwen2_ties():
+    """The regression recipe refuses an adapter on the tied embeddings before the base loads, by name
+    (train.lora.QWEN2_TIED_EMBEDDINGS); once it loads, check_target_modules finds them by their shared weight. The
+    names are those of the modules a Qwen2 ties, so both checks refuse the same targets."""
+    from transformers import Qwen2ForCausalLM
+
+    from train import lora
+    from train.tiny_models import tiny_qwen2_config
+
+    model = Qwen2ForCausalLM(tiny_qwen2_config())
+    shared = (model.get_input_embeddings(), model.get_output_embeddings())
+    assert shared[0].weight is shared[1].weight
+    names = {name for name, module in model.named_modules() if any(module is m for m in shared)}
+    assert names == set(lora.QWEN2_TIED_EMBEDDINGS)
+    assert [t for t in ("embed_tokens", "model.embed_tokens", "lm_head", "q_proj", "tokens")
+            if any(lora.matches(t, name) for name in names)] == ["embed_tokens", "model.embed_tokens", "lm_head"]
