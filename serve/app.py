@@ -87,8 +87,8 @@ from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowL
                                unless_disconnected)
 from serve.engine_client import (MAX_ANSWER_BYTES, EngineBusy, EngineFailure, EngineUnavailable, discard_unclaimed,
                                  read_up_to, retry_headers_of, unless_dead, until_dead)
-from serve.errors import (engine_error, error_response, judgment_failed, relayed_stream, sanitized,
-                          unknown_model_message)
+from serve.errors import (SENT_STREAM_SCOPE, SentStream, engine_error, error_response, judgment_failed, relayed_stream,
+                          sanitized, unknown_model_message)
 from serve.judging import check_before_start, unknown_model
 from serve.layout import CheckpointLayout, LayoutError, resolve_layout
 from serve.rewards import install_reward_routes
@@ -455,12 +455,16 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                                 engine_retry_headers=retry_headers_of(upstream_response.headers))
         event_stream = upstream_response.headers.get("content-type", "").startswith("text/event-stream")
 
+        out = SentStream(responses=path == "/v1/responses")
+        if event_stream:  # judge-serve's drain ends a stream it cuts from what the relay read of it
+            request.scope.get(SENT_STREAM_SCOPE, []).append(out)
+
         async def body():
             try:  # an event stream the engine breaks off ends with an error event, as vLLM's own do (serve.errors)
                 # Raced against the engine's death chunk by chunk, as the wait for its headers is: an engine that
                 # goes silent with its connection open is abandoned once declared dead, not read until the timeout.
                 chunks = until_dead(upstream_response.content.iter_any(), state.dead[role])
-                async for chunk in relayed_stream(chunks, role, event_stream, responses=path == "/v1/responses"):
+                async for chunk in relayed_stream(chunks, role, event_stream, out.responses, out):
                     yield chunk
             finally:
                 upstream_response.release()

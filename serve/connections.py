@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any, Awaitable, Callable, TypeVar
 
 from serve.engine_client import discard_unclaimed
-from serve.errors import SentStream, error_body, error_response, sanitized
+from serve.errors import SENT_STREAM_SCOPE, SentStream, error_body, error_response, sanitized
 from serve.quiet_logs import SpacedWarning
 
 __all__ = ["ApiKeyMiddleware", "BodyLimitMiddleware", "HostAllowListMiddleware", "MAX_HEADER_BYTES",
@@ -441,23 +441,20 @@ class RefuseWhileDrainingMiddleware:
             return await self.app(scope, receive, send)
         if self.state.status == "draining" and scope["path"] not in self.PROBES:
             return await self._refused()(scope, receive, send)
-        started = False
-        stream: SentStream | None = None  # an event stream's answer not yet ended, as it went out
+        started = answered = False
+        # The relayed event stream's SentStream, put here by the route (serve.errors.relayed_stream reads each part
+        # once its send returned: uvicorn's send awaits the client's flow control before it writes, so a part whose
+        # send the cancellation lands in is unwritten, and not counted as gone out).
+        streams: list[SentStream] = []
+        scope[SENT_STREAM_SCOPE] = streams
 
         async def tracked(message):
-            # Read once sent: uvicorn's send awaits the client's flow control before it writes, so a cancellation
-            # landing in that await leaves the message unwritten, and it must not count as gone out.
-            nonlocal started, stream
+            nonlocal started, answered
             await send(message)
             if message["type"] == "http.response.start":
                 started = True
-                content_type = dict(message.get("headers") or ()).get(b"content-type", b"")
-                if content_type.startswith(b"text/event-stream"):
-                    stream = SentStream(responses=scope["path"] == "/v1/responses")
-            elif message["type"] == "http.response.body" and stream is not None:
-                stream.sent(message.get("body", b""))
-                if not message.get("more_body", False):
-                    stream = None
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                answered = True
 
         try:
             return await self.app(scope, receive, tracked)
@@ -471,10 +468,10 @@ class RefuseWhileDrainingMiddleware:
                 refusal = self._refused()
                 with contextlib.suppress(Exception):  # the client may be gone; the cancellation goes on regardless
                     await refusal(scope, receive, send)
-            elif self.state.status in ("draining", "failed") and stream is not None:
+            elif self.state.status in ("draining", "failed") and started and not answered and streams:
                 # A stream under way cannot become a 503: it ends as one the engine broke off does (an error event,
                 # serve.errors.relayed_stream), so that its client reads why, not a connection cut mid-body.
-                end = stream.end(f"{self._refused_message()}; the reply is incomplete", "shutting_down")
+                end = streams[-1].end(f"{self._refused_message()}; the reply is incomplete", "shutting_down")
                 with contextlib.suppress(Exception):
                     await send({"type": "http.response.body", "body": end, "more_body": False})
             raise

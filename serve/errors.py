@@ -12,7 +12,7 @@ as an ``APIError`` or, on ``/v1/responses``, yields as its ``ResponseErrorEvent`
 connection error, with nothing said of why). A 4xx whose message is vLLM's for a prompt past the window
 (``judge.verdicts.CONTEXT_LIMIT``) has OpenAI's code ``context_length_exceeded``, in a stream too.
 
-Why one module of ~550 lines: an answer's error and a stream's error event are one shape, sanitized one way, and a
+Why one module of ~580 lines: an answer's error and a stream's error event are one shape, sanitized one way, and a
 stream is ended by the relay or by the drain with the same event, each reading what went out with one
 ``SentStream``; split, the two would drift."""
 
@@ -36,7 +36,7 @@ from serve.engine_client import MAX_ANSWER_BYTES, EngineBusy, EngineFailure, Eng
 from serve.schema import clip_message
 
 __all__ = ["engine_error", "engine_refused", "error_body", "error_response", "judgment_failed", "sanitized", "unknown_model_message",
-           "relayed_stream", "renamed_engine_message", "RENAMED_ENGINE_RETRY_AFTER_S", "SentStream"]
+           "relayed_stream", "renamed_engine_message", "RENAMED_ENGINE_RETRY_AFTER_S", "SENT_STREAM_SCOPE", "SentStream"]
 
 log = logging.getLogger("judge_serve")
 
@@ -349,7 +349,7 @@ def _looks_like_error(held: bytes) -> bool:
 
 
 async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: bool,
-                         responses: bool = False) -> AsyncIterator[bytes]:
+                         responses: bool = False, out: SentStream | None = None) -> AsyncIterator[bytes]:
     """An engine's answer as it goes to the client. An event stream goes event by event (``_error_event``), and when
     the engine breaks it off (it died, its connection dropped, a read timed out, or it was declared dead while
     silent: ``EngineUnavailable``, from ``serve.engine_client.until_dead``) it ends with an error event: on a
@@ -372,7 +372,26 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
     Any other body goes byte for byte, a break raised (its Content-Length then tells the client the body is short).
     Lines an event stream ends with CRLF or CR (the SSE standard allows all three; sse-starlette writes CRLF) go on
     ended with LF, the same events: an event's end is searched for as LF alone, so a stream framed otherwise would
-    be held whole and its errors never read."""
+    be held whole and its errors never read.
+    What went out is read once, into ``out`` (a ``SentStream`` for ``responses``, made here when none is given),
+    each part once the consumer took it: the yield returns only after the ASGI send of that part did, so a part
+    whose send was cancelled is not counted. judge-serve's drain ends a stream it cuts from that same ``out``
+    (``SENT_STREAM_SCOPE``) rather than reading every part a second time."""
+    out = out if out is not None else SentStream(responses)
+    parts = _relayed_parts(chunks, role, event_stream, out)
+    try:
+        async for part in parts:
+            yield part
+            if event_stream:
+                out.sent(part)
+    finally:
+        await parts.aclose()
+
+
+async def _relayed_parts(chunks: AsyncIterator[bytes], role: str, event_stream: bool,
+                         out: SentStream) -> AsyncIterator[bytes]:
+    """The parts ``relayed_stream`` passes on; ``out`` holds those the consumer took before each resumption."""
+    responses = out.responses
     # The event not yet ended, as received: its parts, their size, its last byte. Each chunk is searched for the
     # blank line alone (with that byte: a "\n\n" may straddle two chunks), and the parts joined once, when it
     # ends: joining and searching all of it on every chunk would be quadratic in a stream without blank lines.
@@ -380,14 +399,9 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
     size, last = 0, b""
     after_cr = False  # the previous chunk ended with CR: a LF opening this one ends the same line
     passing: int | None = None  # bytes of a long event passed on unheld, its blank line not yet seen
-    # What went to the client: once an event that ends the stream went out whole (out.finished), what follows
-    # cannot make it incomplete; the closing error event is numbered one past the last the client was sent, never
-    # past one held and dropped. The drain reads a stream it cuts with the same SentStream.
-    out = SentStream(responses)
-
-    def sent(part: bytes) -> bytes:
-        out.sent(part)
-        return part
+    # What went to the client (out, kept by relayed_stream): once an event that ends the stream went out whole
+    # (out.finished), what follows cannot make it incomplete; the closing error event is numbered one past the last
+    # the client was sent, never past one held and dropped.
 
     def ended(message: str) -> bytes:
         return out.end(message, "engine_error")
@@ -415,10 +429,10 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
                         yield ended(f"the {role} engine sent an event longer than {MAX_PASSED_EVENT_BYTES} bytes; "
                                     "the reply is incomplete")
                         return
-                    yield sent(chunk)
+                    yield chunk
                     continue
                 end = found - len(last) + 2  # in chunk: just past the blank line that ends the passed event
-                yield sent(chunk[:end])
+                yield chunk[:end]
                 chunk, passing, last = chunk[end:], None, b""
                 if not chunk:
                     continue
@@ -426,7 +440,7 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
             if cut >= 0:
                 end = cut - len(last) + 2  # in chunk: just past the last blank line
                 *events, _ = b"".join([*parts, chunk[:end]]).split(b"\n\n")
-                yield sent(b"".join(_error_event(event, role) + b"\n\n" for event in events))
+                yield b"".join(_error_event(event, role) + b"\n\n" for event in events)
                 chunk, parts, size = chunk[end:], [], 0
             if chunk:
                 parts.append(chunk)
@@ -437,7 +451,7 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
             if size > MAX_PENDING_EVENT_BYTES:
                 held = b"".join(parts)
                 if not _looks_like_error(held):
-                    yield sent(held)  # an ordinary event, only long: the rest follows as it arrives
+                    yield held  # an ordinary event, only long: the rest follows as it arrives
                     passing, parts, size = len(held), [], 0
                     continue
                 log.warning("the %s engine's stream holds an event longer than %d bytes: cut off", role,
@@ -496,6 +510,12 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
         last = "response.completed" if responses else "data: [DONE]"
         log.warning("the %s engine's stream ended before its last event (%s)", role, last)
         yield ended(f"the {role} engine's stream ended before its last event ({last}); the reply is incomplete")
+
+
+#: The ASGI scope key under which judge-serve's drain (``serve.connections.RefuseWhileDrainingMiddleware``) leaves a
+#: list for the ``SentStream`` of the event stream a request relays: the drain ends a stream it cuts from what the
+#: relay read of it, the stream read once.
+SENT_STREAM_SCOPE = "judge_serve.sent_streams"
 
 
 class SentStream:

@@ -113,6 +113,7 @@ def _cancelled_mid_request(status_after_entry: str, answer_started: bool, failur
     import pytest
 
     from serve.connections import RefuseWhileDrainingMiddleware
+    from serve.errors import SENT_STREAM_SCOPE, SentStream
     from serve.supervision import ServerState
 
     state = ServerState(config=None, layout=None, status="ready")
@@ -120,11 +121,14 @@ def _cancelled_mid_request(status_after_entry: str, answer_started: bool, failur
     sent: list[dict] = []
 
     async def route(scope, receive, send):
-        if stream is not None:
+        if stream is not None:  # as the proxied route relays one: each part read once its send returned
+            out = SentStream(responses=path == "/v1/responses")
+            scope[SENT_STREAM_SCOPE].append(out)
             await send({"type": "http.response.start", "status": 200,
                         "headers": [(b"content-type", b"text/event-stream; charset=utf-8")]})
             for part in stream:
                 await send({"type": "http.response.body", "body": part, "more_body": True})
+                out.sent(part)
         elif answer_started:
             await send({"type": "http.response.start", "status": 200, "headers": []})
         entered.set()

@@ -150,3 +150,28 @@ def test_a_stream_whose_body_ends_inside_its_completed_event_ends_with_the_error
     # whole but for its blank line, it still ends the stream, passed on with its blank line: an SSE client (the
     # OpenAI SDK's decoder too) discards an event the body ends before its blank line
     assert _relayed([CREATED, COMPLETED.rstrip(b"\n")], responses=True) == CREATED + COMPLETED
+
+
+def test_a_relayed_stream_is_read_once_for_the_relay_and_the_drain_alike(tiny_causal_dir, monkeypatch):
+    """What a relayed stream sent is read once: the relay and judge-serve's drain end a stream from the same
+    ``SentStream``, where each used to read every part the client was sent a second time."""
+    from serve.errors import SentStream
+
+    scanned: list[bytes] = []
+    real = SentStream.sent
+
+    def sent(self, body: bytes) -> None:
+        scanned.append(body)
+        real(self, body)
+
+    monkeypatch.setattr(SentStream, "sent", sent)
+
+    def respond(path: str, body: dict) -> tuple | EventStream:
+        return _respond(path, body) if not body.get("stream") else EventStream(STREAM_CHUNKS)
+
+    chat = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "stream": True, "max_tokens": 8}
+    with ScriptedEndpoint(respond, respond_get=_respond_get) as engine, \
+            _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:  # fmt: skip
+        raw = _ready(http).post("/v1/chat/completions", headers=AUTH, json=chat)
+    assert raw.status_code == 200 and raw.content.endswith(DONE)
+    assert b"".join(scanned) == raw.content
