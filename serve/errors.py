@@ -363,10 +363,11 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
     raises ``json.JSONDecodeError`` there, before it reaches the error event).
     A stream that ends (the engine's body complete: a close-delimited one ends so when its engine dies) before an
     event that ends it (``_ends_stream``: ``data: [DONE]``, a Responses stream's ``response.completed``) is broken
-    off too, not passed on as complete: its last event, if it lacks its blank line, is dropped, and the error event
-    ends it; a last event without its blank line ends the stream only whole (``[DONE]``, or data JSON reads), and
-    only one held whole: one longer than ``MAX_PENDING_EVENT_BYTES``, passed on unheld, cannot be read back, so it
-    is ended as broken. Once
+    off too, not passed on as complete: its last event, if it lacks its blank line, was not sent (an SSE client
+    discards an event the body ends before its blank line, and vLLM ends every event with one), however whole its
+    data (``[DONE]`` too) and whatever its size: held, it is dropped; passed on unheld, it is ended with a blank line
+    first; and the error event ends the stream. An engine's error event whole but for its blank line is passed on,
+    sanitized and ended, as the stream's failure: its code says more than judge-serve's. Once
     such an event was relayed to its blank line (``SentStream.finished``; a long one passed on unheld is not before
     it) the reply is whole: a break after it ends the stream as it stands.
     Any other body goes byte for byte, a break raised (its Content-Length then tells the client the body is short).
@@ -478,6 +479,11 @@ async def _relayed_parts(chunks: AsyncIterator[bytes], role: str, event_stream: 
         log.warning("the %s engine's stream broke off: %s: %s", role, type(err).__name__, visible(err))
         yield ended(f"the {role} engine's stream broke off ({type(err).__name__}); the reply is incomplete")
         return
+    if event_stream and passing is not None and not out.finished:
+        # A long event passed on unheld whose blank line never came: not sent either, whatever its size.
+        log.warning("the %s engine's stream ended inside an event, before its last", role)
+        yield ended(f"the {role} engine's stream ended inside an event; the reply is incomplete")
+        return
     if parts:
         # The stream's last event without its blank line: an error event is still the engine's, sanitized as every
         # other (its traceback, paths included, must not reach the client), and ended so that a client reads it.
@@ -489,12 +495,8 @@ async def _relayed_parts(chunks: AsyncIterator[bytes], role: str, event_stream: 
             if out.finished:
                 yield tail
                 return
-            if (_ends_stream(event, responses) and data is not None
-                    and (data.strip() == b"[DONE]" or json_or_none(data) is not None)):
-                # ended with its blank line: an SSE client discards an event the body ends before it
-                yield event + b"\n\n"
-                return
-            # An event cut short with no end after it: dropped, as one held whole when the stream breaks.
+            # Not sent, however whole its data: an SSE client discards an event the body ends before its blank
+            # line, and vLLM ends every event with one. Dropped, as one held whole when the stream breaks.
             log.warning("the %s engine's stream ended inside an event, before its last", role)
             yield ended(f"the {role} engine's stream ended inside an event; the reply is incomplete")
             return
