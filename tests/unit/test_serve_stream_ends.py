@@ -190,3 +190,16 @@ def test_a_last_event_without_its_blank_line_was_not_sent_whatever_its_size():
         assert sent.startswith(before) and sent.endswith(b"}\n\n")
         assert json.loads(sent[len(before):]) == {"type": "error", "code": "engine_error", "param": None,
                                                   "sequence_number": number, "message": inside}
+
+
+def test_a_chat_stream_whose_choices_all_finished_is_still_incomplete_without_done():
+    """Every choice's ``finish_reason`` is no end of a chat stream: OpenAI's stream is "terminated by a ``data:
+    [DONE]`` message", and with ``stream_options.include_usage`` a usage chunk (``choices`` empty) comes after
+    every finish and before ``[DONE]``, so a body cut there would lose the usage unsaid. vLLM sends ``[DONE]`` last
+    on every path, and judge-serve attaches no other engine (``serve.engine_version``): a body without it was cut."""
+    finished = [b'data: {"choices": [{"index": %d, "delta": {}, "finish_reason": "stop"}]}\n\n' % i for i in (0, 1)]
+    missing = _chat_error("the generator engine's stream ended before its last event (data: [DONE]); the reply is "
+                          "incomplete")
+    assert _relayed([*CHAT, *finished]) == b"".join([*CHAT, *finished]) + missing
+    usage = b'data: {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}\n\n'
+    assert _relayed([*CHAT, *finished, usage, DONE]) == b"".join([*CHAT, *finished, usage, DONE])
