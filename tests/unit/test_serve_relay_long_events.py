@@ -245,3 +245,25 @@ def test_a_completion_with_echo_and_max_tokens_0_still_goes_to_the_engine(echo):
 
     body = {"model": "m", "prompt": "p", "echo": echo, "max_tokens": 0}
     assert proxied_token_bound(body, "/v1/completions", 4096, 2048) == (body, None)
+
+
+def test_every_event_cut_at_a_bound_is_said_to_the_client_and_logged(monkeypatch, caplog):
+    """No event is cut silently at a bound: a long error event and bytes without a ``data:`` line (held, past
+    ``MAX_PENDING_EVENT_BYTES``) and an ordinary event passed on unheld past ``MAX_PASSED_EVENT_BYTES`` each end
+    the stream with an error event naming the bound, on a chat stream and on a Responses one, and a warning in
+    judge-serve's log."""
+    monkeypatch.setattr(serve.errors, "MAX_PENDING_EVENT_BYTES", 1000)
+    monkeypatch.setattr(serve.errors, "MAX_PASSED_EVENT_BYTES", 5000)
+    cases = [(b'data: {"error": {"message": "' + b"x" * 3000, 1000), (b"x" * 3000, 1000),
+             (b'event: error\ndata: {"message": "' + b"x" * 3000, 1000),
+             (b'data: {"choices": [{"text": "' + b"y" * 9000, 5000)]
+    for responses in (False, True):
+        for long, bound in cases:
+            caplog.clear()
+            sent = _relayed(_in_chunks(b"data: {}\n\n" + long, 500), responses=responses)
+            error = sent.rstrip(b"\n").removesuffix(b"\n\ndata: [DONE]").split(b"\n\n")[-1].split(b"data: ", 1)[1]
+            body = json.loads(error)
+            message = body["message"] if responses else body["error"]["message"]
+            assert message == f"the generator engine sent an event longer than {bound} bytes; the reply is incomplete"
+            assert sent.endswith(b"}\n\n" if responses else b"data: [DONE]\n\n")
+            assert [r.levelname for r in caplog.records if f"longer than {bound} bytes" in r.getMessage()] == ["WARNING"]
