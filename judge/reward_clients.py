@@ -13,7 +13,9 @@ a list (``trl/trainer/grpo_trainer.py``, ``_calculate_rewards``); it takes ``Non
 function built here sends one ``/v1/judge`` request per generation batch, split only where one request would pass
 judge-serve's bounds (``max_items`` samples, its ``max_batch_items``; ``max_judgments`` (sample, criterion) judgments,
 its ``max_judgments_per_request``: 64 samples of 20 criteria, a POLLUX task's usual count, are 1,280; ``max_body_bytes``
-of encoded JSON, under its ``max_body_bytes``, whose 413 would stop training), turns each sample's verdicts into a
+of encoded JSON, under its ``max_body_bytes``, whose 413 would stop training), its requests holding at most
+``max_queued_judgments`` judgments in flight together (its ``max_queued_judgments``, past which it answers 503
+``queue_full``), turns each sample's verdicts into a
 reward by ``judge.rewards.reward_of``, answers ``None`` for every judged sample of a request that failed transiently (a
 5xx, a timeout, no connection) after the retry policy's tries (a sample with nothing to judge still gets
 ``empty_answer``), logs a warning counting the samples left without a reward, and, when trl passes them, logs the
@@ -80,7 +82,7 @@ variable ``api_key_env`` names). A refusal (``RewardRequestRefused``) carries ju
 ``items[k]`` named as the caller's sample, ``samples[i]``: the i-th sample given (trl: the i-th prompt and completion
 of the generation batch), whichever request it went in.
 
-Why one module of ~1,350 lines: the trl and verl adapters are thin over one client (the request, its splitting under
+Why one module of ~1,400 lines: the trl and verl adapters are thin over one client (the request, its splitting under
 judge-serve's bounds, the retry policy, the refusal's mapping back to the caller's samples); apart, each adapter
 would import the other's private request code, and a reader of one framework's reward would read two files.
 """
@@ -118,7 +120,7 @@ __all__ = ["RewardSample", "judge_request_body", "rewards_from_response", "Judge
            "DEFAULT_MAX_JUDGMENTS", "DEFAULT_MAX_BODY_BYTES", "DEFAULT_VERL_CONCURRENCY", "request_chunks",
            "encoded_body", "TASK_FIELDS", "CONNECT_TIMEOUT_S", "request_timeout", "RewardRequestRefused", "CUT_REASON",
            "label_criteria", "VERL_EXTRA_KWARGS", "METRIC_SLASH", "failures_by_metric_key",
-           "DEFAULT_MAX_FAILED_CALLS"]
+           "DEFAULT_MAX_FAILED_CALLS", "DEFAULT_MAX_QUEUED_JUDGMENTS"]
 
 log = logging.getLogger("judge.reward_clients")
 
@@ -144,6 +146,11 @@ DEFAULT_MAX_JUDGMENTS = 512
 #: Bytes of one /v1/judge body, counted exactly as sent (``encoded_body``): half a MiB under judge-serve's default
 #: ``max_body_bytes`` (8 MiB, 8,388,608), so a server or proxy set to "8 MB" (8,000,000) still takes every request.
 DEFAULT_MAX_BODY_BYTES = 7_864_320
+#: (sample, criterion) judgments one trl call keeps in flight across its requests: judge-serve's default
+#: ``max_queued_judgments``, past which it answers a ``/v1/judge`` request 503 ``queue_full`` with a ``Retry-After`` of
+#: a few seconds; the retry policy's tries end long before the judgments ahead of it drain, and its samples would get
+#: no reward.
+DEFAULT_MAX_QUEUED_JUDGMENTS = 16_384
 
 
 #: The item's task fields: with criteria named, they pick each name's rubric variant for the task, as a
@@ -970,6 +977,30 @@ def _judge_gone(url: str, calls: int, last: BaseException) -> EndpointUnusable:
     return error
 
 
+async def _within_judgments(calls: Sequence[tuple[int, Callable[[], Any]]], bound: int) -> list[Any]:
+    """Each call's outcome (its exception, returned), the calls started in order as the judgments in flight (each
+    call's count, ``calls[i][0]``) stay within ``bound``; a call of more than ``bound`` starts when none is in flight,
+    as judge-serve admits one request alone whatever its count."""
+    import asyncio
+
+    room = asyncio.Condition()
+    held = 0
+
+    async def run(n: int, call: Callable[[], Any]) -> Any:
+        nonlocal held
+        async with room:
+            await room.wait_for(lambda: held == 0 or held + n <= bound)
+            held += n
+        try:
+            return await call()
+        finally:
+            async with room:
+                held -= n
+                room.notify_all()
+
+    return await asyncio.gather(*(run(n, call) for n, call in calls), return_exceptions=True)
+
+
 def trl_reward_function(
     url: str,
     *,
@@ -988,6 +1019,7 @@ def trl_reward_function(
     name: str = "pollux_judge",
     end_token_ids: Sequence[int] | None = None,
     max_failed_calls: int = DEFAULT_MAX_FAILED_CALLS,
+    max_queued_judgments: int = DEFAULT_MAX_QUEUED_JUDGMENTS,
 ) -> Callable[..., Any]:
     """An async trl reward function over judge-serve (the module docstring says what it reads and logs).
 
@@ -1035,6 +1067,7 @@ def trl_reward_function(
     _check_count(max_items, "max_items", 1, "samples per request")
     _check_count(max_judgments, "max_judgments", 1, "(sample, criterion) judgments per request")
     _check_count(max_failed_calls, "max_failed_calls", 1, "calls in a row whose every request failed")
+    _check_count(max_queued_judgments, "max_queued_judgments", 1, "judgments in flight")
     client = JudgeRewardClient(url, rule=rule, api_key_env=api_key_env, model=model, timeout_s=timeout_s, retry=retry,
                                max_body_bytes=max_body_bytes)
     fixed = _criteria(criteria, "criteria") if criteria is not None else None
@@ -1104,8 +1137,10 @@ def trl_reward_function(
         chunks = request_chunks(samples, max_items, max_judgments, max_body_bytes, model)
         firsts = [sum(map(len, chunks[:k])) for k in range(len(chunks))]  # each chunk's first row in the batch
         started = time.monotonic()
-        outcomes = await asyncio.gather(*(client._arewards_requested(chunk, first)
-                                          for chunk, first in zip(chunks, firsts)), return_exceptions=True)
+        outcomes = await _within_judgments(
+            [(sum(_judgments_of(s) for s in chunk if s.answer), lambda chunk=chunk, first=first:
+              client._arewards_requested(chunk, first)) for chunk, first in zip(chunks, firsts)],
+            max_queued_judgments)
         latency = time.monotonic() - started
         # A failure is a request that failed (a transient one; any other is raised below). A chunk that made no
         # request (an oversize answer, valued without judge-serve) says nothing of whether judge-serve answers.
