@@ -89,6 +89,7 @@ would import the other's private request code, and a reader of one framework's r
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -459,6 +460,17 @@ def _value(reward: Reward | None, rule: RewardRule) -> float | None:
     return reward.value if reward is not None else rule.empty_answer
 
 
+@functools.lru_cache(maxsize=1)
+def _tls() -> Any:
+    """The TLS settings every reward request's httpx client is built with (``verify``), made once per process as
+    httpx makes its default (the CA bundle of ``$SSL_CERT_FILE``, ``$SSL_CERT_DIR`` or certifi). Left to httpx, each
+    client built reads and parses the bundle again, synchronously: the async clients build one per request, inside
+    the caller's event loop (verl's reward loop: one per sample), where that work holds every other request."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
 def request_timeout(timeout_s: float) -> Any:
     """The ``httpx.Timeout`` of one ``/v1/judge`` request: ``timeout_s`` to read, write and wait for a pooled
     connection, ``CONNECT_TIMEOUT_S`` (or ``timeout_s`` when shorter) to connect."""
@@ -597,7 +609,7 @@ class JudgeRewardClient:
 
         def attempt() -> dict[str, Any]:
             return _checked(httpx.post(self.url, content=data, headers=self._headers(),
-                                       timeout=request_timeout(self.timeout_s)), rows, self.url)
+                                       timeout=request_timeout(self.timeout_s), verify=_tls()), rows, self.url)
 
         try:
             return rewards_from_response(samples, self.retry.call(attempt), self.rule, first)
@@ -621,7 +633,7 @@ class JudgeRewardClient:
         data = _encoded_items(body, rows)
         if self.max_body_bytes is not None and len(data) > self.max_body_bytes:
             return False, self._unsendable(samples, rows, len(data))
-        async with httpx.AsyncClient(timeout=request_timeout(self.timeout_s)) as client:
+        async with httpx.AsyncClient(timeout=request_timeout(self.timeout_s), verify=_tls()) as client:
 
             async def attempt() -> dict[str, Any]:
                 return _checked(await client.post(self.url, content=data, headers=self._headers()), rows, self.url)
