@@ -195,12 +195,13 @@ def load_pairs(path: str | Path) -> list[PairRecord]:
 
     Raises:
         ConfigError: a line that is not UTF-8 or not JSON, a row that is not an object, a missing or non-text field,
-            a bad ``winner``, a ``rubrics`` on other levels than -1/0/1 (``judge.scales.pairwise_scale_error``), an
-            ``id`` that is not text or an integer (``judge.load_records``' rule) or a repeated
-            id, naming the file, row (its line, from 1, as ``judge.load_records`` names it: "line 2") and field.
+            a bad ``winner`` (or a win label on a pair whose two answers are the same text), a ``rubrics`` on other
+            levels than -1/0/1 (``judge.scales.pairwise_scale_error``), an ``id`` that is not text or an integer
+            (``judge.load_records``' rule) or a repeated id (with no id, a repeated pair), with the line it repeats;
+            naming the file, row (its line, from 1, as ``judge.load_records`` names it: "line 2") and field.
     """
     pairs: list[PairRecord] = []
-    seen: set[str] = set()
+    seen: dict[str, str] = {}  # each id's row, as the refusal of a repeat names it ("line 2")
     for index, row in _numbered_rows(path):
         where = f"{path}: {row_place(index)}"
         if not isinstance(row, dict):
@@ -215,8 +216,17 @@ def load_pairs(path: str | Path) -> list[PairRecord]:
                 raise ConfigError(f"{where}.{name}: required text is empty")
         if (why := pairwise_scale_error(row["rubrics"])) is not None:  # judge-serve refuses it alike
             raise ConfigError(f"{where}.rubrics: {why}")
+        winner = _winner(row.get("winner"), where)
+        if winner and row["answer_1"] == row["answer_2"]:
+            # Both orders are then one prompt: a judge reading the answers gives both one raw answer, verdicts s and
+            # -s, so a win label agrees with one judgment at most and never with the orders combined. A data error
+            # (a column copied), refused as any other bad label; unlabelled or a tie, the pair is a position probe.
+            raise ConfigError(f"{where}.winner: {row.get('winner')!r} says one answer is better, but answer_1 and "
+                              "answer_2 are the same text: label it a tie (0) or leave it unlabelled, or fix the "
+                              "answers")
         text_id = row.get("id")
-        if text_id is None or (isinstance(text_id, str) and not text_id.strip()):
+        derived = text_id is None or (isinstance(text_id, str) and not text_id.strip())
+        if derived:
             # a stable id from the content, as records without ids get one (a blank id is none, as there)
             text_id = _content_id([row[n] for n in PAIRWISE_FIELDS])
         elif not isinstance(text_id, (str, int)) or isinstance(text_id, bool):
@@ -224,10 +234,13 @@ def load_pairs(path: str | Path) -> list[PairRecord]:
             raise ConfigError(f"{where}: field 'id': must be text or an integer, got {value_words(text_id)}")
         text_id = str(text_id)
         if text_id in seen:
-            raise ConfigError(f"{where}.id: {text_id!r} appears twice")
-        seen.add(text_id)
+            if derived:  # the id is a digest of the text, which the file does not hold: name what repeats
+                raise ConfigError(f"{where}: a pair with no id and the same instruction, answers and rubrics as "
+                                  f"{seen[text_id]}: drop the repeat, or give the two pairs ids of their own")
+            raise ConfigError(f"{where}.id: {text_id!r} appears twice (first on {seen[text_id]})")
+        seen[text_id] = row_place(index)
         pairs.append(PairRecord(text_id, row["instruction"], row["answer_1"], row["answer_2"], row["rubrics"],
-                                _winner(row.get("winner"), where)))  # fmt: skip
+                                winner))
     return pairs
 
 
