@@ -31,7 +31,8 @@ Every rate comes with a 95 % percentile bootstrap interval that resamples **pair
 together: they are not independent), seeded per metric with ``eval.scoring.bootstrap.cell_rng``. A rate of 0 or 1 has
 the zero-width interval there (every resample is that rate), said in the reports, or under
 ``--extreme-rate-interval clopper-pearson`` the exact binomial one over its pairs (``eval.scoring.interval_options``);
-metrics.json's ``settings`` names the choice. A rate over nothing is
+metrics.json's ``settings`` names the choice. A rate standing on one pair (every resample redraws it) or scored
+with ``--n-boot 0`` has no interval, and its block says why (``why_no_ci``), as the reports do. A rate over nothing is
 None with the reason said, never NaN. Failed judgments are counted (``n_failed``, by error code), never scored. A
 judgment of an older text of its pair (its ``content_key`` is not the pair's: the data was edited after the run) is
 not scored either: it counts as ``n_stale``, not as missing (the run has its row: the data changed, the run is not
@@ -66,6 +67,10 @@ RATES = ("agreement", "combined_agreement", "tie_rate", "position_consistency", 
 TITLES = {"agreement": "Agreement with labels (per judgment)",
           "combined_agreement": "Agreement with labels (orders combined, per pair)", "tie_rate": "Tie rate",
           "position_consistency": "Position consistency", "first_position_rate": "First-position rate (non-ties)"}
+
+#: Why a rate has no interval (its block's ``why_no_ci``): none drawn, or one pair, which every resample redraws.
+NO_RESAMPLES = "no resamples were drawn (--n-boot 0)"
+ONE_PAIR = "it stands on one pair, and every resample of one pair is that pair"
 
 # Why a pair has the combined verdict it has (``combine_orders``), as pairwise_pairs.jsonl writes it.
 AGREE, DISAGREE, FAILED = "orders_agree", "orders_disagree", "order_failed"
@@ -165,6 +170,8 @@ def _rate(num: np.ndarray, den: np.ndarray, n_boot: int, seed: int, key: str, wh
     block = {"value": value, "ci": ci, "n": int(total)}
     if replaced_by:
         block.update(ci_method=replaced_by, n_units=int(keep.sum()))
+    if ci is None:  # said beside the value: the reports' column is headed "value [95% CI]"
+        block["why_no_ci"] = NO_RESAMPLES if n_boot <= 0 else ONE_PAIR
     return block
 
 
@@ -186,7 +193,7 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
         (judgments in an order the run did not ask, not scored), ``n_pairs_combined``, ``n_orders_disagree`` (pairs
         combined to a tie because their orders disagree), ``n_pairs_uncombined`` and, ``coverage`` (``{value, n, n_parsed}``: parsed over ``n`` expected
         judgments; no interval: it describes the run, not a sample) and, for each of ``RATES``, ``{value, ci, n}``
-        (or ``{value: None, why_empty}``).
+        (``why_no_ci`` beside a ``ci`` of None; or ``{value: None, why_empty}``).
     """
     check_extreme_rate_interval(extreme_rate_interval)
     by_pair, n_stale = _current(pairs, rows)
@@ -314,7 +321,8 @@ def pairwise_markdown(metrics: dict[str, Any], name: str = "") -> str:
     lines += ["", "Intervals: percentile bootstrap over pairs (both orders of a pair resampled together).",
               "Orders combined: a verdict both orders give, a tie where they disagree (Zheng et al., arXiv 2306.05685, "
               "Section 3.4); a pair with a failed or missing order has none.", *notes,
-              *(f"- {note}" for note in extreme_rate_notes(metrics))]
+              *(f"- {note}" for note in extreme_rate_notes(metrics)),
+              *(f"- {note}" for note in no_interval_notes(metrics))]
     return "\n".join(lines) + "\n"
 
 
@@ -335,6 +343,16 @@ def extreme_rate_notes(metrics: dict[str, Any]) -> list[str]:
                          "pairs, which is no certainty (--extreme-rate-interval clopper-pearson gives the exact "
                          "binomial interval).")
     return notes
+
+
+def no_interval_notes(metrics: dict[str, Any]) -> list[str]:
+    """A sentence per reason a rate with a value has no interval (its ``why_no_ci``), naming those rates."""
+    by_reason: dict[str, list[str]] = {}
+    for key in RATES:
+        block = metrics[key]
+        if block["value"] is not None and block.get("why_no_ci"):
+            by_reason.setdefault(block["why_no_ci"], []).append(TITLES[key])
+    return [f"No interval for {', '.join(titles)}: {why}." for why, titles in by_reason.items()]
 
 
 #: The coverage row's title: parsed judgments over those the run asks.
@@ -377,7 +395,8 @@ def pairwise_html(metrics: dict[str, Any], name: str = "") -> str:
             "<p>Intervals: percentile bootstrap over pairs (both orders of a pair resampled together). Orders "
             "combined: a verdict both orders give, a tie where they disagree (Zheng et al., arXiv 2306.05685, Section "
             "3.4); a pair with a failed or missing order has none.</p>"
-            + "".join(f"<p>{escape(note)}</p>" for note in extreme_rate_notes(metrics)) + "</section>")
+            + "".join(f"<p>{escape(note)}</p>" for note in extreme_rate_notes(metrics) + no_interval_notes(metrics))
+            + "</section>")
 
 
 def _run_config(run_file: Path) -> dict[str, Any]:

@@ -176,3 +176,26 @@ def test_every_score_flag_is_read_by_a_pairwise_score_or_refused_there():
                         "extreme_rate_interval"}
     flags = set(vars(build_parser().parse_args(["score", "--predictions", "x"])))
     assert flags - read_by_pairwise == set(POINTWISE_SCORE_FLAGS)
+
+
+def test_a_rate_without_an_interval_says_why_in_metrics_and_reports():
+    """One labelled pair, both orders (a judge preferring the first answer shown): every rate stands on one pair, and
+    a resample of one pair is always that pair, so no rate gets an interval; with --n-boot 0 none is drawn at all.
+    Either way metrics.json says why (``why_no_ci``) and report.md and report.html say it once per reason, naming
+    the rates, under a table headed "value [95% CI]"; a rate with an interval carries no reason."""
+    from eval.pairwise.metrics import pairwise_html
+
+    pair = PairRecord("p", "q", "a", "b", "r", -1)
+    rows = [_row(pair, "original", -1.0), _row(pair, "swapped", -1.0)]
+    one = pairwise_metrics([pair], rows, n_boot=200)
+    assert (one["agreement"]["value"], one["agreement"]["ci"]) == (0.5, None)
+    assert "one pair" in one["agreement"]["why_no_ci"] and "one pair" in one["position_consistency"]["why_no_ci"]
+    md, html = pairwise_markdown(one), pairwise_html(one)
+    for page in (md, html):
+        assert "No interval" in page and "Agreement with labels (per judgment)" in page.split("No interval")[1]
+    none_drawn = pairwise_metrics([pair], rows, n_boot=0)
+    assert "--n-boot 0" in none_drawn["tie_rate"]["why_no_ci"] and "--n-boot 0" in pairwise_markdown(none_drawn)
+    two = [pair, PairRecord("p2", "q", "c", "d", "r", 1)]
+    both = pairwise_metrics(two, rows + [_row(two[1], "original", 1.0), _row(two[1], "swapped", -1.0)], n_boot=50)
+    assert both["agreement"]["ci"] is not None and "why_no_ci" not in both["agreement"]
+    assert "No interval" not in pairwise_markdown(both)
