@@ -99,7 +99,8 @@ class RunConfig:
                                     "own pipeline scores whatever the generation wrote (the row's finish_reason stays "
                                     "length; the run's summary counts them in cut_scored). docs/released-pollux.md.")
     pairwise_orders: str = _f("both", "Pairwise rows (answer_1/answer_2): both asks each pair in both orders (position "
-                                      "bias shows as verdicts that do not flip with the order); original asks once.")
+                                      "bias shows as raw answers that do not flip with the order, a pair's verdict "
+                                      "changing with it); original asks once.")
     batch_size: int = _f(16, "judge-serve backend: most criteria per /v1/judge request.")
     split: str = _f("all", "Which items to judge: all, zero_shot or standard.")
     limit: int = _f(0, "Judge only the first N items of the data (0: all); with criteria auto, the first N items "

@@ -1,6 +1,7 @@
 """Pairwise data the reader refuses, naming file, line and field, rather than scoring: a pair whose two answers are
 the same text labelled with a winner (no judge reading the answers can meet the label), and a repeated pair, named
-with the line it repeats (a pair without an id by its text, not by the id derived from it)."""
+with the line it repeats (a pair without an id by its text, not by the id derived from it); and
+``--pairwise-orders``' help, which says position bias in the rows' own terms."""
 
 from __future__ import annotations
 
@@ -56,3 +57,17 @@ def test_a_repeated_id_names_the_line_it_first_appeared_on(tmp_path):
     rows = [{**PAIR, "id": 1}, {**PAIR, "id": "2", "answer_2": "Ницца."}, {**PAIR, "id": "1", "answer_2": "Лилль."}]
     with pytest.raises(ConfigError, match=r"ids\.jsonl: line 3\.id: '1' appears twice \(first on line 1\)"):
         load_pairs(_write(rows, tmp_path / "ids.jsonl"))
+
+
+def test_the_pairwise_orders_help_says_position_bias_in_the_rows_terms(capsys):
+    """A row's ``verdict`` is in the pair's orientation and stays the same across the orders for a judge reading the
+    answers; its ``score`` (the raw answer) is what flips. ``--pairwise-orders``' help says bias shows in the raw
+    answers, not in verdicts that do not flip (which, in the rows' terms, is a judge without bias)."""
+    from eval.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    said = help_text.split("--pairwise-orders STR")[-1].split("--batch-size")[0]  # the option, not the usage line
+    assert "verdicts that do not flip" not in said
+    assert "raw answers that do not flip with the order" in said
