@@ -1,7 +1,7 @@
 """A judge server for a checkpoint folder or hub id, started for the length of a ``judge-eval run``.
 
-judge-serve when it is installed (it serves seq2seq and regression judges), else vLLM's OpenAI server (seq2seq
-only), under ``judge.plumbing.processes``' supervisor: its whole process tree ends with the run.
+judge-serve when it is installed (it serves seq2seq and regression judges; ``_judge_serve_command`` finds the one
+installed with this package), else vLLM's OpenAI server (seq2seq only), under ``judge.plumbing.processes``' supervisor: its whole process tree ends with the run.
 """
 
 from __future__ import annotations
@@ -154,11 +154,27 @@ class StartWait:
 
 
 def _judge_serve_command() -> list[str] | None:
-    import shutil
+    """The judge-serve installed with this judge-eval: the console script beside this interpreter (its
+    environment's), else this interpreter running ``serve.cli``, which ships in the same distribution. An install
+    may leave the scripts where neither this interpreter's folder nor PATH has them (``pip install --user`` without
+    ``~/.local/bin`` on PATH, a ``--target`` install on PYTHONPATH), and a judge-serve found on PATH may be another
+    environment's code. ``-P`` keeps a ``serve.py`` in the working folder from standing in for the package, unless
+    the packages are imported from the working folder (a checkout run as ``python -m eval.cli`` from its root).
+    None when ``serve`` cannot be imported."""
+    import importlib.util
 
-    beside = Path(sys.executable).parent / "judge-serve"  # the venv's own script first, then PATH
-    found = str(beside) if beside.exists() else shutil.which("judge-serve")
-    return [found] if found else None
+    beside = Path(sys.executable).parent / "judge-serve"
+    if beside.exists():
+        return [str(beside)]
+    spec = importlib.util.find_spec("serve")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    root = Path(next(iter(spec.submodule_search_locations))).resolve().parent
+    try:
+        here = Path.cwd().resolve()
+    except OSError:  # a working folder removed since: nothing there to import from
+        here = None
+    return [sys.executable, *([] if root == here else ["-P"]), "-m", "serve.cli"]
 
 
 def starts_judge_serve(config: RunConfig) -> bool:
