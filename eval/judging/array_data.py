@@ -19,6 +19,9 @@ the rules are the loader's own (``JudgeRecord.from_row``, ``judge.records.same_c
 * ``overwrite CONFIG``: ``yes`` or ``no``, the ``overwrite`` of a ``judge-eval run`` config as ``judge-eval run``
   reads it (``eval.judging.config.RunConfig`` through ``judge.plumbing.config_files.resolve_config``). A config it
   refuses: exit 2 with its reason, so the array stops before it re-cuts the shards of an earlier one.
+
+A wrong call (no command, an unknown one, missing operands, a FIRST or LAST that is no whole number) is one line
+naming it, with the usage, and exit 2; ``--help`` prints the usage.
 """
 
 from __future__ import annotations
@@ -105,9 +108,32 @@ def _mixed(first_of_kind: dict[bool, int]) -> str | None:
             f"{row_place(LineIndex(other))} {'has none' if first_has else 'has one'}")
 
 
+#: Each command's operands, as the usage line names them.
+_OPERANDS = {"repeats": "DATA", "count": "DATA", "cut": "DATA FIRST LAST", "overwrite": "CONFIG"}
+_USAGE = ("usage: python -m eval.judging.array_data {"
+          + " | ".join(f"{command} {operands}" for command, operands in _OPERANDS.items()) + "}")
+
+
+def _refused(reason: str) -> int:
+    """A wrong call: one line naming what is wrong, then the usage; exit code 2."""
+    print(f"eval.judging.array_data: {reason}; {_USAGE}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] in (["-h"], ["--help"]):
+        print(_USAGE)
+        return 0
+    if not args:
+        return _refused("no command")
+    if args[0] not in _OPERANDS:
+        return _refused(f"unknown command {args[0]!r}")
+    if len(args) != 1 + len(_OPERANDS[args[0]].split()):
+        return _refused(f"{args[0]} takes {_OPERANDS[args[0]]}")
     command, path = args[0], Path(args[1])
+    if command == "cut" and not all(bound.isdecimal() for bound in args[2:4]):
+        return _refused(f"cut: FIRST and LAST are whole numbers, not {args[2]!r} and {args[3]!r}")
     if command == "repeats":
         found, total, mixed = repeated_rows(path)
         if mixed is not None:
@@ -141,8 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             print(err, file=sys.stderr)
             return 2
         return 0
-    print(f"eval.judging.array_data: unknown command {command!r} (repeats, count, cut, overwrite)", file=sys.stderr)
-    return 2
+    return _refused(f"unknown command {command!r}")
 
 
 if __name__ == "__main__":
