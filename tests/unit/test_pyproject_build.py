@@ -46,6 +46,36 @@ def test_every_data_file_in_the_packages_is_package_data():
     assert [path for path in data if not shipped(path)] == []
 
 
+def _wheel_modules(repo: Path) -> list[str]:
+    """The tracked or new .py files under the four packages that are not in a package setuptools' discovery finds
+    ([tool.setuptools.packages.find]: folders with an ``__init__.py``, whose parents have one too); [] when every
+    module is shipped."""
+    from setuptools import find_packages
+
+    find = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]["find"]
+    packages = set(find_packages(where=str(repo), include=find["include"], exclude=find.get("exclude", ())))
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "judge", "train", "serve",
+                             "eval"], cwd=repo, capture_output=True, text=True, check=True, timeout=30).stdout.split()
+    return [path for path in listed if path.endswith(".py") and (repo / path).is_file()
+            and Path(path).parent.as_posix().replace("/", ".") not in packages]
+
+
+def test_every_module_in_the_packages_is_in_a_package_the_wheel_ships(tmp_path):
+    """A folder of modules without ``__init__.py`` imports in a checkout and an editable install (as a namespace
+    package) but is no package setuptools' discovery finds, so a wheel leaves its modules out: every import of them
+    fails in an installed copy only. Shown on a repository of the same pyproject.toml with one such folder."""
+    assert _wheel_modules(REPO) == []
+    copy = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(copy)], check=True, timeout=30)
+    (copy / "pyproject.toml").write_bytes((REPO / "pyproject.toml").read_bytes())
+    (copy / "eval" / "judging").mkdir(parents=True)
+    (copy / "eval" / "__init__.py").write_text("")
+    (copy / "eval" / "judging" / "__init__.py").write_text("")
+    (copy / "eval" / "judging" / "extra").mkdir()
+    (copy / "eval" / "judging" / "extra" / "module.py").write_text("")
+    assert _wheel_modules(copy) == ["eval/judging/extra/module.py"]
+
+
 def test_judge_train_submits_default_template_ships_in_the_wheel():
     """`judge-train submit` renders its sbatch template from inside the train package, where an installed wheel has
     it too ([tool.setuptools.package-data] names it); slurm/train.sbatch, which the docs and `sbatch` use in a clone,
