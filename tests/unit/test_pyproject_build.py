@@ -28,6 +28,15 @@ def test_the_setuptools_floor_reads_the_license_expression():
     assert list(backend[0].specifier.filter(["68.0.0", "68.1.2", "76.1.0", "77.0.0", "80.9.0"])) == ["77.0.0", "80.9.0"]
 
 
+def test_the_declared_license_ships_its_text():
+    """MIT asks that its notice go with every copy: `license = "MIT"` needs the text in a LICENSE file, which
+    setuptools 77+ puts in the wheel's and the sdist's metadata by its default `license-files` patterns."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    text = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert project["license"] == "MIT" and text.startswith("MIT License\n")
+    assert "Permission is hereby granted, free of charge" in text and "license-files" not in project
+
+
 def test_every_data_file_in_the_packages_is_package_data():
     """A wheel carries a package's non-Python files only where [tool.setuptools.package-data] names them: a new file
     under judge/data/ (or a page's template) of a kind no pattern names would be missing from every install that is
