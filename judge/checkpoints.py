@@ -28,9 +28,11 @@ reads them): a reasoning judge served with less room than it learned to think in
 **Which weights.** ``export_weights_fingerprint`` is what judge-serve reports for an export served alone, and
 ``names_generator_model`` tells when its arguments make it report another one: judge-serve reports it, judge-eval run
 records and checks it, judge-train card checks a run against its export. ``record_weights_digests`` writes, beside an
-export's weights, their content digests, by which ``folders_fingerprint`` knows the same weights exported again.
+export's weights, their content digests, by which ``folders_fingerprint`` knows the same weights exported again;
+``fingerprint_formula`` is the one rule by which a fingerprint a run recorded names the weights in a folder now, by
+either formula judge-serve has used.
 
-Why one module of ~789 lines: each part reads the same folder and its manifest, and each is read by serving,
+Why one module of ~831 lines: each part reads the same folder and its manifest, and each is read by serving,
 evaluation and training alike; split, the manifest's keys would be spelled in several places.
 """
 
@@ -90,6 +92,10 @@ __all__ = [
     "WEIGHTS_DIGESTS",
     "record_weights_digests",
     "export_weights_fingerprint",
+    "BY_DIGESTS",
+    "BY_METADATA",
+    "fingerprint_formula",
+    "export_fingerprint_formula",
     "names_generator_model",
     "generator_model_named",
     "export_training_record",
@@ -719,13 +725,49 @@ def folders_fingerprint(folders: Sequence[str | Path], *, digests: bool = True) 
     return digest.hexdigest() if found else None
 
 
+#: ``fingerprint_formula``'s answers: the recorded fingerprint is the folders' by their files' content digests
+#: (``WEIGHTS_DIGESTS``), or by their names, sizes and modification times.
+BY_DIGESTS = "digests"
+BY_METADATA = "metadata"
+
+
+def fingerprint_formula(recorded: str | None, folders: Sequence[str | Path]) -> str | None:
+    """By which of ``folders_fingerprint``'s formulas ``recorded`` (a weights fingerprint a run recorded) is the
+    fingerprint of the weights files in ``folders`` now: ``BY_DIGESTS`` (their recorded content digests, what
+    judge-serve reports where it reads ``WEIGHTS_DIGESTS``), ``BY_METADATA`` (their names, sizes and modification
+    times, what a judge-serve that did not read it reported; also the answer where both formulas agree, a folder
+    without a record), or None: other weights, or none recorded. A check of a run against the weights asks this,
+    so that the same files are the same weights by either formula and only other files are refused.
+
+    Raises:
+        OSError: a weights file cannot be looked at."""
+    if not recorded:
+        return None
+    by_metadata = folders_fingerprint(folders, digests=False)
+    if recorded == by_metadata:
+        return BY_METADATA
+    return BY_DIGESTS if recorded == folders_fingerprint(folders) else None
+
+
+def _export_folders(export: str | Path) -> list[Path]:
+    """The folders judge-serve's engines load from a judge-train export served alone: the export, and a regression
+    judge's generating model (its manifest's ``generator``)."""
+    root = Path(export)
+    generator = read_manifest(root).get("generator")
+    return [root] + ([root / str(generator)] if generator else [])
+
+
 def export_weights_fingerprint(export: str | Path, *, digests: bool = True) -> str | None:
     """A judge-train export's ``folders_fingerprint`` over the folders judge-serve's engines load from it: the
     export, and a regression judge's generating model (its manifest's ``generator``), as judge-serve serving the
     export alone (no ``--generator-model``) fingerprints it. ``digests`` is ``folders_fingerprint``'s."""
-    root = Path(export)
-    generator = read_manifest(root).get("generator")
-    return folders_fingerprint([root] + ([root / str(generator)] if generator else []), digests=digests)
+    return folders_fingerprint(_export_folders(export), digests=digests)
+
+
+def export_fingerprint_formula(recorded: str | None, export: str | Path) -> str | None:
+    """``fingerprint_formula`` over the folders ``export_weights_fingerprint`` reads: by which formula ``recorded``
+    is this judge-train export's weights fingerprint, served alone, or None."""
+    return fingerprint_formula(recorded, _export_folders(export))
 
 
 def names_generator_model(server_args: Sequence[str], *, unreadable: bool = True) -> bool:

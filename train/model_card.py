@@ -30,7 +30,7 @@ else the base model's: ``<owner>-<name>-license`` linked to the base's hub page,
 as a hub id; for a local base ``not-recorded`` linked to ``LICENSE``, and the card's body says to put the base
 model's licence there before publishing.
 
-Why one module of ~605 lines: each section of the card reads the same three records (manifest, run.json,
+Why one module of ~603 lines: each section of the card reads the same three records (manifest, run.json,
 config.json) and the evaluation part checks a run against the same export; split, a record's reading would be
 spelled in several places.
 """
@@ -47,8 +47,8 @@ from typing import Any
 
 import yaml
 
-from judge.checkpoints import (EXPORT_MANIFEST, GENERATOR_SUBDIR, export_weights_fingerprint, generator_model_named,
-                               is_hub_model_id, read_manifest)
+from judge.checkpoints import (BY_DIGESTS, EXPORT_MANIFEST, GENERATOR_SUBDIR, export_fingerprint_formula,
+                               export_weights_fingerprint, generator_model_named, is_hub_model_id, read_manifest)
 from judge.metrics_json.metrics import Metrics
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import read_json_object
@@ -235,8 +235,8 @@ def _check_run_judge(export: Path, metrics_path: Path, metrics: Metrics) -> tupl
     asked (``config.judge``) and, when judge-serve served it, ``weights_fingerprint``; the export's is computed as
     judge-serve computes it (``judge.checkpoints.export_weights_fingerprint``), so a run of this very folder
     matches. A judge-serve that did not read the export's ``weights_sha256.json`` fingerprinted every file by its
-    name, size and modification time: a recorded fingerprint equal to that formula's value for the export's files
-    now matches too, and the card says by which the run was matched.
+    name, size and modification time: ``judge.checkpoints.export_fingerprint_formula`` matches a recorded
+    fingerprint by either formula, and the card says by which the run was matched.
 
     Returns:
         ``(warning, matched)``: a line to warn with (what could not be checked, and why) or None; and, when the run
@@ -268,15 +268,13 @@ def _check_run_judge(export: Path, metrics_path: Path, metrics: Metrics) -> tupl
         return (f"{run_dir}: the run records no weights fingerprint (judge {judged}; an older judge-eval run, or a "
                 f"server other than judge-serve, records none), so its judge cannot be checked against {export}"), None
     try:
+        matched = export_fingerprint_formula(recorded, export)
         current = export_weights_fingerprint(export)
-        by_metadata = export_weights_fingerprint(export, digests=False)
     except (ValueError, OSError) as err:
         return (f"{export}: its weights fingerprint cannot be computed ({err}), so the run {run_dir} cannot be "
                 "checked"), None
-    if current == recorded:
-        return None, MATCHED_BY_DIGESTS if current != by_metadata else MATCHED_BY_METADATA
-    if by_metadata == recorded:  # a judge-serve that fingerprinted these very files without their recorded digests
-        return None, MATCHED_BY_METADATA
+    if matched is not None:
+        return None, MATCHED_BY_DIGESTS if matched == BY_DIGESTS else MATCHED_BY_METADATA
     if served:  # the endpoint may serve a copy on another machine: other modification times, the same weights
         return (f"{run_dir}: the run asked an endpoint ({judged}) serving weights with fingerprint {_short(recorded)}, "
                 f"not {export}'s ({_short(current)}): its judge cannot be checked; make sure it served this "

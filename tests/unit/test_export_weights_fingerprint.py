@@ -111,3 +111,26 @@ def test_the_digests_record_reads_each_weights_file_once(tmp_path, monkeypatch):
     recorded = json.loads((tmp_path / WEIGHTS_DIGESTS).read_text(encoding="utf-8"))["files"]
     assert {name: entry["sha256"] for name, entry in recorded.items()} == {
         name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+
+
+def test_a_recorded_fingerprint_is_told_by_which_formula_it_is_the_folders_now(tmp_path):
+    """``fingerprint_formula``, the one rule every check of a run against its weights asks: the content digests'
+    fingerprint, the metadata's (also where the two agree, a folder without a record), and neither for other
+    files, nothing recorded, or the same files touched since (their digests then no longer trusted)."""
+    from judge.checkpoints import BY_DIGESTS, BY_METADATA, export_fingerprint_formula, fingerprint_formula, \
+        folders_fingerprint, write_manifest
+
+    folder = tmp_path / "export"
+    folder.mkdir()
+    write_manifest(folder, "seq2seq", generator=".", verdict_format="tagged")
+    (folder / "model.safetensors").write_bytes(b"weights one")
+    bare = folders_fingerprint([folder])
+    assert fingerprint_formula(bare, [folder]) == BY_METADATA  # no record: both formulas are this one
+    record_weights_digests(folder)
+    by_digests, by_metadata = folders_fingerprint([folder]), folders_fingerprint([folder], digests=False)
+    assert by_digests != by_metadata == bare
+    assert fingerprint_formula(by_digests, [folder]) == BY_DIGESTS == export_fingerprint_formula(by_digests, folder)
+    assert fingerprint_formula(by_metadata, [folder]) == BY_METADATA
+    assert fingerprint_formula("0" * 64, [folder]) is None and fingerprint_formula(None, [folder]) is None
+    _later(folder)
+    assert fingerprint_formula(by_digests, [folder]) is None and fingerprint_formula(by_metadata, [folder]) is None
