@@ -23,7 +23,7 @@ from typing import Any, Iterable
 # N_FIRST_MISREAD: how many of a chat run's first answers, all unreadable in the format the run guessed and all
 # readable in the other, stop it (FormatWatch); defined beside verdict_format's help, which says it
 from eval.judging.config import N_FIRST_MISREAD
-from judge.checkpoints import is_hub_id
+from judge.checkpoints import export_fingerprint_formula, is_hub_id
 from judge.plumbing.config_files import ConfigError
 from judge.prompts import PromptTemplate
 from judge.verdicts import VerdictFormat, split_at_last_think_close
@@ -33,7 +33,7 @@ __all__ = ["RECORDED_SERVED_FORMAT_WHY", "SERVED_FORMAT_WHY", "SETTING_TEMPLATE_
            "chosen_verdict_format", "resolve_verdict_format",
            "run_verdict_format", "resolve_prompt_template", "earlier_record", "earlier_prompt_version",
            "earlier_verdict_format", "earlier_max_tokens", "earlier_model", "held_model", "held_root",
-           "held_fingerprint",
+           "held_fingerprint", "same_weights",
            "FormatWatch", "N_FIRST_MISREAD", "verdict_shaped"]
 
 log = logging.getLogger("judge_eval.run")
@@ -225,8 +225,27 @@ def held_model(out: Path, n_written: int, model: str | None, judge_ref: str, ask
                       "--overwrite, or use another --out")
 
 
+def same_weights(recorded: Any, fingerprint: str | None, export: Path | None = None) -> bool:
+    """Whether a weights fingerprint a run recorded and the one this launch has name the same weights: equal, or,
+    where the launch's weights are those of the judge-train ``export`` on this machine (judge-eval serves it alone),
+    each the export's fingerprint now by one formula or the other (``judge.checkpoints.export_fingerprint_formula``:
+    a judge-serve that did not read the export's ``weights_sha256.json`` recorded its files' names, sizes and
+    modification times, one that reads it their content digests). An export that cannot be read tells nothing."""
+    if not isinstance(recorded, str) or not recorded or not fingerprint:
+        return False
+    if recorded == fingerprint:
+        return True
+    if export is None:
+        return False
+    try:
+        return (export_fingerprint_formula(recorded, export) is not None
+                and export_fingerprint_formula(fingerprint, export) is not None)
+    except (OSError, ValueError):
+        return False
+
+
 def held_root(out: Path, n_written: int, root: str | None, judge_ref: str, asking: bool,
-              fingerprint: str | None = None) -> str | None:
+              fingerprint: str | None = None, export: Path | None = None) -> str | None:
     """The checkpoint this launch records as its server's ``root`` (vLLM's model entry names the weights it loaded;
     run.json's ``server_limits.root``), held to the one the ``n_written`` verdicts already in ``out`` were asked of.
     ``held_model`` compares served names only, and ``vllm serve B --served-model-name judge`` is named as A was: a
@@ -248,7 +267,7 @@ def held_root(out: Path, n_written: int, root: str | None, judge_ref: str, askin
     earlier = limits.get("root") if isinstance(limits, dict) else None
     if not isinstance(earlier, str) or not earlier or (root and root_identity(earlier) == root_identity(root)):
         return root
-    if fingerprint and record.get("weights_fingerprint") == fingerprint:
+    if same_weights(record.get("weights_fingerprint"), fingerprint, export):
         # judge-serve's weights fingerprint (its own engines') is the same: one judge, whatever folder the root
         # named (a regression judge's generator and a released -r judge's derived view were its roots before
         # judge-serve named the checkpoint), so the root names no other weights.
@@ -267,7 +286,7 @@ def held_root(out: Path, n_written: int, root: str | None, judge_ref: str, askin
 
 
 def held_fingerprint(out: Path, n_written: int, fingerprint: str | None, judge_ref: str, asking: bool,
-                     held_by: str = "serves") -> str | None:
+                     held_by: str = "serves", export: Path | None = None) -> str | None:
     """The ``weights_fingerprint`` this launch records in run.json (what a judge-serve's model entry says identifies
     the weights it serves), held to the one the ``n_written`` verdicts already in ``out`` were asked of. A judge
     retrained into the same folder and served again under the same name differs from the first in nothing else:
@@ -276,7 +295,8 @@ def held_fingerprint(out: Path, n_written: int, fingerprint: str | None, judge_r
     that gives none (any OpenAI server; a judge-serve over an attached engine) resumes as before, with a note; a
     folder that recorded none holds nothing to compare. The recorded one is kept where this launch has none.
     ``held_by``: how ``judge_ref`` has the weights, for the message ("serves"; "holds" for a checkpoint folder read
-    before any server starts).
+    before any server starts). ``export``: the judge-train export on this machine whose weights ``fingerprint`` is
+    of, by which a fingerprint recorded by the other formula still names the same weights (``same_weights``).
 
     Raises:
         ConfigError: a launch that would ask the judge finds other weights served than the recorded ones (naming
@@ -288,7 +308,7 @@ def held_fingerprint(out: Path, n_written: int, fingerprint: str | None, judge_r
         log.warning("note: %s gives no weights_fingerprint in its GET /v1/models entry (only judge-serve does): the %d "
                     "verdicts already in %s are kept without telling whether the weights it serves are the ones that "
                     "judged them", judge_ref, n_written, out)
-    if earlier is None or earlier == fingerprint:
+    if earlier is None or earlier == fingerprint or same_weights(earlier, fingerprint, export):
         return fingerprint
     if not asking or fingerprint is None:
         return earlier

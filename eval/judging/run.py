@@ -46,7 +46,7 @@ manifest (``resolve_prompt_template``: the released Pollux-4B-Judge is asked wit
 judge-serve names; run.json records it and why. Data whose rows carry ``answer_1``/``answer_2`` is judged pairwise
 (``eval.pairwise.judging``: every pair in both orders by default, into ``pairwise_predictions.jsonl``).
 
-Why one module of ~740 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
+Why one module of ~749 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
 the folder's earlier rows in an order where each check reads the ones before it, and hands them to the runner beside
 it; what stands alone already lives apart (``contact``, ``format_choice``, ``backends``, ``run_settings``; the streak
 breaker is ``judge.plumbing.failing_streak``, which the synthetic-data stages share).
@@ -254,12 +254,22 @@ def _hold_local_weights(out: Path, n_written: int, judge_ref: str, config: RunCo
     Raises:
         ConfigError: the verdicts already in ``out`` were asked of other weights (``held_fingerprint``'s message).
     """
+    folder = _served_export(judge_ref, config)
+    if not n_written or folder is None:
+        return  # nothing to hold; not an export, or served with a generating model whose fingerprint its check holds
+    held_fingerprint(out, n_written, export_weights_fingerprint(folder), judge_ref, asking=True, held_by="holds",
+                     export=folder)
+
+
+def _served_export(judge_ref: str, config: RunConfig) -> Path | None:
+    """The judge-train export on this machine whose weights the judge's fingerprint is of (``judge_ref`` a folder
+    with its manifest, served alone), by which a fingerprint recorded by either formula is held
+    (``eval.judging.format_choice.same_weights``); None for any other judge, and for judge-serve given a generating
+    model of its own (any ``--generator-model`` it may be given), which fingerprints that model, not the export's."""
     folder = Path(judge_ref)
-    if not n_written or not (folder / EXPORT_MANIFEST).is_file():
-        return  # nothing to hold; not an export
-    if starts_judge_serve(config) and names_generator_model(config.server_args):
-        return  # judge-serve fingerprints the generating model it is given, not the export's own: its check decides
-    held_fingerprint(out, n_written, export_weights_fingerprint(folder), judge_ref, asking=True, held_by="holds")
+    if not judge_ref or not (folder / EXPORT_MANIFEST).is_file():
+        return None
+    return None if starts_judge_serve(config) and names_generator_model(config.server_args) else folder
 
 
 def _judge_training(judge_ref: str) -> dict[str, Any]:
@@ -587,9 +597,10 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             limits = ModelLimits.from_entry(held_limits)
         model = held_model(out, n_written, model, judge_ref, asking=bool(todo))  # one folder, one judge's verdicts
         served = weights_fingerprint(entry) or (_vllm_export_fingerprint(judge_ref, config) if todo else None)
-        fingerprint = held_fingerprint(out, n_written, served, judge_ref, asking=bool(todo))
+        export = _served_export(judge_ref, config)
+        fingerprint = held_fingerprint(out, n_written, served, judge_ref, asking=bool(todo), export=export)
         limits = dataclasses.replace(limits, root=held_root(out, n_written, limits.root, judge_ref, asking=bool(todo),
-                                                            fingerprint=served))
+                                                            fingerprint=served, export=export))
         kind = config.backend
         if todo and kind == "auto":
             kind = detect_backend(base_url, api_key, limits, policy=probe_policy(config))

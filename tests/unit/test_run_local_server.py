@@ -195,17 +195,23 @@ def _served_export(tmp_path):
     write_manifest(export, "seq2seq", generator=".", verdict_format="tagged")
     (export / "model.safetensors").write_bytes(b"weights one")
     starts: list = []
+    fake = _stand_in(lambda checkpoint: {"weights_fingerprint": export_weights_fingerprint(checkpoint)}, starts)
+    return export, fake, starts
+
+
+def _stand_in(fields, starts: list):
+    """A ``local_server`` stand-in serving a chat judge under the name it is given, whose model entry adds
+    ``fields(checkpoint)`` (what its server says of the weights), recording each start in ``starts``."""
 
     @contextlib.contextmanager
     def fake(checkpoint, config, out, name=None):
         starts.append(name)
-        entry = {"id": name, "object": "model", "max_model_len": 4096,
-                 "weights_fingerprint": export_weights_fingerprint(checkpoint)}
+        entry = {"id": name, "object": "model", "max_model_len": 4096, **fields(checkpoint)}
         with ScriptedEndpoint(vllm_chat("[FEEDBACK] ok [RESULT] 1 [END]"), model=name,
                               respond_get=lambda path: (200, {"object": "list", "data": [entry]})) as server:
             yield server.base_url, name
 
-    return export, fake, starts
+    return fake
 
 
 def test_a_judge_retrained_in_place_is_refused_before_its_server_starts(tmp_path, monkeypatch, capsys):
@@ -236,6 +242,42 @@ def test_a_judge_retrained_in_place_is_refused_before_its_server_starts(tmp_path
     assert main(_args(export, data, out)) == 2
     assert capsys.readouterr().err == said.replace("the 3 verdicts", "the 2 verdicts") and len(starts) == 1
     assert main(_args(export, data, out, "--overwrite")) == 0 and len(starts) == 2
+
+
+def test_a_run_recorded_by_the_metadata_formula_resumes_once_the_export_records_its_digests(tmp_path, monkeypatch):
+    """A folder whose verdicts a judge-serve recorded by the files' names, sizes and modification times (one that did
+    not read ``weights_sha256.json``), resumed against the same export, whose fingerprint is now its recorded
+    content digests': the same files by either formula, so the resume goes on (with items left, through a server
+    giving the digests' fingerprint; with none, asking no server), where it was refused as "retrained". The export
+    retrained after that is refused still."""
+    from judge.checkpoints import export_weights_fingerprint, record_weights_digests
+
+    export, fake, starts = _served_export(tmp_path)
+    record_weights_digests(export)
+    by_metadata = export_weights_fingerprint(export, digests=False)
+    assert by_metadata != export_weights_fingerprint(export)
+    # a judge-serve that fingerprinted every file by its metadata
+    older = _stand_in(lambda checkpoint: {"weights_fingerprint": by_metadata}, [])
+    monkeypatch.setattr(run_module, "local_server", older)
+    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:3], tmp_path / "data.jsonl")
+    out = tmp_path / "run"
+    assert main(_args(export, data, out)) == 0
+    assert json.loads((out / "run.json").read_text())["weights_fingerprint"] == by_metadata
+    monkeypatch.setattr(run_module, "local_server", fake)
+    assert main(_args(export, data, out)) == 0 and starts == []  # all judged: kept, no server asked
+    cut_predictions_to(out, 2)
+    assert main(_args(export, data, out)) == 0 and len(starts) == 1
+    assert len(read_predictions(out)) == 3
+    assert json.loads((out / "run.json").read_text())["weights_fingerprint"] == export_weights_fingerprint(export)
+
+    older_out = tmp_path / "older"  # recorded by the metadata formula, then the export retrained in place
+    monkeypatch.setattr(run_module, "local_server", older)
+    assert main(_args(export, data, older_out)) == 0
+    cut_predictions_to(older_out, 2)
+    (export / "model.safetensors").write_bytes(b"weights two, retrained")
+    record_weights_digests(export)
+    monkeypatch.setattr(run_module, "local_server", fake)
+    assert main(_args(export, data, older_out)) == 2 and len(starts) == 1
 
 
 def test_a_generating_model_given_to_judge_serve_leaves_the_check_to_its_server(tmp_path, monkeypatch, capsys):
@@ -310,15 +352,7 @@ def test_an_export_judge_eval_serves_with_vllm_is_fingerprinted_from_its_folder(
 
     export, _, _ = _served_export(tmp_path)
     starts: list = []
-
-    @contextlib.contextmanager
-    def vllm(checkpoint, config, out, name=None):  # vLLM's entry: a root, no weights_fingerprint
-        starts.append(name)
-        entry = {"id": name, "object": "model", "max_model_len": 4096, "root": str(checkpoint)}
-        with ScriptedEndpoint(vllm_chat("[FEEDBACK] ok [RESULT] 1 [END]"), model=name,
-                              respond_get=lambda path: (200, {"object": "list", "data": [entry]})) as server:
-            yield server.base_url, name
-
+    vllm = _stand_in(lambda checkpoint: {"root": str(checkpoint)}, starts)  # vLLM's entry: a root, no fingerprint
     monkeypatch.setattr(run_module, "local_server", vllm)
     data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:3], tmp_path / "data.jsonl")
     out = tmp_path / "run"

@@ -122,3 +122,35 @@ def test_an_equal_fingerprint_with_no_root_keeps_the_recorded_root(tmp_path):
                                                    "server_limits": {"root": "/ckpt/a"}}), encoding="utf-8")
     assert held_root(tmp_path, 2, None, "http://judge", asking=True, fingerprint="f1") == "/ckpt/a"
     assert held_root(tmp_path, 2, "/ckpt/b", "http://judge", asking=True, fingerprint="f1") == "/ckpt/b"
+
+
+def test_a_root_named_by_an_older_judge_serve_passes_when_the_fingerprints_are_one_exports_by_either_formula(
+        tmp_path):
+    """A regression export resumed after a judge-serve upgrade: the folder's run.json records the generator as root
+    and the files' metadata fingerprint (a judge-serve that did not read ``weights_sha256.json``), the new one names
+    the checkpoint and gives the content digests' fingerprint. Both fingerprints are the export's own, so the root
+    names no other weights and passes; without the export to read (a URL's judge) it is refused, and so is a
+    fingerprint of other files."""
+    import pytest
+
+    from eval.judging.format_choice import held_root, same_weights
+    from judge.checkpoints import export_weights_fingerprint, record_weights_digests, write_manifest
+    from judge.plumbing.config_files import ConfigError
+
+    export = tmp_path / "export"
+    (export / "generator").mkdir(parents=True)
+    write_manifest(export, "regression", generator="generator", verdict_format="tagged")
+    (export / "model.safetensors").write_bytes(b"head")
+    (export / "generator" / "model.safetensors").write_bytes(b"generator")
+    for folder in (export, export / "generator"):
+        record_weights_digests(folder)
+    old, new = export_weights_fingerprint(export, digests=False), export_weights_fingerprint(export)
+    assert old != new and same_weights(old, new, export) and not same_weights(old, new)
+    assert not same_weights("f" * 64, new, export) and not same_weights(old, "f" * 64, export)
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"config": {}, "weights_fingerprint": old,
+                                              "server_limits": {"root": str(export / "generator")}}))
+    assert held_root(out, 2, str(export), str(export), asking=True, fingerprint=new, export=export) == str(export)
+    with pytest.raises(ConfigError, match="loaded another folder"):
+        held_root(out, 2, str(export), str(export), asking=True, fingerprint=new)
