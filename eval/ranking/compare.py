@@ -49,7 +49,7 @@ failed answers (their ``rank.json`` says which) and should use one judge: runs w
 so it refuses only where both runs recorded it and name one judge checkpoint whose fingerprint changed (retrained in
 place, ``weights_differences``); any other difference of it is a note in the comparison (``judge_notes``).
 
-Why one module of ~880 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
+Why one module of ~876 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
 the pairing of items and gates (``paired_items``, the leaderboard's too), the paired bootstrap and its
 Holm-corrected calls, the Markdown of the result) over the loaded runs' shapes, whose loader, refusals and reasons
 for no call the leaderboard (``eval.ranking.leaderboard``) reuses as they are, by their public names.
@@ -273,7 +273,9 @@ def weights_differences(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str,
     judge-serve the path: a path and its digest are one folder, two paths one only when equal); another root is a
     note. Other fingerprints refuse only where both runs name one judge checkpoint (the same ``judge`` path or hub
     id, or, for a judge reached by URL, a server that loaded the same folder) and are not one hub revision: the
-    checkpoint retrained in place the fingerprint was made to tell; else they are a note.
+    checkpoint retrained in place the fingerprint was made to tell; else they are a note. Two fingerprints of one
+    judge-train export that are both its own now, by either formula judge-serve has used for its files, are no
+    difference (``_one_exports_files``).
     """
     refused: dict[str, list[Any]] = {}
     notes: dict[str, list[Any]] = {}
@@ -289,8 +291,22 @@ def weights_differences(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str,
     if all(prints) and prints[0] != prints[1]:
         one_judge = a.get("judge") == b.get("judge") and a.get("judge") not in (None, "<url>")
         one_folder = a.get("judge") == b.get("judge") == "<url>" and same_folder
-        (refused if (one_judge or one_folder) and not same_revision else notes)["weights_fingerprint"] = prints
+        if not (one_judge and _one_exports_files(prints, str(a.get("judge")))):
+            (refused if (one_judge or one_folder) and not same_revision else notes)["weights_fingerprint"] = prints
     return refused, notes
+
+
+def _one_exports_files(prints: list[Any], judge_ref: str) -> bool:
+    """Whether two fingerprints are, each by one formula or the other, those of the judge-train export ``judge_ref``
+    on this machine now (``eval.judging.format_choice.same_weights``): its files fingerprinted by a judge-serve that
+    did not read their ``weights_sha256.json`` and by one that did. No such export here tells nothing."""
+    from eval.judging.format_choice import same_weights
+    from judge.checkpoints import EXPORT_MANIFEST
+
+    folder = Path(judge_ref)
+    if not folder.is_absolute() or not (folder / EXPORT_MANIFEST).is_file():
+        return False
+    return same_weights(prints[0], prints[1], folder)
 
 
 def judge_note_lines(notes: dict[str, list[Any]], prefix: str = "") -> list[str]:

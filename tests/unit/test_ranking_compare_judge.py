@@ -120,6 +120,33 @@ def test_compare_refuses_one_checkpoint_retrained_in_place(tmp_path: Path, ranke
     assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 0
 
 
+
+def test_compare_takes_one_exports_fingerprints_by_either_formula_as_its_weights(tmp_path: Path, ranked: dict,
+                                                                                 capsys) -> None:
+    """One judge-train export ranked by a judge-serve that fingerprinted its files by name, size and modification
+    time, then by one reading its ``weights_sha256.json``: other fingerprints of the same files, each the export's
+    own by one formula, which was refused as "retrained in place". Compared now; the export retrained since (the
+    first fingerprint no longer its own) is refused as before."""
+    from judge.checkpoints import export_weights_fingerprint, record_weights_digests, write_manifest
+
+    export = tmp_path / "runs" / "judge" / "export"
+    export.mkdir(parents=True)
+    write_manifest(export, "seq2seq", generator=".", verdict_format="tagged")
+    (export / "model.safetensors").write_bytes(b"weights one")
+    record_weights_digests(export)
+    old, new = export_weights_fingerprint(export, digests=False), export_weights_fingerprint(export)
+    assert old != new
+    a, b = (copy_of(ranked[n], tmp_path / n) for n in ("a", "b"))
+    _record(a, str(export), weights_fingerprint=old)
+    _record(b, str(export), weights_fingerprint=new)
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 0, capsys.readouterr().err
+    (export / "model.safetensors").write_bytes(b"weights two, retrained")
+    record_weights_digests(export)
+    _record(b, weights_fingerprint=export_weights_fingerprint(export))
+    assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 2
+    assert "the runs were judged differently (weights_fingerprint " in capsys.readouterr().err
+
 HUB = "models--ai-forever--pollux-judge-7b/snapshots/4e1f0c2"
 #: judge-serve's root for an engine that loaded each path (``judge.wire.root_identity``): "sha256:" and the first 16
 #: hex digits of ``printf %s <path> | sha256sum``.
