@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from judge.criteria_auto.policy import LABEL_SEPARATOR, label_of, leaf_of
+from judge.plumbing.json_reading import lone_surrogate_at
 from judge.records import row_place, value_words
 from judge.splits import STANDARD, ZERO_SHOT, load_split_spec
 from judge.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
@@ -153,7 +154,9 @@ def labelled_rows(
     taxonomy: Taxonomy | None = None,
     indices: Sequence[int] | None = None,
 ) -> tuple[list[dict], dict]:
-    """(instruction, leaf label) pairs from rows with task columns, de-duplicated by instruction.
+    """(instruction, leaf label) pairs from rows with task columns, de-duplicated by instruction: a repeat under the
+    same leaf is counted as a duplicate, one under another leaf refused (which label stands is not row order's to
+    decide).
 
     Reads either shape: a row with ``label`` (the bundled sets), or with ``task_type`` / ``task_subtype`` /
     ``task_subsubtype`` (``judge-train data instructions`` output rows, POLLUX-format records; English or Russian
@@ -172,12 +175,23 @@ def labelled_rows(
         (pairs ``{"instruction", "label", "split"}``, counts ``{"rows", "kept", "duplicates", "zero_shot_dropped"}``).
 
     Raises:
-        ValueError: a row without an instruction, with an instruction or label that is not text, or with a task
-            the taxonomy does not know, naming the row.
+        ValueError: a row without an instruction, with an instruction or label that is not text, an instruction
+            holding a lone surrogate (no UTF-8 form: the artefact's digest and its vocabulary could not be written),
+            a task the taxonomy does not know, or an instruction another row labels with another leaf, naming the
+            row (both rows, for the last).
     """
+    return _labelled(rows, source, include_zero_shot, taxonomy, indices, {})
+
+
+def _labelled(rows, source, include_zero_shot, taxonomy, indices, labels_seen: dict[str, tuple[str, str, bool]]):
+    """``labelled_rows``, with ``labels_seen`` (instruction -> its label, where it was first read, "file: line 3",
+    and whether it was kept)
+    shared by the files ``load_labelled`` reads, so that a repeat or a contradicting label in another file is told
+    as one in the same file is. Zero-Shot rows left out are in it too: a contradiction is one whichever label is
+    kept."""
     taxonomy = taxonomy or load_taxonomy()
     held_out = load_split_spec(taxonomy=taxonomy).task_types
-    out, seen = [], set()
+    out, kept = [], {instruction for instruction, (_, _, was_kept) in labels_seen.items() if was_kept}
     counts = {"rows": 0, "kept": 0, "duplicates": 0, "zero_shot_dropped": 0}
     for i, row in enumerate(rows):
         index = indices[i] if indices is not None else (getattr(row, "origin", None) or (None, i))[1]
@@ -193,20 +207,30 @@ def labelled_rows(
         instruction = (row.get("instruction") or "").strip()
         if not instruction:
             raise ValueError(f"{source}: {row_place(index)}: empty or missing 'instruction'")
+        if (at := lone_surrogate_at(instruction)) is not None:  # as JudgeRecord.from_row says it of a judged row
+            raise ValueError(f"{source}: {row_place(index)}: field 'instruction': is not valid Unicode text: a lone "
+                             f"surrogate (U+{ord(instruction[at]):04X}) at character {at}")
         try:
             label = label_of(leaf_of(row["label"], taxonomy)) if row.get("label") else _label_from_columns(row, taxonomy)
         except TaxonomyError as err:
             field = "label" if row.get("label") else _TASK_COLUMNS[err.level or 0]
             raise ValueError(f"{source}: {row_place(index)}: task columns do not name one leaf of the taxonomy: "
                              f"field {field!r}: {err}") from err
+        here = f"{source}: {row_place(index)}"
+        earlier = labels_seen.get(instruction)
+        if earlier is not None and earlier[0] != label:
+            raise ValueError(f"{here}: field 'label': the instruction is labelled {label!r} here and {earlier[0]!r} "
+                             f"at {earlier[1]}; give it one label")
         split = ZERO_SHOT if label.split(LABEL_SEPARATOR)[0] in held_out else STANDARD
         if split == ZERO_SHOT and not include_zero_shot:
             counts["zero_shot_dropped"] += 1
+            labels_seen.setdefault(instruction, (label, here, False))
             continue
-        if instruction in seen:
+        if instruction in kept:
             counts["duplicates"] += 1
             continue
-        seen.add(instruction)
+        kept.add(instruction)
+        labels_seen[instruction] = (label, earlier[1] if earlier else here, True)
         out.append({"instruction": instruction, "label": label, "split": split})
     counts["kept"] = len(out)
     return out, counts
@@ -221,7 +245,8 @@ def load_labelled(paths: Sequence[str | Path], include_zero_shot: bool = False) 
     from judge.record_sources import load_records
 
     pairs, totals = [], {"rows": 0, "kept": 0, "duplicates": 0, "zero_shot_dropped": 0}
-    seen = set()
+    labels_seen: dict[str, tuple[str, str, bool]] = {}  # across the files: a repeat in another file is a duplicate, another label refused
+    taxonomy = load_taxonomy()
     for path in paths:
         path = Path(path)
         indices = None  # a record names its own row (its origin)
@@ -229,16 +254,10 @@ def load_labelled(paths: Sequence[str | Path], include_zero_shot: bool = False) 
             indices, rows = _read_jsonl_objects(path)
         else:
             rows = load_records(path, make_id=True)
-        got, counts = labelled_rows(rows, str(path), include_zero_shot, indices=indices)
+        got, counts = _labelled(rows, str(path), include_zero_shot, taxonomy, indices, labels_seen)
         for key in totals:
             totals[key] += counts[key]
-        for pair in got:
-            if pair["instruction"] in seen:
-                totals["duplicates"] += 1
-                totals["kept"] -= 1
-                continue
-            seen.add(pair["instruction"])
-            pairs.append(pair)
+        pairs += got
     return pairs, totals
 
 

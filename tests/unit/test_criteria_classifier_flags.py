@@ -154,3 +154,46 @@ def test_data_rows_that_repeat_a_taxonomy_text_without_the_bundled_rows_are_coun
     _, counts = train.criteria_classifier.training_rows([str(data)], bundled=False, include_zero_shot=True)
     assert counts["bundled"] == {} and counts["data"]["kept"] == 0
     assert counts["data"]["copies_of_bundled_or_taxonomy"] == 1 and "bundled_copies" not in counts["data"]
+
+
+def test_a_lone_surrogate_in_an_instruction_is_one_line_naming_the_file_line_and_field(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """An instruction holding a lone surrogate (JSON can escape one) was fitted on, then failed as a
+    UnicodeEncodeError traceback after the whole fit (the training rows' digest, the save): one line, exit 2,
+    before the fit."""
+    monkeypatch.setattr(train.criteria_tfidf, "fit_tfidf", _never)
+    data = tmp_path / "lab.jsonl"
+    data.write_text('{"instruction": "Напиши стихотворение", "label": "Literary text / Poetry"}\n'
+                    '{"instruction": "Напиши ещё \\ud800 одно", "label": "Literary text / Poetry"}\n', encoding="utf-8")
+    assert train.criteria_classifier.main(["--out", str(tmp_path / "clf"), "--data", str(data)]) == 2
+    assert capsys.readouterr().err == (f"judge-train criteria-classifier: error: {data}: line 2: field 'instruction': "
+                                       "is not valid Unicode text: a lone surrogate (U+D800) at character 11\n")
+
+
+def test_one_instruction_under_two_labels_is_refused_naming_both_rows(tmp_path, monkeypatch, capsys):
+    """The same instruction labelled with two leaves kept the first label and counted the other as a duplicate: the
+    classifier trained on one of two contradicting labels, picked by row order, without a word. Refused, naming both
+    rows and labels; a repeat under the same label is still a counted duplicate."""
+    monkeypatch.setattr(train.criteria_tfidf, "fit_tfidf", _never)
+    code = "Напиши функцию, которая сортирует список чисел по убыванию"
+    data = tmp_path / "lab.jsonl"
+    data.write_text(f'{{"instruction": "{code}", "label": "Code creation / Python"}}\n'
+                    f'{{"instruction": "{code}", "label": "Code creation / Python"}}\n'
+                    f'{{"instruction": "{code} ", "label": "Code creation / C++"}}\n', encoding="utf-8")
+    assert train.criteria_classifier.main(["--out", str(tmp_path / "clf"), "--data", str(data)]) == 2
+    assert capsys.readouterr().err == (
+        f"judge-train criteria-classifier: error: {data}: line 3: field 'label': the instruction is labelled "
+        f"'Code creation / C++' here and 'Code creation / Python' at {data}: line 1; give it one label\n")
+
+
+def test_one_instruction_under_two_labels_in_two_files_is_refused_naming_both(tmp_path):
+    from judge.criteria_auto import load_labelled
+
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text('{"instruction": "Переведи текст на английский", "label": "Advice"}\n', encoding="utf-8")
+    second.write_text('\n{"instruction": "Переведи текст на английский", "label": "Editing"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"^{second}: line 2: field 'label': the instruction is labelled 'Editing' "
+                                         rf"here and 'Advice' at {first}: line 1; give it one label$"):
+        load_labelled([first, second])
+    pairs, counts = load_labelled([first, first])
+    assert len(pairs) == 1 and counts["duplicates"] == 1 and counts["kept"] == 1
