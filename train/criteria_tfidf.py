@@ -96,8 +96,9 @@ def _fit(pairs, char_ngrams, word_ngrams, max_char_features, max_word_features, 
 def _calibration_warnings(temperature: float, threshold: float, chosen: Mapping, n_instructions: int) -> list[str]:
     """What a calibration on too few instructions looks like, said rather than shipped quietly: a temperature at an
     end of its search grid (no minimum inside it: the probabilities are as sharp, or as flat, as the grid allows, and
-    a poem request read "Code creation" at 0.87 from nine training rows), and a chosen threshold of 0 (the fallback
-    never helped on these instructions, so the classifier never falls back)."""
+    a poem request read "Code creation" at 0.87 from nine training rows), a chosen threshold of 0 (the fallback
+    never helped on these instructions, so the classifier never falls back), and one above every instruction's
+    probability (choosing never helped: it always falls back)."""
     said = []
     low, high, _ = TEMPERATURE_GRID
     if math.isclose(temperature, low) or math.isclose(temperature, high):
@@ -107,6 +108,10 @@ def _calibration_warnings(temperature: float, threshold: float, chosen: Mapping,
     if threshold == 0.0 and chosen.get("threshold") == 0.0:
         said.append(f"the threshold chosen on {n_instructions} instructions is 0: the classifier never falls back to "
                     "the general criteria; pass --threshold, or train on more")
+    if threshold == chosen.get("threshold") and chosen.get("fallback_rate") == 1.0:
+        said.append(f"the threshold chosen on {n_instructions} instructions, {threshold:.6g}, is above every one's "
+                    "task-type probability: the classifier falls back to the general criteria on all of them; pass "
+                    "--threshold, or train on more")
     return said
 
 
@@ -376,7 +381,8 @@ def choose_threshold(type_probability: Sequence[float], chosen_jaccard: Sequence
     judge against the instruction's true set when it does not fall back, and the Jaccard of the fallback set
     (``fit_tfidf`` passes both by base id, ``THRESHOLD_MATCH``). A
     threshold t judges the chosen set where the probability is at least t and the fallback set elsewhere; the
-    lowest t with the highest mean Jaccard wins (0.0: never fall back).
+    lowest t with the highest mean Jaccard wins (0.0: never fall back; just above the highest probability, when that
+    is below 1: always fall back).
 
     Returns:
         ``{"threshold", "mean_jaccard", "fallback_rate", "never_fallback_jaccard", "always_fallback_jaccard", "n"}``.
@@ -387,7 +393,11 @@ def choose_threshold(type_probability: Sequence[float], chosen_jaccard: Sequence
     if not len(p):
         raise ValueError("choose_threshold: no instructions to choose a threshold from")
     best = None
-    for t in np.concatenate([[0.0], np.unique(p)]):  # ascending: strict > keeps the lowest of equal scores
+    # Falling back on every instruction is a candidate too: just above the highest probability, where a threshold
+    # (at most 1) can be above it.
+    above = np.nextafter(p.max(), np.inf)
+    candidates = np.concatenate([[0.0], np.unique(p), [above] if above <= 1.0 else []])
+    for t in candidates:  # ascending: strict > keeps the lowest of equal scores
         kept = p >= t
         score = float(np.where(kept, chosen, fallback).mean())
         if best is None or score > best["mean_jaccard"] + 1e-12:

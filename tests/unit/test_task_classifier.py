@@ -290,6 +290,29 @@ def test_choose_threshold_maximises_the_mean_jaccard_by_hand():
     assert choose_threshold([0.3, 0.7], [0.9, 0.9], [0.5, 0.5])["threshold"] == 0.0
 
 
+def test_choose_threshold_can_choose_to_fall_back_on_every_instruction():
+    """Falling back everywhere was no candidate (the candidates were 0 and each instruction's probability, and the
+    highest keeps its own instruction): [0.3, 0.6] with Jaccard 0 chosen, 1 fallen back gave threshold 0.6 at a mean
+    of 0.5 beside an always-fallback mean of 1.0. A threshold just above the highest probability is a candidate."""
+    got = choose_threshold([0.3, 0.6], [0.0, 0.0], [1.0, 1.0])
+    assert got["mean_jaccard"] == got["always_fallback_jaccard"] == 1.0 and got["fallback_rate"] == 1.0
+    assert 0.6 < got["threshold"] <= 1.0
+    from judge.criteria_auto.policy import choose_from_scores
+
+    # the policy falls back at it: the highest probability is below the threshold
+    assert choose_from_scores({"Editing": 0.6}, "tfidf", got["threshold"]).level == "fallback"
+    # a probability of 1 cannot be exceeded by a threshold (at most 1): the best candidate within [0, 1] is kept
+    assert choose_threshold([0.3, 1.0], [0.0, 0.0], [1.0, 1.0])["threshold"] == 1.0
+    # such a choice is warned of, as a threshold of 0 is: the classifier then never judges a task's criteria
+    from train.criteria_tfidf import _calibration_warnings
+
+    said = _calibration_warnings(1.0, got["threshold"], got, 2)
+    assert said == [f"the threshold chosen on 2 instructions, {got['threshold']:.6g}, is above every one's task-type "
+                    "probability: the classifier falls back to the general criteria on all of them; pass "
+                    "--threshold, or train on more"]
+    assert _calibration_warnings(1.0, 0.5, got, 2) == []  # a --threshold given is the user's choice
+
+
 def test_reliability_bins_and_ece_by_hand():
     """Stated 0.15, 0.15 (one right), 0.85, 0.95 (right): bins [0.1,0.2) n=2 acc 0.5, [0.8,0.9) and [0.9,1.0] acc 1;
     ECE = 2/4 * 0.35 + 1/4 * 0.15 + 1/4 * 0.05 = 0.225."""
