@@ -535,6 +535,17 @@ def test_the_shipped_classifier_is_todays_build_of_the_bundled_rows():
     assert default_classifier_path().name == "criteria_tfidf"
 
 
+def test_the_shipped_model_json_records_its_weights_digest_as_a_build_writes_it():
+    """save_tfidf records the weights' sha256 in model.json, and load refuses weights that are not those (a rebuild
+    stopped between the two files); the shipped model.json lacked it (and the calibration's warnings a build writes),
+    so the shipped folder was the one artefact whose weights were not tied to its model.json."""
+    from judge.criteria_auto.tfidf import WEIGHTS_DIGEST_KEY, weights_digest
+
+    spec = json.loads((default_classifier_path() / "model.json").read_text(encoding="utf-8"))
+    assert spec.get(WEIGHTS_DIGEST_KEY) == weights_digest(default_classifier_path() / "weights.npz")
+    assert spec["meta"]["calibration"].get("warnings") == []  # none: 112 instructions calibrate it
+
+
 def test_the_shipped_classifier_was_fitted_as_a_rebuild_would_fit_it():
     """The training digest pins the rows only: an artefact fitted on today's rows with another C, other n-grams,
     other vocabulary caps or another seed passed it. Without refitting: the fit's parameters in its meta are
