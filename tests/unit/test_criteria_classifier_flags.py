@@ -107,15 +107,38 @@ def test_more_folds_than_instructions_is_refused_before_the_fit(tmp_path, monkey
     assert fitted == [5]
 
 
-def test_a_label_that_is_not_text_is_one_line_naming_the_file_line_and_field(tmp_path, monkeypatch, capsys):
-    """A labelled row whose label is a number was an AttributeError traceback (label.split): one line, exit 2."""
+_CODE = "Напиши функцию, которая сортирует список чисел по убыванию"
+
+
+@pytest.mark.parametrize(
+    ("lines", "said"),
+    [
+        # a label that is a number was an AttributeError traceback (label.split)
+        (['{"instruction": "Напиши стихотворение", "label": "Literary text / Poetry"}',
+          '{"instruction": "Напиши ещё одно", "label": 5}'],
+         "line 2: field 'label': must be text, got an integer"),
+        # a lone surrogate (JSON can escape one) was fitted on, then a UnicodeEncodeError traceback after the whole
+        # fit (the training rows' digest, the save)
+        (['{"instruction": "Напиши стихотворение", "label": "Literary text / Poetry"}',
+          '{"instruction": "Напиши ещё \\ud800 одно", "label": "Literary text / Poetry"}'],
+         "line 2: field 'instruction': is not valid Unicode text: a lone surrogate (U+D800) at character 11"),
+        # one instruction under two leaves kept the first label and counted the other as a duplicate: trained on one
+        # of two contradicting labels, picked by row order; a repeat under the same label is a counted duplicate
+        ([f'{{"instruction": "{_CODE}", "label": "Code creation / Python"}}',
+          f'{{"instruction": "{_CODE}", "label": "Code creation / Python"}}',
+          f'{{"instruction": "{_CODE} ", "label": "Code creation / C++"}}'],
+         "line 3: field 'label': the instruction is labelled 'Code creation / C++' here and 'Code creation / Python' "
+         "at {data}: line 1; give it one label"),
+    ],
+)
+def test_a_bad_data_row_is_one_line_naming_the_file_line_and_field(tmp_path, monkeypatch, capsys, lines, said):
+    """Refused before the fit: one line, exit 2."""
     monkeypatch.setattr(train.criteria_tfidf, "fit_tfidf", _never)
     data = tmp_path / "lab.jsonl"
-    data.write_text('{"instruction": "Напиши стихотворение", "label": "Literary text / Poetry"}\n'
-                    '{"instruction": "Напиши ещё одно", "label": 5}\n', encoding="utf-8")
+    data.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     assert train.criteria_classifier.main(["--out", str(tmp_path / "clf"), "--data", str(data)]) == 2
-    assert capsys.readouterr().err == (f"judge-train criteria-classifier: error: {data}: line 2: field 'label': must "
-                                       "be text, got an integer\n")
+    assert capsys.readouterr().err == (f"judge-train criteria-classifier: error: {data}: "
+                                       f"{said.format(data=data)}\n")
 
 
 def test_data_rows_that_repeat_a_bundled_instruction_are_counted_as_left_out(tmp_path):
@@ -156,37 +179,8 @@ def test_data_rows_that_repeat_a_taxonomy_text_without_the_bundled_rows_are_coun
     assert counts["data"]["copies_of_bundled_or_taxonomy"] == 1 and "bundled_copies" not in counts["data"]
 
 
-def test_a_lone_surrogate_in_an_instruction_is_one_line_naming_the_file_line_and_field(tmp_path, monkeypatch,
-                                                                                          capsys):
-    """An instruction holding a lone surrogate (JSON can escape one) was fitted on, then failed as a
-    UnicodeEncodeError traceback after the whole fit (the training rows' digest, the save): one line, exit 2,
-    before the fit."""
-    monkeypatch.setattr(train.criteria_tfidf, "fit_tfidf", _never)
-    data = tmp_path / "lab.jsonl"
-    data.write_text('{"instruction": "Напиши стихотворение", "label": "Literary text / Poetry"}\n'
-                    '{"instruction": "Напиши ещё \\ud800 одно", "label": "Literary text / Poetry"}\n', encoding="utf-8")
-    assert train.criteria_classifier.main(["--out", str(tmp_path / "clf"), "--data", str(data)]) == 2
-    assert capsys.readouterr().err == (f"judge-train criteria-classifier: error: {data}: line 2: field 'instruction': "
-                                       "is not valid Unicode text: a lone surrogate (U+D800) at character 11\n")
-
-
-def test_one_instruction_under_two_labels_is_refused_naming_both_rows(tmp_path, monkeypatch, capsys):
-    """The same instruction labelled with two leaves kept the first label and counted the other as a duplicate: the
-    classifier trained on one of two contradicting labels, picked by row order, without a word. Refused, naming both
-    rows and labels; a repeat under the same label is still a counted duplicate."""
-    monkeypatch.setattr(train.criteria_tfidf, "fit_tfidf", _never)
-    code = "Напиши функцию, которая сортирует список чисел по убыванию"
-    data = tmp_path / "lab.jsonl"
-    data.write_text(f'{{"instruction": "{code}", "label": "Code creation / Python"}}\n'
-                    f'{{"instruction": "{code}", "label": "Code creation / Python"}}\n'
-                    f'{{"instruction": "{code} ", "label": "Code creation / C++"}}\n', encoding="utf-8")
-    assert train.criteria_classifier.main(["--out", str(tmp_path / "clf"), "--data", str(data)]) == 2
-    assert capsys.readouterr().err == (
-        f"judge-train criteria-classifier: error: {data}: line 3: field 'label': the instruction is labelled "
-        f"'Code creation / C++' here and 'Code creation / Python' at {data}: line 1; give it one label\n")
-
-
 def test_one_instruction_under_two_labels_in_two_files_is_refused_naming_both(tmp_path):
+    """Across the files read together too: the second label was counted as a duplicate of the first file's row."""
     from judge.criteria_auto import load_labelled
 
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
