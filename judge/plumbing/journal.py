@@ -5,8 +5,10 @@ One rule for all of them:
 
 - **Strict reading.** Every line is a JSON object (blank lines are skipped); any other line is an error naming
   ``file:line``. A journal is never "repaired" by skipping what does not parse.
-- **A torn tail.** A last line without its newline that is not a whole JSON object is a write cut by a kill
-  (appends write a row and its newline in one call): it is dropped, and a warning says so. ``read_journal`` reports
+- **A torn tail.** A last line without its newline that is not whole JSON is a write cut by a kill (appends write a
+  row and its newline in one call): it is dropped, and a warning says so. Whole JSON that is no object (a file
+  written as one JSON array) is no cut (a cut of a row opens with ``{`` and never parses): it is refused by name,
+  as any other line that is no object. ``read_journal`` reports
   it; ``open_journal`` also cuts it from the file so the next append starts on a clean line, and
   ``JournalWriter.append`` cuts it itself before it writes (a row written after it would join it into one line no
   reader accepts).
@@ -102,6 +104,8 @@ def iter_journal_lines(path: str | Path, torn: list[bytes] | None = None, *,
                     row = _whole_row(line)
                 except RepeatedKeyError as err:
                     raise JournalError(f"{path}:{number}: field {err.key!r} is given twice in the row") from None
+                except _NotAnObject as err:
+                    raise JournalError(f"{path}:{number}: {value_words(err.value)}, not an object") from None
                 if row is not None:
                     yield number, row
                 elif line.strip():
@@ -129,6 +133,15 @@ def iter_journal_lines(path: str | Path, torn: list[bytes] | None = None, *,
             if not isinstance(row, dict):
                 raise JournalError(f"{path}:{number}: {value_words(row)}, not an object")
             yield number, row
+
+
+class _NotAnObject(ValueError):
+    """A last line without its newline that is whole JSON but no object (``value``): no write cut by a kill (a cut of
+    a row opens with ``{``, which no prefix of a row closes), so no torn tail to drop, but a line to refuse."""
+
+    def __init__(self, value: Any):
+        super().__init__(value_words(value))
+        self.value = value
 
 
 class RepeatedKeyError(ValueError):
@@ -276,6 +289,7 @@ def _whole_row(data: bytes) -> dict[str, Any] | None:
 
     Raises:
         RepeatedKeyError: a whole object that gives a key twice.
+        _NotAnObject: whole JSON that is no object: no cut, a line for its reader to refuse.
     """
     if not data.strip():
         return None
@@ -285,7 +299,9 @@ def _whole_row(data: bytes) -> dict[str, Any] | None:
         raise  # whole, but no row: its reader says so
     except JSON_REFUSALS:  # UnicodeDecodeError included; too deep to read is taken for a cut
         return None
-    return row if isinstance(row, dict) else None
+    if not isinstance(row, dict):
+        raise _NotAnObject(row)
+    return row
 
 
 def is_whole_last_line(data: bytes) -> bool:
@@ -295,7 +311,7 @@ def is_whole_last_line(data: bytes) -> bool:
     to keep the row every other reader keeps."""
     try:
         return _whole_row(data) is not None
-    except RepeatedKeyError:
+    except (RepeatedKeyError, _NotAnObject):
         return True
 
 
@@ -330,8 +346,8 @@ def _end_cleanly(handle: Any, path: Path, *, say: bool = True) -> str | None:
     tail = handle.read(size - start)
     try:
         whole = _whole_row(tail) is not None
-    except RepeatedKeyError:
-        whole = True  # a whole object, kept for iter_journal to refuse by name
+    except (RepeatedKeyError, _NotAnObject):
+        whole = True  # whole JSON that is no row, kept for iter_journal to refuse by name
     if whole:
         # Every reader reads it as a row: kept, and ended, so the next row does not run into it.
         handle.seek(size)

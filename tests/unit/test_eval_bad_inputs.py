@@ -235,6 +235,24 @@ def test_a_prediction_number_no_float_holds_is_named_with_its_row(runs, tmp_path
     assert not (tmp_path / "out").exists()  # inputs are read before the output folder is made
 
 
+
+def test_predictions_written_as_one_json_array_are_refused_not_read_as_an_unfinished_run(runs, tmp_path, capsys):
+    """``json.dump(rows, f)`` writes one line, no newline: taken for a write cut by a kill, it was dropped with a
+    warning and score exited 0 with n 0 in every cell, calling the run unfinished. A cut of a row opens with "{"
+    and never parses as whole JSON, so this line is refused like any other line that is no object."""
+    rows = [prediction_row(r, max(r.expert_scores), latency_s=0.1) for r in runs["records"]]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "predictions.jsonl").write_text(json.dumps(rows), encoding="utf-8")
+    capsys.readouterr()
+    code = main(["score", "--predictions", str(run), "--data", str(runs["data"]), "--out", str(tmp_path / "out"),
+                 "--n-boot", "0", "--no-plots"])
+    out, err = _said(capsys)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"judge-eval score: error: {run / 'predictions.jsonl'}:1: a list, not an object"), err
+    assert not (tmp_path / "out").exists()
+
+
 # ------------------------------------------------------------------------------------------ compare's run folders
 
 

@@ -20,7 +20,6 @@ from tests.support.deep_json import nested_arrays
         (b'{"a": 1}\n\n{"a": 2}\n', [{"a": 1}, {"a": 2}], b""),  # blank lines are skipped
         (b'{"a": 1}\n{"a": 2, "cu', [{"a": 1}], b'{"a": 2, "cu'),
         (b'{"a": 1}\n{"a": 2}', [{"a": 1}, {"a": 2}], b""),  # a whole row without its newline is a row
-        (b'{"a": 1}\n[1, 2]', [{"a": 1}], b"[1, 2]"),  # whole JSON, but no object: no row, a cut write
         (b'{"a": 1}\n   ', [{"a": 1}], b""),  # only spaces after the last newline: nothing to drop
         (b'{"a": 1', [], b'{"a": 1'),  # the only line, cut
         (b'{"a": "\xd0', [], b'{"a": "\xd0'),  # cut inside a UTF-8 character
@@ -41,6 +40,12 @@ def test_read_journal_drops_only_a_last_line_without_its_newline(tmp_path, data,
         (b'{"a": 1}\nnot json\n{"a": 2}\n', 2, "not a JSON line"),
         (b'{"a": 1}\n{"a": 2}\n{"a": \n', 3, "not a JSON line"),  # a complete last line is held to the rule
         (b'[1, 2]\n', 1, "a list, not an object"),
+        # whole JSON but no object, without its newline: a cut of a row (which opens with "{") never parses as one,
+        # so it is no torn tail to drop: a predictions file written as one JSON array read as zero rows
+        (b'{"a": 1}\n[1, 2]', 2, "a list, not an object"),
+        (b'[{"a": 1}, {"a": 2}]', 1, "a list, not an object"),
+        (b'{"a": 1}\n"text"', 2, "a string, not an object"),
+        (b'{"a": 1}\nnull', 2, "null, not an object"),
         (b'{"a": 1}\n\xff\xfe\n', 2, "not a JSON line"),
     ],
 )
@@ -90,7 +95,7 @@ def test_writer_and_readers_agree_on_every_kind_of_last_line(tmp_path, caplog):
     and what it drops (and says) is cut (and said). A tail too deeply nested for json.loads is taken for a cut write
     by both: the writer raised a RecursionError from append."""
     deep = b'{"x": ' + nested_arrays(5_000).encode() + b"}"
-    for tail in (b'{"b": 2}', b'{"b": 2, "cu', b"[1, 2]", b"  ", deep):
+    for tail in (b'{"b": 2}', b'{"b": 2, "cu', b"  ", deep):
         path = tmp_path / "j.jsonl"
         path.write_bytes(b'{"a": 1}\n' + tail)
         caplog.clear()
@@ -103,6 +108,21 @@ def test_writer_and_readers_agree_on_every_kind_of_last_line(tmp_path, caplog):
             said_by_writer = "cut by a kill" in caplog.text
         assert read_jsonl(path) == [*read, {"c": 3}], tail
         assert said_by_reader == said_by_writer == (writer.torn_tails == 1) == (len(read) == 1 and bool(tail.strip()))
+
+
+def test_an_append_after_a_whole_last_line_that_is_no_object_keeps_it_for_the_readers_to_refuse(tmp_path, caplog):
+    """A last line that is whole JSON but no object (no torn row: a cut of one opens with "{" and never parses) is
+    neither cut by the writer nor dropped by the readers: the file's own content is not thrown away, and the next
+    read refuses the line by name."""
+    path = tmp_path / "j.jsonl"
+    path.write_bytes(b'{"a": 1}\n[1, 2]')
+    writer = JournalWriter(path)
+    with caplog.at_level(logging.WARNING, logger="judge.plumbing.journal"):
+        writer.append({"a": 3})
+    assert path.read_bytes() == b'{"a": 1}\n[1, 2]\n{"a": 3}\n'
+    assert writer.torn_tails == 0 and "cut" not in caplog.text
+    with pytest.raises(JournalError, match=r"j\.jsonl:2: a list, not an object"):
+        read_journal(path)
 
 
 def test_torn_tail_is_said(tmp_path, caplog):
