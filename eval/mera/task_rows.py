@@ -2,8 +2,9 @@
 
 ruHumanEval (``humaneval.load_tasks``) and ruTiE (``rutie.load_dialogues``) read their rows here. A task file is
 input, unlike the journals a run writes (``judge.plumbing.journal``): a last line without its newline is a whole row, blank
-lines are skipped, and any other line that is not JSON (or not UTF-8) is an error naming the file and the line (from
-1, blank lines counted: "line 3", as the record loader names a JSONL row); so is a line longer than
+lines are skipped, a UTF-8 byte order mark at the file's start is skipped (as every file reader skips one there), and
+any other line that is not a JSON object (or not UTF-8) is an error naming the file and the line (from 1, blank lines
+counted: "line 3", as the record loader names a JSONL row); so is a line longer than
 ``MAX_LINE_BYTES``, read no further, and a ``.gz`` file cut short or not gzip at all, naming the line its reading
 reached.
 """
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_json
+from judge.plumbing.json_reading import JSON_REFUSALS, UTF8_BOM, unreadable_json, value_words
 from judge.records import LineIndex, row_place
 
 __all__ = ["DataError", "MAX_LINE_BYTES", "iter_task_rows", "line_place"]
@@ -39,12 +40,12 @@ def line_place(line_no: int) -> str:
     return row_place(LineIndex(line_no - 1)) if line_no > 0 else "a row given alone"
 
 
-def iter_task_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """``(line number, parsed JSON)`` of each non-blank line of ``path`` (gzip-compressed when it ends in ``.gz``).
+def iter_task_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, row object)`` of each non-blank line of ``path`` (gzip-compressed when it ends in ``.gz``).
 
     Raises:
-        DataError: ``{path}: line {n}: not JSON: ...``, ``{path}: line {n}: not UTF-8: ...`` or ``{path}: line {n}:
-            longer than the limit ...`` (``MAX_LINE_BYTES``, checked before the line is decoded); for a ``.gz`` file
+        DataError: ``{path}: line {n}: not JSON: ...``, ``{path}: line {n}: not a JSON object (a list)``, ``{path}:
+            line {n}: not UTF-8: ...`` or ``{path}: line {n}: longer than the limit ...`` (``MAX_LINE_BYTES``, checked before the line is decoded); for a ``.gz`` file
             that is cut short or not gzip data, ``{path}: line {n}: ...`` naming the line its reading reached.
     """
     path = Path(path)
@@ -53,6 +54,8 @@ def iter_task_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
     # Bytes, decoded row by row: a text-mode file decodes as it is iterated, where an error could name no row.
     with opener(path, "rb") as f:
         for line_no, raw in enumerate(_bounded_lines(f, path, compressed), start=1):
+            if line_no == 1:
+                raw = raw.removeprefix(UTF8_BOM)
             try:
                 # without its line break: json counts one as a new line, so a row cut short was refused "line 2
                 # column 1" of a one-line row
@@ -62,11 +65,14 @@ def iter_task_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
             if not line.strip():
                 continue
             try:
-                yield line_no, json.loads(line)
+                row = json.loads(line)
             except json.JSONDecodeError as err:
                 raise DataError(f"{path}: {line_place(line_no)}: not JSON: {err}") from None
             except JSON_REFUSALS as err:  # valid JSON json.loads cannot hold
                 raise DataError(f"{path}: {line_place(line_no)}: {unreadable_json(err)}") from None
+            if not isinstance(row, dict):  # a file written as one JSON array: both tasks' rows are objects
+                raise DataError(f"{path}: {line_place(line_no)}: not a JSON object ({value_words(row)})")
+            yield line_no, row
 
 
 def _bounded_lines(f: Any, path: Path, compressed: bool) -> Iterator[bytes]:

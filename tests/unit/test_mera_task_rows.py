@@ -34,6 +34,39 @@ def test_a_line_that_is_not_json_names_the_file_and_row(tmp_path):
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz"])
+def test_a_byte_order_mark_at_the_files_start_is_skipped_and_only_there(tmp_path, suffix):
+    """A file saved with a UTF-8 byte order mark (Windows editors) was refused "line 1: not JSON: Unexpected UTF-8
+    BOM", where every other reader of a file skips one at its start (judge.plumbing.json_reading.UTF8_BOM); one
+    opening a later line (two files joined) is still no JSON."""
+    bom = b"\xef\xbb\xbf"
+    for data, rows in ((bom + b'{"a": 1}\n{"a": 2}\n', [(1, {"a": 1}), (2, {"a": 2})]),
+                       (bom + b'\n{"a": 2}\n', [(2, {"a": 2})])):
+        path = tmp_path / f"task{suffix}"
+        path.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+        assert list(iter_task_rows(path)) == rows
+    joined = b'{"a": 1}\n' + bom + b'{"a": 2}\n'
+    path.write_bytes(gzip.compress(joined) if suffix.endswith(".gz") else joined)
+    with pytest.raises(DataError, match=rf"{path}: line 2: not JSON"):
+        list(iter_task_rows(path))
+
+
+@pytest.mark.parametrize(("line", "kind"), [("[1, 2]", "a list"), ('"text"', "a string"), ("3", "an integer"),
+                                            ("null", "null")])
+def test_a_line_that_is_json_but_no_object_is_refused_by_the_reader_for_both_tasks(tmp_path, line, kind):
+    """A task file written as one JSON array (or a row that is a string, a number, null) is no row: ruTiE said
+    "field 'instruction' is missing" of it, ruHumanEval "not a JSON object"; the shared reader says what it is."""
+    path = tmp_path / "task.jsonl"
+    path.write_text(f'\n{line}\n{{"a": 1}}\n', encoding="utf-8")
+    says = rf"{path}: line 2: not a JSON object \({kind}\)"
+    with pytest.raises(DataError, match=says):
+        list(iter_task_rows(path))
+    with pytest.raises(DataError, match=says):
+        rutie.load_dialogues(path)
+    with pytest.raises(DataError, match=says):
+        humaneval.load_tasks(path)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz"])
 def test_a_line_that_is_not_utf8_names_the_file_and_row(tmp_path, suffix):
     """A row that is not UTF-8 (here Latin-1's 'é') is a DataError naming the file and its row, numbered from 1
     with blank lines counted, not a UnicodeDecodeError naming neither."""
