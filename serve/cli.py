@@ -132,18 +132,26 @@ def check_labels(config: ServeConfig, path: str, label_key: str) -> int:
     """``--check-labels``: each JSONL row's ``label_key`` value checked as ``/get_reward`` checks a label
     (``serve.rewards.label_problems``); the first ``SHOWN_LABEL_PROBLEMS`` refusals printed, one line each, then a
     count. Exit 0 when every label passes, 2 when any is refused or the file cannot be read (a line that is no JSON
-    object, a row without the key), naming the line."""
-    from judge.plumbing.json_reading import JSON_REFUSALS, got_words, unreadable_json
+    object or not UTF-8, a row without the key), naming the line, or holds no row. A UTF-8 byte order mark at the
+    file's start is skipped, as every file reader skips one there."""
+    from judge.plumbing.json_reading import JSON_REFUSALS, UTF8_BOM, got_words, unreadable_json
     from serve.rewards import label_problems
 
     n_rows, problems = 0, []
     try:
-        with open(path, encoding="utf-8") as lines:
-            for number, text in enumerate(lines, 1):
-                if not text.strip():
+        with open(path, "rb") as lines:  # bytes, decoded per line: a line that is not UTF-8 is named by its number
+            for number, raw in enumerate(lines, 1):
+                if number == 1:
+                    raw = raw.removeprefix(UTF8_BOM)
+                if not raw.strip():
                     continue
                 n_rows += 1
                 where = f"{path}:{number}"
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    problems.append(f"{where}: not UTF-8 text (byte 0x{raw[err.start]:02x} at column {err.start + 1})")
+                    continue
                 try:
                     row = json.loads(text.rstrip("\r\n"))
                 except JSON_REFUSALS as err:
@@ -154,8 +162,12 @@ def check_labels(config: ServeConfig, path: str, label_key: str) -> int:
                                     f"{where}: expected a JSON object, got {got_words(row)}")
                     continue
                 problems += label_problems([(f"{where}: {label_key}", row[label_key])], config)
-    except (OSError, UnicodeDecodeError) as err:
+    except OSError as err:
         print(f"judge-serve: error: --check-labels: {path}: {err}", file=sys.stderr)
+        return 2
+    if not n_rows:  # nothing checked is no pass: training would find no prompt
+        print(f"judge-serve: error: --check-labels: {path}: no rows (an empty file, or blank lines only)",
+              file=sys.stderr)
         return 2
     for problem in problems[:SHOWN_LABEL_PROBLEMS]:
         print(problem, file=sys.stderr)

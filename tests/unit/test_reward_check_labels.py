@@ -112,3 +112,35 @@ def test_a_string_label_that_is_no_json_object_says_why_the_decoder_refused_it(t
     assert said[1].startswith(f"b: {prefix}not valid JSON (Expecting property name")
     assert said[2].startswith(f"c: {prefix}JSON nested too deeply to decode (more than about ")
     assert said[3] == "d: expected a JSON object with instruction and criteria"  # JSON, but no object
+
+
+def test_a_dataset_with_no_row_is_refused_not_passed(tmp_path, capsys):
+    """An empty file (or blank lines only: a wrong path to a file being written, a filter that kept nothing) passed
+    the check, "0 rows, 0 labels refused", exit 0: nothing was checked, and training would then find no prompt."""
+    model = _model(tmp_path)
+    for text in ("", "\n  \n\t\n"):
+        data = tmp_path / "prompts.jsonl"
+        data.write_text(text, encoding="utf-8")
+        assert serve_main(["--model", str(model), "--check-labels", str(data)]) == 2
+        assert capsys.readouterr().err == (f"judge-serve: error: --check-labels: {data}: no rows (an empty file, or "
+                                           "blank lines only)\n")
+
+
+def test_a_byte_order_mark_is_skipped_at_the_start_and_a_line_not_utf8_is_named_by_its_line(tmp_path, capsys):
+    """A file saved with a UTF-8 byte order mark had its first label refused as invalid JSON, where every other
+    reader skips one at a file's start (judge.plumbing.json_reading.UTF8_BOM); a line in another encoding
+    (cp1251) stopped the check with Python's decoder message naming no line. Now the mark is skipped, and a line
+    that is not UTF-8 is one refusal naming its line and byte, the others still checked."""
+    model = _model(tmp_path)
+    row = json.dumps({"prompt": "p", "label": LABEL}, ensure_ascii=False)
+    data = tmp_path / "prompts.jsonl"
+    data.write_bytes(b"\xef\xbb\xbf" + f"{row}\r\n{row}\r\n".encode("utf-8"))
+    assert serve_main(["--model", str(model), "--check-labels", str(data)]) == 0
+    assert capsys.readouterr().err == f"judge-serve: --check-labels: 2 rows of {data}, 0 labels refused\n"
+    data.write_bytes(f"{row}\n".encode("utf-8") + f"{row}\n".encode("cp1251") + b"\xef\xbb\xbf" + f"{row}\n".encode())
+    assert serve_main(["--model", str(model), "--check-labels", str(data)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    column = len('{"prompt": "p", "label": {"instruction": "') + 1  # the first byte of the Russian text
+    assert lines[0] == f"{data}:2: not UTF-8 text (byte 0xcd at column {column})"
+    assert lines[1].startswith(f"{data}:3: invalid JSON (Unexpected UTF-8 BOM")  # only the file's start may hold one
+    assert lines[2:] == [f"judge-serve: --check-labels: 3 rows of {data}, 2 labels refused"]
