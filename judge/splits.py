@@ -149,10 +149,18 @@ def _split_lists(path: str, text: str) -> dict:
 
 @lru_cache(maxsize=8)
 def _load_split_spec(path: str, taxonomy: Taxonomy) -> SplitSpec:
+    if Path(path).is_dir():
+        raise FileNotFoundError(f"split file {path} is a folder, not a YAML file (give the .yaml file in it)")
     if not Path(path).is_file():
         raise FileNotFoundError(f"split file {path} not found; the paper's split ships as judge/data/zero_shot.yaml")
     data = Path(path).read_bytes()  # hashed and parsed from one read: a record names the bytes its lists came from
-    raw = _split_lists(path, data.decode("utf-8"))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:  # Python's words name neither the file nor where in it
+        line, column = data.count(b"\n", 0, err.start) + 1, err.start - data.rfind(b"\n", 0, err.start)
+        raise ValueError(f"{path}: not UTF-8 text (byte 0x{data[err.start]:02x} at line {line}, column {column})"
+                         ) from None
+    raw = _split_lists(path, text)
     task_types = set()
     for name in raw["task_types"]:
         canonical = taxonomy.canonical_task_type(name)

@@ -177,3 +177,18 @@ def test_the_model_card_names_the_split_file(tmp_path):
     assert "Zero-Shot rows: `drop`; " in render_card(export)
     (export / "run.json").write_text(json.dumps({"config": dict(config, split_file="my_split.yaml")}), encoding="utf-8")
     assert "Zero-Shot rows: `drop` (split file `my_split.yaml`); " in render_card(export)
+
+
+def test_a_split_file_that_is_a_folder_or_not_utf8_is_named_for_what_it_is(tmp_path):
+    """A folder given as the split file was "not found" (it exists); a split file saved in cp1251 (a Russian
+    comment) was Python's decoder message, naming neither the file nor the line. A byte order mark is read."""
+    with pytest.raises(FileNotFoundError, match=rf"^split file {tmp_path} is a folder, not a YAML file"):
+        judge.load_split_spec(tmp_path)
+    text = "version: mine\n# отложенные типы\ntask_types: []\ncriteria: []\n"
+    cp1251 = tmp_path / "cp1251.yaml"
+    cp1251.write_bytes(text.encode("cp1251"))
+    with pytest.raises(ValueError, match=rf"^{cp1251}: not UTF-8 text \(byte 0xee at line 2, column 3\)$"):
+        judge.load_split_spec(cp1251)
+    bom = tmp_path / "bom.yaml"
+    bom.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    assert judge.load_split_spec(bom).version == "mine"
