@@ -140,3 +140,12 @@ def test_a_refused_request_is_told_by_one_rule_and_is_not_a_failed_one():
     assert refused_request(refused) and not request_failed(refused)
     assert not refused_request({"ok": False, "error": "timeout"}) and request_failed({"ok": False, "error": "timeout"})
     assert not refused_request({"ok": True, "reasoning": "x"}) and not refused_request({"error": None})
+
+
+def test_a_stage_input_whose_byte_order_mark_stands_on_a_line_of_its_own_reads_its_rows(tmp_path):
+    """A file saved with a byte order mark and a blank first line: json.loads takes a mark before a row, but the
+    mark alone was "line 1: not a JSON line (Expecting value)"; it is no part of any row, and the row keeps its line."""
+    path = tmp_path / "instructions.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf\n{"id": "i1", "instruction": "x"}\n')
+    inputs = read_input(path)
+    assert inputs.rows == [{"id": "i1", "instruction": "x"}] and list(inputs.row_index) == [1]

@@ -1250,6 +1250,13 @@ def test_a_number_out_of_its_range_is_refused_before_the_folder_is_made(stage, f
     ("answers", "answer_models: [{model: m}]\n", "--input: {tmp}/empty: a folder with no dedup.jsonl and not a "
                                                  "datasets folder"),
     ("traces", "teacher: {model: t}\n", "--input: {tmp}/missing: no such file or folder"),
+    # no row to work on: the stage ran, wrote its folder and exited 0 with "0 answers for 0 instructions"
+    ("answers", "answer_models: [{model: m}]\n", "--input: {tmp}/blank.jsonl: no rows (an empty file, or blank lines "
+                                                 "only)"),
+    ("annotate", "teacher: {model: t}\n", "--input: {tmp}/kept/answers.jsonl: no rows (an empty file, or blank lines "
+                                          "only)"),
+    ("dedup", "reference: {tmp}/blank.jsonl\n", "reference: {tmp}/blank.jsonl: no rows (an empty file, or blank "
+                                                "lines only)"),
 ])
 def test_a_stage_that_cannot_run_is_refused_before_it_claims_the_folder(stage, yaml, says, tmp_path, capsys):
     """`judge-train data dedup` with no reference (a ValueError traceback from run_dedup) and `split` with a missing
@@ -1257,7 +1264,13 @@ def test_a_stage_that_cannot_run_is_refused_before_it_claims_the_folder(stage, y
     2, the stage's own message, and the output folder untouched."""
     (tmp_path / "empty").mkdir()
     (tmp_path / "instructions.jsonl").write_text('{"id": "i1", "instruction": "Напишите стих."}\n', encoding="utf-8")
+    (tmp_path / "blank.jsonl").write_bytes(b"\xef\xbb\xbf\n  \n")
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "answers.jsonl").write_bytes(b"")
     source = {"split": "missing", "traces": "missing", "answers": "empty"}.get(stage, "instructions.jsonl")
+    source = {"blank.jsonl: no rows": "blank.jsonl", "kept/answers.jsonl": "kept"}.get(
+        next((key for key in ("blank.jsonl: no rows", "kept/answers.jsonl") if key in says and "--input" in says), ""),
+        source)
     config = _write_yaml(tmp_path / "stage.yaml", yaml.replace("{tmp}", str(tmp_path)))
     out = tmp_path / "out"
     out.mkdir()

@@ -171,17 +171,32 @@ def check_input(source: str, reads: str | None, name: str = "--input") -> None:
 
     path = Path(source)
     if path.is_file():
+        _refuse_no_rows(name, path, reads)
         return
     if reads is None and str(source) == SAMPLE_DATA:  # records, as judge-train's data: sample reads them
         return
     if path.is_dir():
-        if reads is None or (path / f"{reads}.jsonl").is_file() or any(
-                (path / marker).is_file() for marker in ("dataset_info.json", "dataset_dict.json")):
+        if reads is not None and (path / f"{reads}.jsonl").is_file():  # what read_input reads first
+            _refuse_no_rows(name, path / f"{reads}.jsonl", reads)
+            return
+        if reads is None or any((path / marker).is_file() for marker in ("dataset_info.json", "dataset_dict.json")):
             return
         raise ConfigError(f"{name}: {source}: a folder with no {reads}.jsonl and not a datasets folder")
     if reads is None and looks_like_dataset_name(str(source), path):
         return
     raise ConfigError(f"{name}: {source}: no such file or folder")
+
+
+def _refuse_no_rows(name: str, path: Path, reads: str | None) -> None:
+    """Refuse a JSONL input of a stage's (``reads`` given) that holds no row: the stage would do nothing and exit 0.
+
+    Raises:
+        ConfigError: naming the setting and the file.
+    """
+    from train.synthetic.journal import holds_no_rows
+
+    if reads is not None and path.suffix != ".parquet" and holds_no_rows(path):
+        raise ConfigError(f"{name}: {path}: no rows (an empty file, or blank lines only)")
 
 
 def check_stage(stage: str, config: Any, input_path: str | None) -> None:

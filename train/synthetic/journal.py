@@ -23,7 +23,7 @@ A stage killed halfway loses at most the jobs in flight; the journal's last line
 said). Any other line that is not JSON is an error naming ``file:line``, never skipped. Ctrl-C stops a stage: the jobs
 not started are cancelled, and those in flight finish and are journalled before it exits.
 
-Why one module of ~555 lines: the journal, the job runner that appends to it, the input readers and checks every
+Why one module of ~570 lines: the journal, the job runner that appends to it, the input readers and checks every
 stage runs before its first job, and the output writer are one stage's life from its input to its folder; every
 stage takes all of them, and a split would only move the folder layout above away from the code that writes it.
 """
@@ -43,11 +43,11 @@ from typing import Any
 
 from judge.plumbing.journal import (JournalError, JournalWriter, RepeatedKeyError, iter_journal_lines,
                                     loads_without_repeats, open_journal, rewrite_journal)
-from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_json, value_words
+from judge.plumbing.json_reading import JSON_REFUSALS, UTF8_BOM, unreadable_json, value_words
 
 __all__ = ["Journal", "InputRows", "run_jobs", "request_failed", "refused_request", "REFUSED_PREFIX", "answered_oversized",
            "write_stage_outputs",
-           "read_input", "read_rows", "require_fields", "NOT_BLANK", "MAX_LINE_BYTES", "refuse_later_stage_rows", "STAGE_ROW_MARKS",
+           "read_input", "read_rows", "holds_no_rows", "require_fields", "NOT_BLANK", "MAX_LINE_BYTES", "refuse_later_stage_rows", "STAGE_ROW_MARKS",
            "log"]
 
 
@@ -526,6 +526,8 @@ def _read_input_jsonl(path: Path) -> InputRows:
         # Read a line at a time, each at most MAX_LINE_BYTES: a line over it is refused before it is parsed.
         lines = iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b"")
         for number, line in enumerate(lines, start=1):
+            if number == 1:  # a byte order mark is no part of the first row (json.loads would take it, but not alone)
+                line = line.removeprefix(UTF8_BOM)
             if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
                 raise ValueError(f"{path}:{number}: a line over {MAX_LINE_BYTES} bytes, the cap on one input row "
                                  "(train.synthetic.journal.MAX_LINE_BYTES): no instruction, answer or verdict is that "
@@ -533,6 +535,19 @@ def _read_input_jsonl(path: Path) -> InputRows:
             if line.strip():
                 _add_input_row(path, number, line, rows, row_index)
     return InputRows(rows, row_index)
+
+
+def holds_no_rows(path: Path) -> bool:
+    """Whether a stage's JSONL input holds nothing but blank lines (a byte order mark at its start aside), read up to
+    its first other byte: ``_read_input_jsonl`` would give the stage no row, and it would run, write its folder and
+    exit 0 having done nothing."""
+    with path.open("rb") as handle:
+        chunk = handle.read(1 << 16).removeprefix(UTF8_BOM)
+        while chunk:
+            if chunk.strip():
+                return False
+            chunk = handle.read(1 << 16)
+    return True
 
 
 def _add_input_row(path: Path, number: int, line: bytes, rows: list[dict], row_index: list[int]) -> None:
