@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from judge.plumbing.invisible_text import INVISIBLE
 from judge.plumbing.json_reading import value_words
 
 __all__ = ["Scale", "ScaleError", "scale_of", "has_unique_mode", "unique_mode_mask", "MAX_LEVELS", "MAX_LEVEL_DIGITS",
@@ -128,14 +129,15 @@ class Scale:
         return cls(tuple(range(low, high + 1)))
 
 
-# Characters a line may open with that show nothing: a byte order mark, zero-width spaces and joiners. Before a
-# level they hid it ("\ufeff0: ..." made a 0/1/2 rubric the flag 1/2).
-_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+# Characters a line may open with that show nothing (``judge.plumbing.invisible_text``: a byte order mark, zero-width
+# spaces, a left-to-right or right-to-left mark, a soft hyphen, bidi controls). Unread, one before a level would hide
+# it: the line would join the level above ("\u200e1: ..." would make a 0/1/2 rubric the scale 0, 2).
+_INVISIBLE = INVISIBLE
 
 
 def _line_pattern(number: str) -> re.Pattern[str]:
     """A level line whose number, after any sign, is ``number`` (a regular expression)."""
-    return re.compile(r"^([\s\u200b\u200c\u200d\u2060\ufeff]*+)(?:[-–—+]\s++|[*•]\s*+)?\**+\s*+((?:[-–—+]|\u2212\s*+)?"
+    return re.compile(rf"^([\s{_INVISIBLE}]*+)(?:[-–—+]\s++|[*•]\s*+)?\**+\s*+((?:[-–—+]|\u2212\s*+)?"
                       + number + r")\s*+\**+\s*+(:|-|–|—|\.|\))(?!\d)")
 
 

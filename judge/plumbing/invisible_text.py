@@ -1,0 +1,30 @@
+"""Characters that show nothing, as every reader that compares or parses human text drops them.
+
+Text copied from web pages, word processors and right-to-left editors carries format characters (Unicode category
+Cf) that render as nothing: a byte order mark, zero-width spaces and joiners, a soft hyphen, left-to-right and
+right-to-left marks, bidi embeddings and isolates. Two texts that differ only by them look identical to the person
+who wrote them, and a pattern that does not expect them reads the text differently ("\\u200e1: средне" is no level
+line to ``^\\s*\\d``). ``INVISIBLE`` lists them once, for the rubric reader (``judge.scales``), the splits'
+instruction key (``judge.splits.instruction_text_key``), the labelled sets' near-duplicate check and the taxonomy's
+name key. Visible format characters (the Arabic number signs U+0600-U+0605, which print) are not in it.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["INVISIBLE", "without_invisible"]
+
+#: Format characters that render as nothing: the soft hyphen, the Arabic letter mark, the Mongolian vowel separator,
+#: the zero-width space, non-joiner and joiner, the left-to-right and right-to-left marks, the bidi embeddings,
+#: overrides and isolates, the word joiner and invisible operators, the deprecated shaping controls, and the byte
+#: order mark (zero-width no-break space).
+INVISIBLE = ("\u00ad\u061c\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+             "\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\u206a\u206b\u206c\u206d\u206e\u206f\ufeff")
+
+_INVISIBLE_RUN = re.compile(f"[{INVISIBLE}]+")
+
+
+def without_invisible(text: str) -> str:
+    """``text`` with every ``INVISIBLE`` character removed."""
+    return _INVISIBLE_RUN.sub("", text)
