@@ -36,6 +36,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from judge.plumbing.invisible_text import without_invisible
 from judge.records import RecordError, value_words
 from judge.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 
@@ -54,6 +55,7 @@ __all__ = [
     "splits_of",
     "record_task_type",
     "instruction_key",
+    "instruction_text_key",
     "instruction_groups",
     "check_no_leakage",
 ]
@@ -267,11 +269,20 @@ def instruction_key(record) -> str:
     return record.instruction or f"id:{record.id}"
 
 
+def instruction_text_key(text: str) -> str:
+    """An instruction's text as the splits compare it: compatibility-composed (NFKC: "й" written as "и" + U+0306 is
+    "й", a fullwidth "５" is "5"), without the characters that show nothing (``judge.plumbing.invisible_text``: a byte
+    order mark, a zero-width space, a soft hyphen, a left-to-right mark), whitespace collapsed to one space and
+    case-folded. Two texts that look the same to whoever wrote them get one key."""
+    return " ".join(without_invisible(unicodedata.normalize("NFKC", text)).split()).casefold()
+
+
 def instruction_groups(records: Iterable) -> list[str]:
     """Each record's instruction, as the splits group them: records that share an ``instruction_key`` or an
-    instruction text (compatibility-composed, whitespace collapsed, case-folded) are one instruction, through any
-    chain of both (one union over the two keys), so one text under two ids never lands on two sides. A group is named
-    by the least ``instruction_key`` among its records: a group of one key keeps that key's name."""
+    instruction text (``instruction_text_key``: compatibility-composed, invisible characters dropped, whitespace
+    collapsed, case-folded) are one instruction, through any chain of both (one union over the two keys), so one
+    text under two ids never lands on two sides. A group is named by the least ``instruction_key`` among its
+    records: a group of one key keeps that key's name."""
     records = list(records)
     parent: dict[tuple[str, str], tuple[str, str]] = {}
 
@@ -283,7 +294,7 @@ def instruction_groups(records: Iterable) -> list[str]:
 
     keys = [("key", instruction_key(record)) for record in records]
     for record, key in zip(records, keys):
-        text = " ".join(unicodedata.normalize("NFKC", record.instruction or "").split()).casefold()
+        text = instruction_text_key(record.instruction or "")
         if text:
             a, b = root(key), root(("text", text))
             parent[max(a, b)] = min(a, b)  # a "key" node sorts first: every root is its group's least key

@@ -3,6 +3,9 @@ mark, a zero-width space) and the decomposed spelling of "й"/"ё" change no rea
 
 - the rubric reader (``judge.scale_of``) reads a level line however such a character opens it; before, a 0/1/2
   rubric with a left-to-right mark before level 1 read as the scale (0, 2), with no error;
+- the splits' instruction key (``judge.splits.instruction_groups``) groups copies spelt apart only by them, so a
+  held-out instruction's copy is dropped with it and the copies land on one side of train/validation;
+- the instructions stage's exact-duplicate filter drops such a copy;
 
 Every expected value below is written by hand from the text shown.
 """
@@ -13,8 +16,9 @@ import unicodedata
 
 import pytest
 
-from judge import scale_of
+from judge import records_from_rows, scale_of
 from judge.plumbing.invisible_text import INVISIBLE, without_invisible
+from judge.splits import instruction_groups, instruction_text_key
 
 LRM, RLM, SHY, LRE, PDF, LRI, PDI, MVS = "\u200e", "\u200f", "\u00ad", "\u202a", "\u202c", "\u2066", "\u2069", "\u180e"
 BOM, ZWSP = "\ufeff", "\u200b"
@@ -43,4 +47,51 @@ def test_the_invisible_characters_are_format_characters_that_show_nothing():
     assert all(unicodedata.category(ch) == "Cf" for ch in INVISIBLE)
     assert set(LRM + RLM + SHY + LRE + PDF + LRI + PDI + MVS + BOM + ZWSP) <= set(INVISIBLE)
     assert without_invisible(f"{BOM}При{SHY}вет{LRM}, {ZWSP}мир") == "Привет, мир"
+
+
+RUBRIC = "0: Ответ неверный.\n\n1: Ответ верный."
+HELD = "Перепиши это письмо в стиле делового отчёта."
+
+
+def _row(rid: str, instruction: str, **extra) -> dict:
+    return {"id": rid, "instruction": instruction, "answer": "Ответ.", "criteria_name": "Грамотность",
+            "rubrics": RUBRIC, "task_type": "Дать совет", "expert_scores": [1], "criteria_score": 1, **extra}
+
+
+TWINS = [("a byte order mark", BOM + HELD), ("a zero-width space", HELD.replace(" ", " " + ZWSP, 1)),
+         ("a soft hyphen", HELD.replace("письмо", f"пись{SHY}мо")), ("a left-to-right mark", HELD + LRM),
+         ("decomposed ё", unicodedata.normalize("NFD", HELD))]
+
+
+@pytest.mark.parametrize("name,twin", TWINS, ids=[t[0] for t in TWINS])
+def test_copies_spelt_apart_by_invisible_characters_are_one_instruction(name, twin):
+    assert twin != HELD
+    assert instruction_text_key(twin) == instruction_text_key(HELD) == HELD.casefold()
+    records = records_from_rows([_row("a", HELD, instruction_id="a"), _row("b", twin, instruction_id="b")])
+    assert instruction_groups(records) == ["a", "a"]
+
+
+@pytest.mark.parametrize("name,twin", TWINS, ids=[t[0] for t in TWINS])
+def test_a_held_out_instructions_copy_is_dropped_with_it(name, twin):
+    """The held-out text under a Zero-Shot task type (Style transfer) and its copy, spelt apart, under a Standard one:
+    neither stays in train."""
+    from train.synthetic.config import SplitConfig
+    from train.synthetic.splitting import split_records
+
+    rows = [_row("held", HELD, instruction_id="a", task_type="Style transfer"), _row("copy", twin, instruction_id="b"),
+            _row("other", "Другое.", instruction_id="c")]
+    splits, dropped, _ = split_records(rows, SplitConfig(validation_fraction=0.0))
+    assert [r["id"] for r in splits["train"]] == ["other"]
+    assert {r["id"]: r["drop_reason"] for r in dropped} == {"held": "zero_shot:task_type", "copy": "zero_shot:instruction"}
+
+
+def test_the_instructions_stage_drops_a_copy_spelt_apart():
+    """Stage 1's exact-duplicate filter folds what the splits' key folds: the four copies below are one problem."""
+    from train.synthetic.generation import _normalise
+
+    text = "Напиши 5 коротких рассказов о моём дне."
+    for twin in (unicodedata.normalize("NFD", text), BOM + text, text.replace("рассказов", f"рас{SHY}сказов"),
+                 text.replace("5", "\uff15")):
+        assert _normalise(twin) == _normalise(text), twin
+
 

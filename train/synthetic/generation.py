@@ -8,7 +8,8 @@ asked for the problem wrapped in ``[PROBLEM] ... [END]``.
 Filters, in order: a failed request (asked again by a rerun); an output longer than ``max_tokens`` could produce
 (``oversized``: ``train.synthetic.client.longer_than_asked``, the generator's answer, not asked again); a malformed
 output (no ``[PROBLEM] ... [END]``, an empty or repeated block, or an opening ``<think>`` never closed); more than ``max_non_russian`` non-Russian word
-tokens; an exact duplicate (case and whitespace folded) of an earlier instruction, in job order.
+tokens; an exact duplicate (``judge.splits.instruction_text_key``: Unicode compatibility form, invisible characters,
+case and whitespace folded) of an earlier instruction, in job order.
 """
 
 from __future__ import annotations
@@ -201,7 +202,12 @@ def non_russian_share(text: str, ignore_code: bool = True) -> float:
 
 
 def _normalise(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().casefold()
+    """A problem as the exact-duplicate filter compares it: the splits' instruction key
+    (``judge.splits.instruction_text_key``: compatibility-composed, invisible characters dropped, whitespace
+    collapsed, case-folded), so that a copy the split stage would group with its twin is a duplicate here too."""
+    from judge.splits import instruction_text_key
+
+    return instruction_text_key(text)
 
 
 def generation_jobs(config: InstructionsConfig) -> list[tuple[str, dict]]:
