@@ -6,6 +6,7 @@ mark, a zero-width space) and the decomposed spelling of "й"/"ё" change no rea
 - the splits' instruction key (``judge.splits.instruction_groups``) groups copies spelt apart only by them, so a
   held-out instruction's copy is dropped with it and the copies land on one side of train/validation;
 - the instructions stage's exact-duplicate filter drops such a copy;
+- the near-duplicate check of ``criteria: auto``'s labelled sets (``normalise_instruction``) finds a decomposed copy;
 
 Every expected value below is written by hand from the text shown.
 """
@@ -17,6 +18,7 @@ import unicodedata
 import pytest
 
 from judge import records_from_rows, scale_of
+from judge.criteria_auto.labelled import near_duplicates, normalise_instruction
 from judge.plumbing.invisible_text import INVISIBLE, without_invisible
 from judge.splits import instruction_groups, instruction_text_key
 
@@ -85,6 +87,16 @@ def test_a_held_out_instructions_copy_is_dropped_with_it(name, twin):
     assert {r["id"]: r["drop_reason"] for r in dropped} == {"held": "zero_shot:task_type", "copy": "zero_shot:instruction"}
 
 
+def test_a_decomposed_copy_is_a_near_duplicate_of_its_labelled_instruction():
+    """"Какой ёжик?" decomposed ("ё" as "е" + U+0308) was no near duplicate of itself: the combining mark became a
+    space ("какои е жик")."""
+    text = "Какой ёжик?"
+    decomposed = unicodedata.normalize("NFD", text)
+    assert normalise_instruction(decomposed) == normalise_instruction(text) == "какой ежик"
+    found = near_duplicates([text], [decomposed, BOM + text, text.replace("ёжик", f"ё{SHY}жик")])
+    assert [(i, j, jaccard) for i, j, jaccard, _ in found] == [(0, 0, 1.0), (0, 1, 1.0), (0, 2, 1.0)]
+
+
 def test_the_instructions_stage_drops_a_copy_spelt_apart():
     """Stage 1's exact-duplicate filter folds what the splits' key folds: the four copies below are one problem."""
     from train.synthetic.generation import _normalise
@@ -93,5 +105,3 @@ def test_the_instructions_stage_drops_a_copy_spelt_apart():
     for twin in (unicodedata.normalize("NFD", text), BOM + text, text.replace("рассказов", f"рас{SHY}сказов"),
                  text.replace("5", "\uff15")):
         assert _normalise(twin) == _normalise(text), twin
-
-
