@@ -7,6 +7,7 @@ mark, a zero-width space) and the decomposed spelling of "й"/"ё" change no rea
   held-out instruction's copy is dropped with it and the copies land on one side of train/validation;
 - the instructions stage's exact-duplicate filter drops such a copy;
 - the near-duplicate check of ``criteria: auto``'s labelled sets (``normalise_instruction``) finds a decomposed copy;
+- the taxonomy finds a criterion whose name carries one.
 
 Every expected value below is written by hand from the text shown.
 """
@@ -17,7 +18,7 @@ import unicodedata
 
 import pytest
 
-from judge import records_from_rows, scale_of
+from judge import load_taxonomy, records_from_rows, scale_of
 from judge.criteria_auto.labelled import near_duplicates, normalise_instruction
 from judge.plumbing.invisible_text import INVISIBLE, without_invisible
 from judge.splits import instruction_groups, instruction_text_key
@@ -105,3 +106,9 @@ def test_the_instructions_stage_drops_a_copy_spelt_apart():
     for twin in (unicodedata.normalize("NFD", text), BOM + text, text.replace("рассказов", f"рас{SHY}сказов"),
                  text.replace("5", "\uff15")):
         assert _normalise(twin) == _normalise(text), twin
+
+
+@pytest.mark.parametrize("name", [BOM + "Грамотность", "Грамотность" + LRM, f"Грамот{SHY}ность",
+                                  unicodedata.normalize("NFD", "Грамотность")])
+def test_the_taxonomy_finds_a_criterion_name_carrying_an_invisible_character(name):
+    assert load_taxonomy().criterion(name).base_id == "grammar"
