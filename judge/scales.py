@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from judge.plumbing.invisible_text import INVISIBLE
+from judge.plumbing.invisible_text import INVISIBLE, without_invisible
 from judge.plumbing.json_reading import value_words
 
 __all__ = ["Scale", "ScaleError", "scale_of", "has_unique_mode", "unique_mode_mask", "MAX_LEVELS", "MAX_LEVEL_DIGITS",
@@ -249,7 +249,8 @@ def level_of_key(key) -> int | None:
 
 def _key_level(key) -> int:
     """``level_of_key``, raising the refusal ``scale_of`` gives for a key that names no level."""
-    written = str(key).strip().replace("\u2212", "-")  # the typographic minus, as in level lines
+    # the typographic minus, as in level lines; a character that shows nothing, as anywhere in a rubric text
+    written = without_invisible(str(key)).strip().replace("\u2212", "-")
     if not re.fullmatch(r"[+-]?[0-9]+", written):
         raise _not_an_integer(written)
     return _level(written)
@@ -515,6 +516,9 @@ def scale_of(rubrics: str | Mapping) -> Scale:
         return _rubric_scale(_levels_from_keys(keys), rubrics)
     if not isinstance(rubrics, str):
         raise ScaleError(f"rubrics must be text or a mapping, got {value_words(rubrics)}")
+    # What shows nothing says nothing of the levels, wherever it stands: after a one-line rubric's ";" or inside
+    # "от 0 до 2" it would hide a level or the range.
+    rubrics = without_invisible(rubrics)
 
     listed = _level_list(rubrics)
     if listed is not None:

@@ -36,6 +36,11 @@ RUBRIC_LEVELS = [
     ("a Mongolian vowel separator before level 2", f"0: плохо\n1: средне\n{MVS}2: хорошо", (0, 1, 2)),
     ("a left-to-right mark before a one-line rubric", f"{LRM}0: плохо; 1: средне; 2: хорошо", (0, 1, 2)),
     ("marks before an indented level", f"0: плохо\n {LRM} 1: средне\n2: хорошо", (0, 1, 2)),
+    ("a soft hyphen after a one-line rubric's ';'", f"0: плохо; 1: средне;{SHY} 2: хорошо", (0, 1, 2)),
+    ("a left-to-right mark after a one-line rubric's ';'", f"0: плохо;{LRM} 1: средне; 2: хорошо", (0, 1, 2)),
+    ("a left-to-right mark inside a range in words", f"Оцените от{LRM} 0 до 2", (0, 1, 2)),
+    ("a left-to-right mark before a level's separator", f"0{LRM}: плохо\n1{LRM}: хорошо", (0, 1)),
+    ("a left-to-right mark in a mapping's key", {f"{LRM}0": "плохо", "1": "средне", f"2{RLM}": "хорошо"}, (0, 1, 2)),
 ]
 
 
