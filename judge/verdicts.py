@@ -404,13 +404,16 @@ def _feedback(body: str, result_at: int) -> str:
 #: of training rationales ("one word rationale are only eligible for the perfect scores"). build-data's tagged rows
 #: keep that exception for a perfect score (``rationale_words`` 1); a reasoning judge gets none (``gives_reasons``).
 MIN_RATIONALE_WORDS = 2
-_WORD = re.compile(r"\w+(?:-\w+)*")
+# A letter run may carry combining marks (U+0300-U+036F): a decomposed "ё" ("е" + U+0308) or "й", or a stress mark
+# ("пра́вильно"), none of which Python's \w matches, is inside its word.
+_WORD = re.compile(r"\w[\w\u0300-\u036f]*(?:-\w[\w\u0300-\u036f]*)*")
 
 
 def rationale_words(text: str | None) -> int:
-    """How many words ``text`` holds: runs of letters or digits, a hyphenated one one word ("что-то"). The paper's
-    "at least two words" (arXiv 2505.24616v3, Appendix B) counts words, so ". ." holds none and "Ошибок,нет." two,
-    where splitting at spaces would count the other way round."""
+    """How many words ``text`` holds: runs of letters or digits (a combining mark inside one, as a decomposed "ё" or a
+    stress mark, is part of it), a hyphenated one one word ("что-то"). The paper's "at least two words" (arXiv
+    2505.24616v3, Appendix B) counts words, so ". ." holds none and "Ошибок,нет." two, where splitting at spaces would
+    count the other way round."""
     return len(_WORD.findall(text)) if text else 0
 
 

@@ -8,6 +8,8 @@ mark, a zero-width space) and the decomposed spelling of "й"/"ё" change no rea
 - the instructions stage's exact-duplicate filter drops such a copy;
 - the near-duplicate check of ``criteria: auto``'s labelled sets (``normalise_instruction``) finds a decomposed copy;
 - the taxonomy finds a criterion whose name carries one.
+- a word written with a combining mark (a decomposed "ё", a stress mark) counts as one word towards Appendix B's
+  two-word floor (``judge.verdicts.rationale_words``).
 
 Every expected value below is written by hand from the text shown.
 """
@@ -117,3 +119,15 @@ def test_the_instructions_stage_drops_a_copy_spelt_apart():
                                   unicodedata.normalize("NFD", "Грамотность")])
 def test_the_taxonomy_finds_a_criterion_name_carrying_an_invisible_character(name):
     assert load_taxonomy().criterion(name).base_id == "grammar"
+
+
+@pytest.mark.parametrize("word", ["Объёмно.", "Приёмлемо", "Пра\u0301вильно.", "Неёмкий-то"])
+def test_a_word_written_with_a_combining_mark_is_one_word(word):
+    """Appendix B's two-word floor (``gives_reasons``) counts words: "Объёмно." decomposed ("ё" as "е" + U+0308) or a
+    stress mark ("Пра́вильно", U+0301) is still one word, which gives no reasons; the mark broke the word in two."""
+    from judge.verdicts import gives_reasons, rationale_words
+
+    for text in (word, unicodedata.normalize("NFD", word)):
+        assert rationale_words(text) == 1, ascii(text)
+        assert not gives_reasons(text)
+    assert rationale_words(f"{unicodedata.normalize('NFD', word)} Ответ") == 2
