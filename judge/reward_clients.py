@@ -460,12 +460,20 @@ def _value(reward: Reward | None, rule: RewardRule) -> float | None:
     return reward.value if reward is not None else rule.empty_answer
 
 
-@functools.lru_cache(maxsize=1)
 def _tls() -> Any:
-    """The TLS settings every reward request's httpx client is built with (``verify``), made once per process as
-    httpx makes its default (the CA bundle of ``$SSL_CERT_FILE``, ``$SSL_CERT_DIR`` or certifi). Left to httpx, each
-    client built reads and parses the bundle again, synchronously: the async clients build one per request, inside
-    the caller's event loop (verl's reward loop: one per sample), where that work holds every other request."""
+    """The TLS settings every reward request's httpx client is built with (``verify``), made as httpx makes its
+    default (the CA bundle of ``$SSL_CERT_FILE``, ``$SSL_CERT_DIR`` or certifi) once per trust store those two name
+    at the time of the request, so a driver that names its own store after a first request is followed. Left to
+    httpx, each client built reads and parses the bundle again, synchronously: the async clients build one per
+    request, inside the caller's event loop (verl's reward loop: one per sample), where that work holds every other
+    request."""
+    return _tls_for(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.lru_cache(maxsize=4)
+def _tls_for(cafile: str | None, capath: str | None) -> Any:
+    """``_tls`` for one pair of ``$SSL_CERT_FILE`` and ``$SSL_CERT_DIR``: the arguments key the cache, httpx reads
+    the same two from the environment."""
     import httpx
 
     return httpx.create_ssl_context()

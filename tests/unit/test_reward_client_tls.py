@@ -35,3 +35,30 @@ def test_the_ca_bundle_is_read_at_most_once_for_many_requests(monkeypatch):
                    for k in range(2)]
     assert [s["score"] for s in scores] == [1.0] * 10 and len(endpoint.requests) == 10
     assert len(loads) <= 1, loads
+
+
+def test_a_trust_store_named_after_the_first_request_is_the_one_later_requests_load(monkeypatch, tmp_path):
+    """A driver that points ``$SSL_CERT_FILE`` at its own CA bundle after a first request gets that bundle loaded for
+    the requests after it, as httpx's own default would, not the store the first request found."""
+    import certifi
+
+    from judge import reward_clients
+
+    loads = []
+    real = ssl.SSLContext.load_verify_locations
+
+    def counted(self, *args, **kwargs):
+        loads.append(kwargs.get("cafile", args[0] if args else None))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    sample = {"data_source": "d", "ground_truth": None, "extra_info": {"instruction": "Q", "criteria": ["A"]}}
+    with ScriptedEndpoint(lambda path, body: (200, judge_response([[scored("A", 2)]]))) as endpoint:
+        assert compute_score(solution_str="ans", judge_url=endpoint.base_url, api_key_env="", **sample)["score"] == 1.0
+    private = tmp_path / "private-ca.pem"
+    private.write_bytes(open(certifi.where(), "rb").read())
+    monkeypatch.setenv("SSL_CERT_FILE", str(private))
+    reward_clients._tls()
+    assert loads and loads[-1] == str(private), loads
