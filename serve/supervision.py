@@ -101,9 +101,10 @@ class ServerState:
     #: measured to here, not to its restart's start, which comes after stopping it (up to engine_stop_grace_s).
     died_at: dict[str, float] = field(default_factory=dict)
     last_exit: dict[str, int] = field(default_factory=dict)  # role -> the last exit code of its engine
-    #: role -> why its last restart failed without exiting (its load outlived engine_start_timeout_s): that failure,
-    #: not the exit before it, is what the restart and give-up messages name; cleared at the engine's next exit.
-    start_timed_out: dict[str, str] = field(default_factory=dict)
+    #: role -> why its last restart failed without exiting (its load outlived engine_start_timeout_s, or its process
+    #: could not be started): that failure, not the exit before it, is what the restart and give-up messages name;
+    #: cleared at the engine's next exit.
+    restart_failed: dict[str, str] = field(default_factory=dict)
     hung: dict[str, str] = field(default_factory=dict)  # role -> why its started engine, alive, counts as dead
     retry_after: dict[str, int] = field(default_factory=dict)  # role -> seconds to tell clients while it restarts
     #: role -> the model name and the context window (max_model_len) its engine lists on /v1/models, read once the
@@ -699,19 +700,19 @@ _TRANSIENT_START = _OWN_TROUBLE | {errno.EAGAIN, errno.ENOSPC, errno.EINTR}
 
 
 def _exited(state: ServerState, role: str, code: int) -> None:
-    """Record that ``role``'s engine exited with ``code``: its last failure now, no longer a restart's timeout."""
+    """Record that ``role``'s engine exited with ``code``: its last failure now, no longer a restart's failure."""
     state.last_exit[role] = code
-    state.start_timed_out.pop(role, None)
+    state.restart_failed.pop(role, None)
 
 
 def _last_failure(state: ServerState, role: str, hung: str | None) -> str:
     """How ``role``'s engine last failed, as a clause: ``hung`` (why it counts as dead while alive; None: it exited),
-    else its last restart's timeout, else its last exit (with its code, where one was seen). One rule for the 503's reason while it restarts and the
-    give-up message."""
+    else its last restart's failure (a timeout, or no process started), else its last exit (with its code, where one
+    was seen). One rule for the 503's reason while it restarts and the give-up message."""
     if hung:
         return hung
-    if timed_out := state.start_timed_out.get(role):
-        return f"the {role} engine {timed_out}"
+    if restart_failed := state.restart_failed.get(role):
+        return f"the {role} engine {restart_failed}"
     code = state.last_exit.get(role)
     return f"the {role} engine exited" + (f" with code {code}" if code is not None else "")
 
@@ -796,6 +797,8 @@ async def _heal(state: ServerState, role: str) -> None:
                                     "judge-serve stops")
                     return
                 log.error("the %s engine could not be restarted (%s: %s)", role, type(err).__name__, err)
+                state.last_exit.pop(role, None)  # no process ran: the exit before it is not this failure
+                state.restart_failed[role] = f"could not be restarted ({type(err).__name__}: {err})"
                 continue
             try:
                 _update_run_record(state)
@@ -809,8 +812,8 @@ async def _heal(state: ServerState, role: str) -> None:
                     _exited(state, role, engine.exit_code())
                 else:  # alive and still loading: the exit before it is not this failure
                     state.last_exit.pop(role, None)
-                    state.start_timed_out[role] = (f"did not answer /health within engine_start_timeout_s "
-                                                   f"({config.engine_start_timeout_s:g} s) after its restart")
+                    state.restart_failed[role] = (f"did not answer /health within engine_start_timeout_s "
+                                                  f"({config.engine_start_timeout_s:g} s) after its restart")
                 log.error("the restarted %s engine did not come up: %s", role, err)
                 await asyncio.to_thread(engine.stop)
                 continue

@@ -136,7 +136,8 @@ def _healed(state: ServerState) -> asyncio.Event:
 def test_a_restart_that_cannot_start_its_engine_counts_and_past_the_limit_judge_serve_stops(monkeypatch):
     """An engine that cannot even be started (EMFILE: judge-serve out of descriptors) is a failed restart, retried
     within engine_max_restarts like one that did not come up; past them judge-serve is "failed" and on_fatal stops
-    it (exit 1): the OSError never ends the heal task unawaited, leaving "ready" for ever over a dead engine."""
+    it (exit 1): the OSError never ends the heal task unawaited, leaving "ready" for ever over a dead engine. The
+    stop names that failure, not the exit (code 1) of the death before it."""
     import errno
 
     import serve.supervision
@@ -151,8 +152,11 @@ def test_a_restart_that_cannot_start_its_engine_counts_and_past_the_limit_judge_
 
     async def heal() -> None:
         state = _dead_generator(engine_max_restarts=3)
+        state.last_exit["generator"] = 1
         await asyncio.wait_for(_healed(state).wait(), 60)  # set by on_fatal; the bound only ends a failing test
         assert state.status == "failed" and "engine_max_restarts=3 reached" in state.failure
+        assert ("(last failure: the generator engine could not be restarted (OSError: [Errno 24] Too many open files))"
+                in state.failure), state.failure
         assert len(starts) == 3 and state.restarts["generator"] == 3
 
     asyncio.run(heal())
