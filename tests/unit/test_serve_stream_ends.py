@@ -148,17 +148,32 @@ def test_a_stream_whose_body_ends_inside_its_completed_event_ends_with_the_error
 
 def test_a_relayed_stream_is_read_once_for_the_relay_and_the_drain_alike(tiny_causal_dir, monkeypatch):
     """What a relayed stream sent is read once: the relay and judge-serve's drain end a stream from the same
-    ``SentStream``, where each used to read every part the client was sent a second time."""
-    from serve.errors import SentStream
+    ``SentStream``, where each used to read every part the client was sent a second time. The route hands the one
+    the relay fills to the drain (``SENT_STREAM_SCOPE``): without it a drain would cut the stream with no end."""
+    from serve.connections import RefuseWhileDrainingMiddleware
+    from serve.errors import SENT_STREAM_SCOPE, SentStream
 
     scanned: list[bytes] = []
+    readers: list[SentStream] = []
     real = SentStream.sent
 
     def sent(self, body: bytes) -> None:
         scanned.append(body)
+        readers.append(self)
         real(self, body)
 
     monkeypatch.setattr(SentStream, "sent", sent)
+    handed: list[list[SentStream]] = []
+    middleware = RefuseWhileDrainingMiddleware.__call__
+
+    async def drain_reads(self, scope, receive, send):
+        try:
+            return await middleware(self, scope, receive, send)
+        finally:
+            if scope.get("path") == "/v1/chat/completions":
+                handed.append(list(scope[SENT_STREAM_SCOPE]))
+
+    monkeypatch.setattr(RefuseWhileDrainingMiddleware, "__call__", drain_reads)
 
     def respond(path: str, body: dict) -> tuple | EventStream:
         return _respond(path, body) if not body.get("stream") else EventStream(STREAM_CHUNKS)
@@ -169,6 +184,8 @@ def test_a_relayed_stream_is_read_once_for_the_relay_and_the_drain_alike(tiny_ca
         raw = _ready(http).post("/v1/chat/completions", headers=AUTH, json=chat)
     assert raw.status_code == 200 and raw.content.endswith(DONE)
     assert b"".join(scanned) == raw.content
+    assert len(handed) == 1 and len(handed[0]) == 1 and handed[0][0].finished, handed
+    assert all(reader is handed[0][0] for reader in readers)
 
 
 def test_a_last_event_without_its_blank_line_was_not_sent_whatever_its_size():
