@@ -455,8 +455,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                                 engine_retry_headers=retry_headers_of(upstream_response.headers))
         event_stream = upstream_response.headers.get("content-type", "").startswith("text/event-stream")
 
-        out = SentStream(responses=path == "/v1/responses")
-        if event_stream:  # judge-serve's drain ends a stream it cuts from what the relay read of it
+        out = SentStream(responses=path == "/v1/responses") if event_stream else None
+        if out is not None:  # judge-serve's drain ends a stream it cuts from what the relay read of it
             request.scope.get(SENT_STREAM_SCOPE, []).append(out)
 
         async def body():
@@ -464,7 +464,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                 # Raced against the engine's death chunk by chunk, as the wait for its headers is: an engine that
                 # goes silent with its connection open is abandoned once declared dead, not read until the timeout.
                 chunks = until_dead(upstream_response.content.iter_any(), state.dead[role])
-                async for chunk in relayed_stream(chunks, role, event_stream, out.responses, out):
+                async for chunk in relayed_stream(chunks, role, event_stream, out):
                     yield chunk
             finally:
                 upstream_response.release()

@@ -349,12 +349,12 @@ def _looks_like_error(held: bytes) -> bool:
 
 
 async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: bool,
-                         responses: bool = False, out: SentStream | None = None) -> AsyncIterator[bytes]:
+                         out: SentStream | None = None) -> AsyncIterator[bytes]:
     """An engine's answer as it goes to the client. An event stream goes event by event (``_error_event``), and when
     the engine breaks it off (it died, its connection dropped, a read timed out, or it was declared dead while
     silent: ``EngineUnavailable``, from ``serve.engine_client.until_dead``) it ends with an error event: on a
-    ``responses`` stream (``/v1/responses``) the Responses error event (``event: error``, ``data: {"type": "error",
-    ...}``, its ``sequence_number`` one past the last one sent) and nothing after it, as vLLM ends its own; on the
+    Responses stream (``out.responses``: ``/v1/responses``) the Responses error event (``event: error``, ``data:
+    {"type": "error", ...}``, its ``sequence_number`` one past the last one sent) and nothing after it, as vLLM ends its own; on the
     others ``data: {"error": ...}`` and ``data: [DONE]``. An event held whole and cut in two is dropped. An event
     longer than ``MAX_PENDING_EVENT_BYTES`` that has an ``event: error`` line, whose data begins like an error's, or
     that has no ``data:`` line, is cut so too; any other long event is passed on unheld, byte for byte, to its blank
@@ -374,11 +374,11 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
     Lines an event stream ends with CRLF or CR (the SSE standard allows all three; sse-starlette writes CRLF) go on
     ended with LF, the same events: an event's end is searched for as LF alone, so a stream framed otherwise would
     be held whole and its errors never read.
-    What went out is read once, into ``out`` (a ``SentStream`` for ``responses``, made here when none is given),
-    each part once the consumer took it: the yield returns only after the ASGI send of that part did, so a part
+    What went out is read once, into ``out`` (a ``SentStream``, which says whether the stream is a Responses one;
+    one for any other stream is made here when none is given), each part once the consumer took it: the yield returns only after the ASGI send of that part did, so a part
     whose send was cancelled is not counted. judge-serve's drain ends a stream it cuts from that same ``out``
     (``SENT_STREAM_SCOPE``) rather than reading every part a second time."""
-    out = out if out is not None else SentStream(responses)
+    out = out if out is not None else SentStream(responses=False)
     parts = _relayed_parts(chunks, role, event_stream, out)
     try:
         async for part in parts:

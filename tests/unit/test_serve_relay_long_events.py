@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 import serve.errors
-from serve.errors import engine_error, relayed_stream
+from serve.errors import SentStream, engine_error, relayed_stream
 
 
 def _relayed(chunks, *, responses: bool = False, broken: BaseException | None = None) -> bytes:
@@ -25,7 +25,7 @@ def _relayed(chunks, *, responses: bool = False, broken: BaseException | None = 
             raise broken
 
     async def go():
-        return b"".join([part async for part in relayed_stream(engine(), "generator", True, responses=responses)])
+        return b"".join([part async for part in relayed_stream(engine(), "generator", True, SentStream(responses))])
 
     return asyncio.run(go())
 
