@@ -209,6 +209,26 @@ def test_a_last_event_without_its_blank_line_was_not_sent_whatever_its_size():
                                                   "sequence_number": number, "message": inside}
 
 
+def test_the_openai_sdk_discards_a_last_event_without_its_blank_line_and_reads_the_relays_end():
+    """The premise the rule above stands on, pinned against the ``openai`` SDK's own decoder: an event the body ends
+    before its blank line (``[DONE]``, a whole ``response.completed``) is never dispatched, so passing one on as a
+    whole reply would end the stream for no client; the relay's ending of such a stream is read by that decoder as
+    the events sent, the error event, then ``[DONE]``."""
+    from openai._streaming import SSEDecoder
+
+    def decoded(stream: bytes) -> list[str]:
+        return [event.data for event in SSEDecoder().iter_bytes(iter([stream]))]
+
+    events = [chunk[len(b"data: "):].strip().decode() for chunk in CHAT]
+    assert decoded(b"".join([*CHAT, DONE.rstrip(b"\n")])) == events
+    assert [event.event for event in SSEDecoder().iter_bytes(iter([CREATED + COMPLETED.rstrip(b"\n")]))] == \
+        ["response.created"]
+    *sent, error, done = decoded(_relayed([*CHAT, DONE.rstrip(b"\n")]))
+    assert sent == events and done == "[DONE]"
+    assert json.loads(error)["error"]["message"] == ("the generator engine's stream ended inside an event; the reply "
+                                                     "is incomplete")
+
+
 def test_a_chat_stream_whose_choices_all_finished_is_still_incomplete_without_done():
     """Every choice's ``finish_reason`` is no end of a chat stream: OpenAI's stream is "terminated by a ``data:
     [DONE]`` message", and with ``stream_options.include_usage`` a usage chunk (``choices`` empty) comes after
