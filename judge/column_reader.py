@@ -18,15 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from judge.plumbing.invisible_text import BLANK_RE2
 from judge.record_columns import TEXT_FIELDS, RecordColumns, count_per_row, past_text_bound, python_values
 from judge.records import (ABSTENTION_SCORE, BENCHMARK_MARKERS, KNOWN_FIELDS, OPTIONAL_TEXT_FIELDS, SCORE_BOUND,
                            REQUIRED_TEXT_FIELDS, LineIndex, LoadReport, RecordError, RowIndex, content_id,
                            is_benchmark_row, log_report, note_duplicate, note_off_scale, scale_bounds)  # fmt: skip
 
 __all__ = ["columns_from_tables"]
-
-# Python's str.strip() removes these (str.isspace): a text of nothing else is blank, as the row path says.
-_BLANK = r"^[\t\n\x{0b}\x{0c}\r\x{1c}-\x{1f}\x{85}\p{Z}]*$"
 
 
 def _is_text(kind) -> bool:
@@ -69,9 +67,12 @@ def _within_bound(array) -> bool:
 
 
 def _any_blank(column) -> bool:
+    """Some text of the column shows nothing (``judge.plumbing.invisible_text.is_blank``, the row path's rule for
+    required texts and expert ids). A row ``id`` of invisible characters only is still an id to the row path (white
+    space alone gives none): such a table is read row by row, which keeps it."""
     import pyarrow.compute as pc
 
-    return bool(pc.any(pc.match_substring_regex(column, _BLANK)).as_py())
+    return bool(pc.any(pc.match_substring_regex(column, BLANK_RE2)).as_py())
 
 
 def _flat(column):

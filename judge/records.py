@@ -28,7 +28,7 @@ validated; a bad row raises a
 know are kept in ``JudgeRecord.extra``, and exact duplicate rows, abstentions, items whose experts all abstained and
 aggregates (``criteria_score``) derived from the experts are counted in a ``LoadReport`` (``load_records_report``).
 
-Why one module of ~1058 lines: the record and the one validation of its invariants for both row schemas belong
+Why one module of ~1066 lines: the record and the one validation of its invariants for both row schemas belong
 together (every loader builds records through it); where rows come from is ``judge.record_sources``, the
 column-wise reader ``judge.column_reader``.
 """
@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from judge.plumbing.invisible_text import is_blank
 # kind_words and value_words live beneath the contract, where judge.plumbing's readers word their errors too
 from judge.plumbing.json_reading import kind_words, lone_surrogate_at, value_words
 from judge.scales import ScaleError, scale_of
@@ -445,8 +446,9 @@ class JudgeRecord:
                 raise fail(name, "is missing")
             if not isinstance(value, str):
                 raise fail(name, f"must be text, got {value_words(value)}")
-            if not value.strip():
-                raise fail(name, "is empty")
+            if is_blank(value):
+                raise fail(name, "is empty" if not value.strip() else "is empty: it holds only characters that show "
+                           f"nothing ({_code_points(value)})")
             values[name] = value
 
         reference = row.get("reference_answer")
@@ -584,6 +586,12 @@ def _all_texts(values: tuple) -> bool:
     return True
 
 
+def _code_points(text: str) -> str:
+    """The distinct characters of ``text`` other than white space as code points ("U+200B, U+FEFF"): what a refusal
+    names of a text that shows nothing, whose characters would print as nothing."""
+    return ", ".join(f"U+{ord(c):04X}" for c in dict.fromkeys(text) if not c.isspace())
+
+
 def _check_ids(ids: tuple | None, n_experts: int, where: str, kinds: str = "texts") -> None:
     """One distinct non-blank text id per expert, or no ids at all (raises ValueError naming what is wrong).
     ``kinds``: what the caller takes, as its refusal says it: a data row's integers are read as their text before this check
@@ -592,8 +600,8 @@ def _check_ids(ids: tuple | None, n_experts: int, where: str, kinds: str = "text
         return
     if len(ids) != n_experts:
         raise ValueError(f"{where}: {len(ids)} expert ids for {n_experts} experts")
-    # a blank id (" ") names no one, as an empty one does: empty once stripped is refused alike
-    if ids and (set(map(type, ids)) != {str} or not all(i.strip() for i in ids)):
+    # a blank id (" ", or a zero-width space) names no one, as an empty one does: one that shows nothing is refused
+    if ids and (set(map(type, ids)) != {str} or any(map(is_blank, ids))):
         raise ValueError(f"{where}: expert ids must be non-blank {kinds} (one per expert), got {list(ids)!r}")
     if len(set(ids)) != len(ids):
         raise ValueError(f"{where}: an expert id repeats within the item ({list(ids)!r})")

@@ -7,13 +7,18 @@ who wrote them, and a pattern that does not expect them reads the text different
 line to ``^\\s*\\d``). ``INVISIBLE`` lists them once, for the rubric reader (``judge.scales``), the splits'
 instruction key (``judge.splits.instruction_text_key``), the labelled sets' near-duplicate check and the taxonomy's
 name key. Visible format characters (the Arabic number signs U+0600-U+0605, which print) are not in it.
+
+A text is blank when it shows nothing: white space (``str.isspace``) and ``INVISIBLE`` characters only. ``is_blank``
+says it of one text, ``BLANK_RE2`` of each text of an Arrow column (``pyarrow.compute.match_substring_regex``), so
+that the record readers, row by row (``judge.records``) and column-wise (``judge.column_reader``), refuse the same
+required texts and expert ids; ``tests/unit/test_blank_texts.py`` holds the two equal on every code point.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["INVISIBLE", "without_invisible"]
+__all__ = ["BLANK_RE2", "INVISIBLE", "is_blank", "without_invisible"]
 
 #: Format characters that render as nothing: the soft hyphen, the Arabic letter mark, the Mongolian vowel separator,
 #: the zero-width space, non-joiner and joiner, the left-to-right and right-to-left marks, the bidi embeddings,
@@ -23,8 +28,21 @@ INVISIBLE = ("\u00ad\u061c\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c
              "\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\u206a\u206b\u206c\u206d\u206e\u206f\ufeff")
 
 _INVISIBLE_RUN = re.compile(f"[{INVISIBLE}]+")
+# Python's \s in a text pattern is str.isspace; a text that shows something fails at its first visible character
+_BLANK_TEXT = re.compile(f"[\\s{INVISIBLE}]*")
+
+#: ``is_blank`` in RE2, Arrow's regex syntax: the characters ``str.strip()`` removes (``str.isspace``: the ASCII
+#: white space and separators, U+0085 and Unicode's separators, category Z) and ``INVISIBLE``, and nothing else.
+BLANK_RE2 = (r"^[\t\n\x{0b}\x{0c}\r\x{1c}-\x{1f}\x{85}\p{Z}"
+             + "".join(f"\\x{{{ord(c):04x}}}" for c in INVISIBLE) + "]*$")
 
 
 def without_invisible(text: str) -> str:
     """``text`` with every ``INVISIBLE`` character removed."""
     return _INVISIBLE_RUN.sub("", text)
+
+
+def is_blank(text: str) -> bool:
+    """Whether ``text`` shows nothing: it holds only white space and ``INVISIBLE`` characters (or nothing)."""
+    stripped = text.strip()  # most texts end here, at a visible first character
+    return not stripped or (stripped[0] in INVISIBLE and _BLANK_TEXT.fullmatch(stripped) is not None)

@@ -38,6 +38,10 @@ BAD = [
     # (mutation, field named in the error, fragment of the message)
     ({"instruction": None}, "instruction", "is missing"),
     ({"answer": "   "}, "answer", "is empty"),
+    # a text of characters that display nothing (a zero-width space, a byte order mark) shows nothing: blank too
+    ({"instruction": "\u200b\ufeff"}, "instruction", "is empty: it holds only characters that show nothing (U+200B, "
+                                                     "U+FEFF)"),
+    ({"answer": " \u00ad\n\u200e"}, "answer", "is empty: it holds only characters that show nothing (U+00AD, U+200E)"),
     ({"criteria_name": 3}, "criteria_name", "must be text"),
     ({"rubrics": ""}, "rubrics", "is empty"),
     ({"expert_scores": "2"}, "expert_scores", "must be a list"),
@@ -73,6 +77,7 @@ BAD = [
     ({"expert_ids": ["e1", " ", "e3"]}, "expert_ids",
      "expert ids must be non-blank texts or integers (one per expert), got ['e1', ' ', 'e3']"),
     ({"expert_ids": ["e1", "\t\n", "e3"]}, "expert_ids", "must be non-blank texts or integers"),
+    ({"expert_ids": ["e1", "\u200b", "e3"]}, "expert_ids", "must be non-blank texts or integers"),
     # a boolean is no text and no id: it was kept as the text "True"
     ({"id": True}, "id", "must be text or an integer, got true"),
     ({"task_type": False}, "task_type", "must be text, got false"),
