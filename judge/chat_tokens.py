@@ -24,8 +24,8 @@ __all__ = ["chat_ids", "chat_parts", "generation_prompt_merged", "prepare_tokeni
 #: (the Qwen2.5/Qwen3 tokenizers' whole special set: turn markers, end of text, the vision and box markers, the
 #: pads), Llama 3's header and turn markers, Gemma's turn markers. A teacher served by a chat API and trl's GRPO
 #: prompts tokenize such a string as the control token, where SFT and judge-serve (``chat_ids``) read it as the
-#: characters it is: the traces stage does not ask an item holding one, and the GRPO recipe drops its prompt
-#: (besides those its own tokenizer reads otherwise), both by ``special_token_strings_in``. ``<think>`` and
+#: characters it is: the annotate and traces stages do not ask an item holding one, and the GRPO recipe drops its
+#: prompt (besides those its own tokenizer reads otherwise), all by ``special_token_strings_in``. ``<think>`` and
 #: ``<tool_call>`` are added tokens Qwen's tokenizers do not mark special (read alike both ways): not listed.
 SPECIAL_TOKEN_STRINGS = (
     "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>",

@@ -19,6 +19,12 @@ a draft inside a reasoning the teacher's chat template opened in the prompt, cut
 journalled that this one would not keep: its last raw output, read again by ``judge.parse_verdict``, is another
 verdict, or one ``unusable_verdict`` refuses.
 
+An item whose prompt holds one of ``judge.chat_tokens.SPECIAL_TOKEN_STRINGS`` is not asked, and dropped as
+``special_token_string`` (a label journalled for it before is not kept): the teacher's chat API would read it as a
+control token (an answer that writes ``<|im_end|>\\n<|im_start|>assistant\\n...`` ends the user's turn and writes the
+teacher's verdict), where SFT reads it as the characters it is; the traces stage and GRPO leave such items out by the
+same list.
+
 ``limit`` counts verdicts: those past it are not asked, and counted in summary.json (``verdicts_beyond_limit``) beside
 ``input_answers`` and ``verdicts``, so every (answer, criterion) is a kept row, a counted drop or counted left out.
 
@@ -33,6 +39,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from judge.chat_tokens import special_token_strings_in
 from train.synthetic.client import (CHARS_PER_TOKEN, ChatClient, EndpointWatch, longer_than_asked,
                                     unusable_endpoints)
 from train.synthetic.config import AnnotateConfig, EndpointConfig
@@ -169,7 +176,12 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
     every_item = annotation_items(rows, dataclasses.replace(config, limit=0), source=str(input_path),
                                   row_index=inputs.row_index)
     items = every_item[: config.limit] if config.limit else every_item
-    log(f"annotate: {len(items)} verdicts for {len(rows)} answers from {teacher.name} -> {out_dir}")
+    # A chat API parses such a string in the prompt as a control token (the answer ends the user's turn and writes
+    # the teacher's: its label would be the answer's), where SFT reads it as text: the traces stage's rule, the list
+    # GRPO drops its prompts by. Not asked, and dropped whatever an earlier version journalled for it.
+    forging = {key: held for key, record in items if (held := special_token_strings_in(render_prompt_en(record)))}
+    log(f"annotate: {len(items) - len(forging)} verdicts for {len(rows)} answers from {teacher.name} -> {out_dir}"
+        + (f" ({len(forging)} not asked: a special-token string in the prompt)" if forging else ""))
     oversized = (f"longer than max_tokens {teacher.max_tokens} x {CHARS_PER_TOKEN} characters allows: the server did "
                  "not generate under the limit it was asked with")
 
@@ -229,14 +241,21 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
                 or verdict.score != done.get("score")
                 or verdict.feedback != done.get("feedback"))
 
-    redo = [key for key, record in items if key in journal and journal.rows[key].get("ok") is True
+    asked = [(key, record) for key, record in items if key not in forging]
+    redo = [key for key, record in asked if key in journal and journal.rows[key].get("ok") is True
             and stale(journal.rows[key], record)]
-    run_jobs(items, work, journal, config.concurrency, "annotate", fingerprint=render_prompt_en, redo=redo,
+    run_jobs(asked, work, journal, config.concurrency, "annotate", fingerprint=render_prompt_en, redo=redo,
              redo_why="whose kept feedback holds a verdict or <think> tag, or whose raw output reads as another "
              "verdict now or is more than one tagged block, or, kept without its finish_reason, may have been cut after a drafted block")
 
     kept, dropped = [], []
     for key, record in items:
+        if key in forging:
+            dropped.append({**record, "teacher": teacher.name, "prompt_version_en": PROMPT_VERSION_EN,
+                            "teacher_raw": [], "attempts": 0, "drop_reason": "special_token_string",
+                            "reason": f"the prompt holds {', '.join(forging[key])}, which the teacher's chat API "
+                                      "would read as a control token (SFT reads it as text): not asked"})
+            continue
         done = journal.rows[key]
         raw = done.get("raw_outputs") or []  # a hand-made or foreign journal row may carry none
         row = {**record, "teacher": teacher.name, "prompt_version_en": PROMPT_VERSION_EN, "teacher_raw": raw,
