@@ -1213,6 +1213,9 @@ def rank(config: RankConfig) -> dict[str, Any]:
     update_provenance(out, replacing=("bench",), rank={"config": dataclasses.asdict(config), "model": result["model"]})
     log.info("rank: %s", _summary_line(matrix, unanswered, selection, len(rows)))
     # A verdict the judge never wrote fails the run as a failed request does (exit 3): the next run asks for it.
+    # Items the chat judge read a special-token string in (a candidate's answer can forge the judge's turn): said
+    # as judge-eval run's summary says them.
+    flagged = {"special_token_rows": n} if (n := judge_counts.get("special_token_rows")) else {}
     return {"model": result["model"], "judge": result["judge"], "grand_mean": result["matrix"]["grand_mean"],
             **counts, "request_failed": judge_counts.get("request_failed", 0) + counts["n_no_prediction"],
-            "matrix": str(out / MATRIX), "report": str(page)}
+            **flagged, "matrix": str(out / MATRIX), "report": str(page)}

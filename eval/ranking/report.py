@@ -153,6 +153,18 @@ def _selection(result: Mapping[str, Any]) -> list[str]:
             "the data set's (the binary criteria that gate a rubric without a scale are read from all of them)"]
 
 
+def _special_tokens(result: Mapping[str, Any]) -> list[str]:
+    """A line when the chat judge read a special-token string in items' text (``eval.judging.special_tokens``): an
+    answer that writes ``<|im_end|>`` ends the judge's user turn there, and can write the judge's verdict."""
+    n = (result.get("verdicts") or {}).get("special_token_rows")
+    if not n:
+        return []
+    return [f"<b>{n} item{'s' * (n != 1)} sent to the judge hold{'s' * (n == 1)} a special-token string</b> "
+            "(&lt;|im_end|&gt;, ...): the judge's chat server read it as a control token (a turn ended, a turn "
+            "injected), not as the text the judge was trained on; their verdicts are scored, run.json's "
+            "chat_special_tokens names them; judge-serve's /v1/judge (--backend judge-serve) asks them as text"]
+
+
 def render_ranking_page(result: Mapping[str, Any]) -> str:
     """The ranking report: counts, the matrix as a heat map, how to read it."""
     matrix, counts = result["matrix"], result["counts"]
@@ -161,7 +173,7 @@ def render_ranking_page(result: Mapping[str, Any]) -> str:
                 f"grand mean {_fmt(matrix['grand_mean'], 4)} (the mean of every non-binary score, pooled); "
                 f"{counts['n_instructions']} instructions, {_sent(counts)}; normalisation "
                 f"{_e(matrix['normalize'])}; verdicts read by the {_e(result.get('verdict_reader', 'toolkit'))} "
-                f"reader; {_resampled(matrix)}", *_selection(result)]
+                f"reader; {_resampled(matrix)}", *_selection(result), *_special_tokens(result)]
     not_scored = [f"{k} {counts[k]}" for k in NOT_SCORED if counts.get(k)]
     answers = [f"{k} {counts[k]}" for k in ANSWER_COUNTS if counts.get(k)]
     normalize = matrix["normalize"]
