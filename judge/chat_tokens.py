@@ -22,9 +22,12 @@ __all__ = ["chat_ids", "chat_parts", "generation_prompt_merged", "prepare_tokeni
 
 #: The special-token strings a chat model's tokenizer parses as control tokens in any text it tokenizes whole: Qwen's
 #: (the Qwen2.5/Qwen3 tokenizers' whole special set: turn markers, end of text, the vision and box markers, the
-#: pads), Llama 3's header and turn markers, Gemma's turn markers. A teacher served by a chat API and trl's GRPO
-#: prompts tokenize such a string as the control token, where SFT and judge-serve (``chat_ids``) read it as the
-#: characters it is: the annotate and traces stages do not ask an item holding one, and the GRPO recipe drops its
+#: pads), Llama 3's header and turn markers, Gemma's turn markers, DeepSeek-R1's (and its distills') turn markers,
+#: full-width bars (U+FF5C) and U+2581 for the spaces (added tokens, which a tokenizer reads as their tokens in any
+#: text whether marked special or not: the distills' tokenizers mark ``<｜User｜>`` and ``<｜Assistant｜>`` not special;
+#: the paper's teacher, arXiv 2505.24616v3 Section 3.1, and a baseline judge's). A teacher served by a chat API and
+#: trl's GRPO prompts tokenize such a string as the control token, where SFT and judge-serve (``chat_ids``) read it as
+#: the characters it is: the annotate and traces stages do not ask an item holding one, and the GRPO recipe drops its
 #: prompt (besides those its own tokenizer reads otherwise), all by ``special_token_strings_in``. ``<think>`` and
 #: ``<tool_call>`` are added tokens Qwen's tokenizers do not mark special (read alike both ways): not listed.
 SPECIAL_TOKEN_STRINGS = (
@@ -34,6 +37,8 @@ SPECIAL_TOKEN_STRINGS = (
     "<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>",
     "<|python_tag|>",
     "<start_of_turn>", "<end_of_turn>",
+    "<\uff5cbegin\u2581of\u2581sentence\uff5c>", "<\uff5cend\u2581of\u2581sentence\uff5c>", "<\uff5cUser\uff5c>",
+    "<\uff5cAssistant\uff5c>",
 )
 
 

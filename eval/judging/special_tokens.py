@@ -12,8 +12,9 @@ warning, and records them in run.json (``chat_special_tokens``) and the run's su
 their verdicts are kept and scored, and a reader of the run knows which were asked of a prompt the judge was never
 trained on. judge-serve's ``/v1/judge`` (``--backend judge-serve``) asks them as trained.
 
-The strings are ``judge.chat_tokens.SPECIAL_TOKEN_STRINGS`` (Qwen's, Llama 3's and Gemma's), the list the annotate
-and traces stages and the GRPO recipe screen prompts by: a chat server's tokenizer is not judge-eval's to load.
+The strings are ``judge.chat_tokens.SPECIAL_TOKEN_STRINGS`` (Qwen's, Llama 3's, Gemma's and
+DeepSeek-R1's), the list the annotate and traces stages and the GRPO recipe screen prompts by: a chat server's
+tokenizer is not judge-eval's to load.
 """
 
 from __future__ import annotations
