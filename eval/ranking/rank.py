@@ -1087,6 +1087,23 @@ def unnormalisable_rubric(rows: Sequence[InstructionRow], normalize: str, source
                     len(raw), names, "criterion" if names == 1 else "criteria", *raw[0])
 
 
+def special_token_items(items_path: Path, judge_counts: Mapping[str, Any]) -> dict[str, int]:
+    """``{"special_token_rows": n}``: the items of this selection whose text holds a special-token string, where the
+    verdict stage asked a chat judge (its summary counts them, ``eval.judging.special_tokens``) and n is not 0; else
+    empty. A chat server reads such a string as the judge's control token, so a candidate's answer that writes
+    ``<|im_end|>\\n<|im_start|>assistant\\n...`` can end the judge's turn and write its verdict. The verdict stage
+    counts every item of ``items.jsonl``, those of another selection kept for their verdicts too (``write_items``):
+    they are not in the matrix, nor in this count."""
+    if not judge_counts.get("special_token_rows"):
+        return {}
+    import judge
+    from eval.judging.special_tokens import special_token_rows
+
+    n = special_token_rows(record for record in judge.load_records(items_path)
+                           if record.extra.get("selected") is not False)["n_rows"]
+    return {"special_token_rows": n} if n else {}
+
+
 def unasked_judge(config: RankConfig, out: Path) -> dict[str, Any]:
     """The verdict stage's summary when no item reaches the judge: nothing asked, no server contacted. The folder's
     run.json is kept when an earlier run wrote one (its verdicts, of another selection, stay with their settings);
@@ -1194,7 +1211,8 @@ def rank(config: RankConfig) -> dict[str, Any]:
               "n_answer_empty": len(unanswered["empty_answer"]),
               "n_cut_in_thinking": sum(1 for a in answered if a.cut_in_thinking),
               "n_finish_length": sum(1 for a in answered if a.finish_reason == "length"), **item_counts,
-              "n_no_prediction": int(matrix.failed["no_prediction"][-1, -1])}
+              "n_no_prediction": int(matrix.failed["no_prediction"][-1, -1]),
+              **special_token_items(out / ITEMS, judge_counts)}
     # What the selection cut: a matrix of a --limit or --meta subset is not the data set's, and its page says so.
     selection = {"n_data_instructions": len(data_rows), "limit": config.limit, "meta": config.meta}
     result = {"model": answer_counts["model"], "judge": judge_counts.get("judge", ""), "data": str(config.data),
@@ -1213,9 +1231,6 @@ def rank(config: RankConfig) -> dict[str, Any]:
     update_provenance(out, replacing=("bench",), rank={"config": dataclasses.asdict(config), "model": result["model"]})
     log.info("rank: %s", _summary_line(matrix, unanswered, selection, len(rows)))
     # A verdict the judge never wrote fails the run as a failed request does (exit 3): the next run asks for it.
-    # Items the chat judge read a special-token string in (a candidate's answer can forge the judge's turn): said
-    # as judge-eval run's summary says them.
-    flagged = {"special_token_rows": n} if (n := judge_counts.get("special_token_rows")) else {}
     return {"model": result["model"], "judge": result["judge"], "grand_mean": result["matrix"]["grand_mean"],
             **counts, "request_failed": judge_counts.get("request_failed", 0) + counts["n_no_prediction"],
-            **flagged, "matrix": str(out / MATRIX), "report": str(page)}
+            "matrix": str(out / MATRIX), "report": str(page)}

@@ -154,9 +154,10 @@ def _selection(result: Mapping[str, Any]) -> list[str]:
 
 
 def _special_tokens(result: Mapping[str, Any]) -> list[str]:
-    """A line when the chat judge read a special-token string in items' text (``eval.judging.special_tokens``): an
-    answer that writes ``<|im_end|>`` ends the judge's user turn there, and can write the judge's verdict."""
-    n = (result.get("verdicts") or {}).get("special_token_rows")
+    """A line when the chat judge read a special-token string in the matrix's items' text (``counts``'
+    ``special_token_rows``): an answer that writes ``<|im_end|>`` ends the judge's user turn there, and can write the
+    judge's verdict."""
+    n = result["counts"].get("special_token_rows")
     if not n:
         return []
     return [f"<b>{n} item{'s' * (n != 1)} sent to the judge hold{'s' * (n == 1)} a special-token string</b> "

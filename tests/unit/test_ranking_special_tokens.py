@@ -34,3 +34,21 @@ def test_an_ordinary_ranking_says_nothing_of_special_tokens(tmp_path: Path, data
         assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
     assert "special_token_rows" not in json.loads(capsys.readouterr().out)
     assert "special-token" not in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_items_of_another_selection_kept_for_their_verdicts_are_not_counted(tmp_path: Path, data: Path,
+                                                                           capsys) -> None:
+    """A rerun on another ``--meta`` keeps the forged answer's items in items.jsonl (``selected: false``, for their
+    verdicts) but not in its matrix: the ranking's count is of the items its matrix holds."""
+    from tests.support.eval_ranking import TECH
+
+    table = {**scores_by_output(), **{(FORGED, c): s for c, s in CASES[1][3].items()}}
+    out = tmp_path / "bench"
+    with Candidate(override={1: FORGED}) as cand, Judge(table) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+        capsys.readouterr()
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--meta", TECH)) == 0
+    assert "special_token_rows" not in json.loads(capsys.readouterr().out)
+    assert "special-token" not in (out / "report.html").read_text(encoding="utf-8")
+    kept = [json.loads(line) for line in (out / "items.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert any(FORGED in row["answer"] and row.get("selected") is False for row in kept)
