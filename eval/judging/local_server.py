@@ -154,18 +154,17 @@ class StartWait:
 
 
 def _judge_serve_command() -> list[str] | None:
-    """The judge-serve installed with this judge-eval: the console script beside this interpreter (its
-    environment's), else this interpreter running ``serve.cli``, which ships in the same distribution. An install
-    may leave the scripts where neither this interpreter's folder nor PATH has them (``pip install --user`` without
-    ``~/.local/bin`` on PATH, a ``--target`` install on PYTHONPATH), and a judge-serve found on PATH may be another
-    environment's code. ``-P`` keeps a ``serve.py`` in the working folder from standing in for the package, unless
-    the packages are imported from the working folder (a checkout run as ``python -m eval.cli`` from its root).
-    None when ``serve`` cannot be imported."""
+    """The judge-serve installed with this judge-eval. Where the packages are imported from the working folder (a
+    checkout run as ``python -m eval.cli`` from its root), this interpreter running that folder's ``serve.cli``: the
+    console script beside the interpreter imports ``serve`` from wherever its environment was installed from, which
+    may be another checkout sharing the environment. Else that console script (its environment's), else this
+    interpreter running ``serve.cli``, which ships in the same distribution: an install may leave the scripts where
+    neither this interpreter's folder nor PATH has them (``pip install --user`` without ``~/.local/bin`` on PATH, a
+    ``--target`` install on PYTHONPATH), and a judge-serve found on PATH may be another environment's code. ``-P``
+    keeps a ``serve.py`` in the working folder from standing in for the package. None when ``serve`` cannot be
+    imported."""
     import importlib.util
 
-    beside = Path(sys.executable).parent / "judge-serve"
-    if beside.exists():
-        return [str(beside)]
     spec = importlib.util.find_spec("serve")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -174,7 +173,12 @@ def _judge_serve_command() -> list[str] | None:
         here = Path.cwd().resolve()
     except OSError:  # a working folder removed since: nothing there to import from
         here = None
-    return [sys.executable, *([] if root == here else ["-P"]), "-m", "serve.cli"]
+    if root == here:
+        return [sys.executable, "-m", "serve.cli"]
+    beside = Path(sys.executable).parent / "judge-serve"
+    if beside.exists():
+        return [str(beside)]
+    return [sys.executable, "-P", "-m", "serve.cli"]
 
 
 def starts_judge_serve(config: RunConfig) -> bool:

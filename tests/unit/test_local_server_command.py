@@ -67,6 +67,17 @@ def test_a_checkout_run_from_its_root_keeps_its_working_folder_on_the_module_pat
 def test_the_script_beside_the_interpreter_comes_first(tmp_path, monkeypatch):
     """The environment's own console script, as pip installs it beside the interpreter."""
     interpreter = _interpreter_without_scripts(tmp_path, monkeypatch)
+    monkeypatch.chdir(tmp_path)
     beside = interpreter.parent / "judge-serve"
     beside.write_text("#!/bin/sh\n")
     assert local_server_module._judge_serve_command() == [str(beside)]
+
+
+def test_a_checkout_run_from_its_root_runs_its_own_serve_even_beside_an_installed_script(tmp_path, monkeypatch):
+    """The console script beside the interpreter imports ``serve`` from wherever its environment was installed from,
+    which a shared environment's other checkout or worktree is not: run from its root, a checkout pairs its own
+    ``eval`` with its own ``serve``."""
+    interpreter = _interpreter_without_scripts(tmp_path, monkeypatch)
+    (interpreter.parent / "judge-serve").write_text("#!/bin/sh\n")
+    monkeypatch.chdir(PACKAGES_ROOT)
+    assert local_server_module._judge_serve_command() == [str(interpreter), "-m", "serve.cli"]
