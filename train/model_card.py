@@ -27,10 +27,11 @@ run, so ``license`` is an option (default ``other``: check the base model's term
 the hub's card metadata also wants ``license_name`` (an id) and ``license_link`` (a URL, or ``LICENSE`` for a file
 of that name in the repository; huggingface/hub-docs ``modelcard.md``): ``--license-name`` and ``--license-link``,
 else the base model's: ``<owner>-<name>-license`` linked to the base's hub page, where its terms are, for a base given
-as a hub id; for a local base ``not-recorded`` linked to ``LICENSE``, and the card's body says to put the base
+as a hub id, which names no licence, so the card's body says to check the base's terms and set the licence before
+publishing; for a local base ``not-recorded`` linked to ``LICENSE``, and the card's body says to put the base
 model's licence there before publishing.
 
-Why one module of ~603 lines: each section of the card reads the same three records (manifest, run.json,
+Why one module of ~608 lines: each section of the card reads the same three records (manifest, run.json,
 config.json) and the evaluation part checks a run against the same export; split, a record's reading would be
 spelled in several places.
 """
@@ -501,6 +502,10 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
         out.append(f"- licence: the base model's ({base_model}) is not recorded; put it in `LICENSE` before "
                    "publishing (the front matter's `license_link`), or rewrite the card with `judge-train card "
                    "--license-name ... --license-link ...`")
+    elif licence and not license_name:  # the hub reads license_name as the licence's id: this one names none
+        out.append(f"- licence: `license_name` is named after the base model (`{base_model}`), not a licence; check "
+                   f"its terms at {licence['license_link']} and rewrite the card with `judge-train card --license "
+                   "<id>` (a licence the hub lists) or `--license-name ... --license-link ...` before publishing")
     out.append("")
     return "\n".join(out)
 

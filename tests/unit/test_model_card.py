@@ -378,3 +378,16 @@ def test_license_other_comes_with_the_hubs_license_name_and_link(tmp_path, capsy
     text = render_card(local)
     assert (front_matter(text)["license_name"], front_matter(text)["license_link"]) == ("not-recorded", "LICENSE")
     assert f"- licence: the base model's ({base}) is not recorded; put it in `LICENSE` before publishing" in text
+
+
+def test_a_hub_bases_defaulted_licence_name_is_said_to_be_no_licence_id(tmp_path):
+    """The default ``license_name`` of a hub base is made from its id and names no licence, and its link is the base's
+    model page, not a licence file (the hub reads them as the licence's id and file): the body tells the publisher to
+    check the base's terms and set the licence before publishing, and says nothing of it once they are given."""
+    export = _fake_export(tmp_path / "hub")
+    note = "- licence: `license_name` is named after the base model (`t-tech/T-lite-it-1.0`), not a licence"
+    assert note in render_card(export)
+    assert "https://huggingface.co/t-tech/T-lite-it-1.0" in next(line for line in render_card(export).splitlines()
+                                                                 if line.startswith(note))
+    assert "- licence:" not in render_card(export, license_name="t-lite-license", license_link="LICENSE")
+    assert "- licence:" not in render_card(export, license="apache-2.0")
