@@ -308,7 +308,7 @@ def held_fingerprint(out: Path, n_written: int, fingerprint: str | None, judge_r
         log.warning("note: %s gives no weights_fingerprint in its GET /v1/models entry (only judge-serve does): the %d "
                     "verdicts already in %s are kept without telling whether the weights it serves are the ones that "
                     "judged them", judge_ref, n_written, out)
-    if earlier is None or earlier == fingerprint or same_weights(earlier, fingerprint, export):
+    if earlier is None or same_weights(earlier, fingerprint, export):
         return fingerprint
     if not asking or fingerprint is None:
         return earlier

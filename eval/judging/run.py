@@ -243,7 +243,7 @@ def _english_prompt_on_judge_serve(judge_ref: str) -> ConfigError:
                        "its chat route with --backend chat, or drop --prompt en")
 
 
-def _hold_local_weights(out: Path, n_written: int, judge_ref: str, config: RunConfig) -> None:
+def _hold_local_weights(out: Path, n_written: int, judge_ref: str, folder: Path | None) -> None:
     """``held_fingerprint`` for a judge-train export on this machine, before any server starts: the weights
     fingerprint judge-serve will give for it (``judge.checkpoints.export_weights_fingerprint``; the one recorded for
     an export served with vLLM, ``_vllm_export_fingerprint``) is known from the folder alone. Checked here, a judge
@@ -251,10 +251,11 @@ def _hold_local_weights(out: Path, n_written: int, judge_ref: str, config: RunCo
     also when every item is already judged and no server would start: otherwise the old verdicts would stand as
     the new judge's, silently.
 
+    ``folder``: the export, ``_served_export``'s.
+
     Raises:
         ConfigError: the verdicts already in ``out`` were asked of other weights (``held_fingerprint``'s message).
     """
-    folder = _served_export(judge_ref, config)
     if not n_written or folder is None:
         return  # nothing to hold; not an export, or served with a generating model whose fingerprint its check holds
     held_fingerprint(out, n_written, export_weights_fingerprint(folder), judge_ref, asking=True, held_by="holds",
@@ -284,10 +285,8 @@ def _vllm_export_fingerprint(judge_ref: str, config: RunConfig) -> str | None:
     folder (``judge.checkpoints.export_weights_fingerprint``, what judge-serve gives for it): vLLM's model entry gives
     none, so run.json records this one, which a resume checks an export retrained in place against. None for
     anything else (judge-serve says its own; a URL's weights are not on this machine)."""
-    folder = Path(judge_ref)
-    if starts_judge_serve(config) or not (folder / EXPORT_MANIFEST).is_file():
-        return None
-    return export_weights_fingerprint(folder)
+    folder = None if starts_judge_serve(config) else _served_export(judge_ref, config)
+    return export_weights_fingerprint(folder) if folder else None
 
 
 async def _judged(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy) -> tuple[list, Refused | None]:
@@ -568,6 +567,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             raise ConfigError(f"base_url_env: the environment variable {config.base_url_env} is not set")
 
     n_written = n_done if pairwise else len(done)
+    export = None  # the judge-train export on this machine served alone, whose fingerprint either formula holds
     with contextlib.ExitStack() as stack:
         if judge_ref.startswith(("http://", "https://")):
             base_url, model = base_of(judge_ref), config.model
@@ -575,7 +575,8 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             # A resume serves the checkpoint under the name its verdicts were asked of (the run key holds its path):
             # a folder started before exports were served as their run still names them "export".
             name = config.model or (earlier_model(out) if n_written else None) or served_name(judge_ref)
-            _hold_local_weights(out, n_written, judge_ref, config)
+            export = _served_export(judge_ref, config)
+            _hold_local_weights(out, n_written, judge_ref, export)
             if not todo:
                 base_url, model = "", name  # nothing to do: no server needed
             else:
@@ -597,7 +598,6 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             limits = ModelLimits.from_entry(held_limits)
         model = held_model(out, n_written, model, judge_ref, asking=bool(todo))  # one folder, one judge's verdicts
         served = weights_fingerprint(entry) or (_vllm_export_fingerprint(judge_ref, config) if todo else None)
-        export = _served_export(judge_ref, config)
         fingerprint = held_fingerprint(out, n_written, served, judge_ref, asking=bool(todo), export=export)
         limits = dataclasses.replace(limits, root=held_root(out, n_written, limits.root, judge_ref, asking=bool(todo),
                                                             fingerprint=served, export=export))
