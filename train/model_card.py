@@ -270,12 +270,12 @@ def _check_run_judge(export: Path, metrics_path: Path, metrics: Metrics) -> tupl
                 f"server other than judge-serve, records none), so its judge cannot be checked against {export}"), None
     try:
         matched = export_fingerprint_formula(recorded, export)
-        current = export_weights_fingerprint(export)
+        if matched is not None:
+            return None, MATCHED_BY_DIGESTS if matched == BY_DIGESTS else MATCHED_BY_METADATA
+        current = export_weights_fingerprint(export)  # only the messages below name it
     except (ValueError, OSError) as err:
         return (f"{export}: its weights fingerprint cannot be computed ({err}), so the run {run_dir} cannot be "
                 "checked"), None
-    if matched is not None:
-        return None, MATCHED_BY_DIGESTS if matched == BY_DIGESTS else MATCHED_BY_METADATA
     if served:  # the endpoint may serve a copy on another machine: other modification times, the same weights
         return (f"{run_dir}: the run asked an endpoint ({judged}) serving weights with fingerprint {_short(recorded)}, "
                 f"not {export}'s ({_short(current)}): its judge cannot be checked; make sure it served this "
