@@ -179,3 +179,21 @@ def test_the_tied_embedding_names_the_regression_check_uses_are_the_modules_a_lo
     assert names == set(lora.QWEN2_TIED_EMBEDDINGS)
     assert [t for t in ("embed_tokens", "model.embed_tokens", "lm_head", "q_proj", "tokens")
             if any(lora.matches(t, name) for name in names)] == ["embed_tokens", "model.embed_tokens", "lm_head"]
+
+
+def test_matches_is_peft_s_own_rule():
+    """``train.lora.matches`` stands in for peft's ``check_target_module_exists`` before the base loads: the two agree
+    on every target and module name, so a peft that changes its rule turns this red, not the refusal silently off."""
+    from peft import LoraConfig
+    from peft.tuners.tuners_utils import check_target_module_exists
+
+    from train import lora
+
+    targets = ["embed_tokens", "model.embed_tokens", "lm_head", "q_proj", "tokens", "self_attn.q_proj", "proj",
+               "layers.0.self_attn.q_proj"]
+    names = ["model.embed_tokens", "lm_head", "model.layers.0.self_attn.q_proj", "model.layers.10.mlp.up_proj",
+             "model.norm_tokens", "score"]
+    differ = [(t, n) for t in targets for n in names
+              if lora.matches(t, n) != bool(check_target_module_exists(LoraConfig(target_modules=[t]), n))]
+    assert not differ
+    assert any(lora.matches(t, n) for t in targets for n in names)  # not a pair of rules that match nothing
