@@ -23,7 +23,7 @@ from typing import Any, Iterable
 # N_FIRST_MISREAD: how many of a chat run's first answers, all unreadable in the format the run guessed and all
 # readable in the other, stop it (FormatWatch); defined beside verdict_format's help, which says it
 from eval.judging.config import N_FIRST_MISREAD
-from judge.checkpoints import export_fingerprint_formula, is_hub_id
+from judge.checkpoints import export_weights_fingerprint, is_hub_id
 from judge.plumbing.config_files import ConfigError
 from judge.prompts import PromptTemplate
 from judge.verdicts import VerdictFormat, split_at_last_think_close
@@ -228,20 +228,21 @@ def held_model(out: Path, n_written: int, model: str | None, judge_ref: str, ask
 def same_weights(recorded: Any, fingerprint: str | None, export: Path | None = None) -> bool:
     """Whether a weights fingerprint a run recorded and the one this launch has name the same weights: equal, or,
     where the launch's weights are those of the judge-train ``export`` on this machine (judge-eval serves it alone),
-    each the export's fingerprint now by one formula or the other (``judge.checkpoints.export_fingerprint_formula``:
-    a judge-serve that did not read the export's ``weights_sha256.json`` recorded its files' names, sizes and
-    modification times, one that reads it their content digests). An export that cannot be read tells nothing."""
+    each the export's fingerprint now by one formula or the other (``judge.checkpoints.export_weights_fingerprint``
+    with and without ``digests``: a judge-serve that did not read the export's ``weights_sha256.json`` recorded its
+    files' names, sizes and modification times, one that reads it their content digests). An export that cannot be
+    read tells nothing."""
     if not isinstance(recorded, str) or not recorded or not fingerprint:
         return False
     if recorded == fingerprint:
         return True
     if export is None:
         return False
-    try:
-        return (export_fingerprint_formula(recorded, export) is not None
-                and export_fingerprint_formula(fingerprint, export) is not None)
+    try:  # each formula once: both values are compared against the two
+        now = {export_weights_fingerprint(export, digests=False), export_weights_fingerprint(export)} - {None}
     except (OSError, ValueError):
         return False
+    return recorded in now and fingerprint in now
 
 
 def held_root(out: Path, n_written: int, root: str | None, judge_ref: str, asking: bool,
