@@ -22,7 +22,7 @@ judge whose first answers do not read in the verdict format guessed from its mod
 ``winner`` labels: ``-1``/``0``/``1`` as the judge writes them (``-1.0``/``0.0``/``1.0`` too, as pandas writes an
 integer column with a null), or ``"answer_1"``/``"tie"``/``"answer_2"``.
 
-Why one module of ~600 lines: the pairwise file's reading, its resume and its requests (chat and judge-serve) share
+Why one module of ~620 lines: the pairwise file's reading, its resume and its requests (chat and judge-serve) share
 ``PairRecord``, ``PairwiseRow`` and the journal's rules; the request rules they share with the pointwise runner live in
 ``eval.judging.backends``.
 """
@@ -190,8 +190,11 @@ def _winner(value: Any, where: str) -> int | None:
     raise ConfigError(f"{where}.winner: {value!r} is not one of -1, 0, 1, 'answer_1', 'tie', 'answer_2'")
 
 
-def load_pairs(path: str | Path) -> list[PairRecord]:
+def load_pairs(path: str | Path, unscored_labels: list[str] | None = None) -> list[PairRecord]:
     """Read pairwise rows from a JSONL file.
+
+    ``unscored_labels``: where given, a win label on a pair whose two answers are the same text is not refused but
+    read as no label, and the pair's id appended to it (``judge-eval score`` of verdicts already asked counts them).
 
     Raises:
         ConfigError: a line that is not UTF-8 or not JSON, a row that is not an object, a missing or non-text field,
@@ -217,7 +220,7 @@ def load_pairs(path: str | Path) -> list[PairRecord]:
         if (why := pairwise_scale_error(row["rubrics"])) is not None:  # judge-serve refuses it alike
             raise ConfigError(f"{where}.rubrics: {why}")
         winner = _winner(row.get("winner"), where)
-        if winner and row["answer_1"] == row["answer_2"]:
+        if winner and row["answer_1"] == row["answer_2"] and unscored_labels is None:
             # Both orders are then one prompt: a judge reading the answers gives both one raw answer, verdicts s and
             # -s, so a win label agrees with one judgment at most and never with the orders combined. A data error
             # (a column copied), refused as any other bad label; unlabelled or a tie, the pair is a position probe.
@@ -233,6 +236,9 @@ def load_pairs(path: str | Path) -> list[PairRecord]:
             # judge.load_records' rule: a list or an object would be its Python repr, true "True", 1.0 "1.0"
             raise ConfigError(f"{where}: field 'id': must be text or an integer, got {value_words(text_id)}")
         text_id = str(text_id)
+        if winner and row["answer_1"] == row["answer_2"]:  # unscored_labels given: the label is counted, not used
+            unscored_labels.append(text_id)
+            winner = None
         if text_id in seen:
             if derived:  # the id is a digest of the text, which the file does not hold: name what repeats
                 raise ConfigError(f"{where}: a pair with no id and the same instruction, answers and rubrics as "

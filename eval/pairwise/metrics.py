@@ -290,6 +290,9 @@ def _combined_text(metrics: dict[str, Any]) -> str:
                  "judge the current text).")
     if metrics.get("n_unasked_order"):
         text += (f" {metrics['n_unasked_order']} judgments are in an order this run did not ask and are not scored.")
+    if metrics.get("n_win_labels_on_same_answers"):
+        text += (f" {metrics['n_win_labels_on_same_answers']} pairs are labelled a win though their two answers are "
+                 "the same text; those labels are not scored (label them a tie or leave them unlabelled).")
     return text
 
 
@@ -465,13 +468,17 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
                          "run from a folder of its own")
     name = name or (judges[0] if judges else "")
     # The pairs the run asked (its --limit, as judge-eval run read them): the others were never judged, not failed.
-    pairs = load_pairs(data)[: config.get("limit") or None]
+    # A win label on a pair of two same answers, which judge-eval run refuses before asking: verdicts a run asked
+    # before that refusal are scored, the label counted and left out rather than the whole run refused.
+    unscored: list[str] = []
+    pairs = load_pairs(data, unscored)[: config.get("limit") or None]
     orders = ORDERS if config.get("pairwise_orders", "both") == "both" else ORDERS[:1]
     settings = {"n_boot": n_boot, "seed": seed, "ci_level": CI_LEVEL, "percentile_method": PERCENTILE_METHOD,
                 "extreme_rate_interval": extreme_rate_interval}
     metrics = {"kind": "pairwise", "judge": name, "settings": settings,
                **pairwise_metrics(pairs, rows, n_boot=n_boot, seed=seed, orders=orders,
-                                  extreme_rate_interval=extreme_rate_interval)}
+                                  extreme_rate_interval=extreme_rate_interval),
+               "n_win_labels_on_same_answers": len(set(unscored) & {pair.id for pair in pairs})}
     target.mkdir(parents=True, exist_ok=True)
     verdicts = "".join(json.dumps(v, ensure_ascii=False) + "\n" for v in pair_verdicts(pairs, rows, orders))
     write_atomically(target / PAIRWISE_PAIRS, verdicts.encode("utf-8"))

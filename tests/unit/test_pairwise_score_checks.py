@@ -85,3 +85,19 @@ def test_an_out_holding_only_another_judges_pairwise_predictions_is_refused(tmp_
     with pytest.raises(ValueError, match=r"holds another run \(its pairwise_predictions\.jsonl\)"):
         score_pairwise(run, data, out=other, n_boot=0)
     assert json.loads((other / "metrics.json").read_text(encoding="utf-8")) == {"judge": "judge-B"}
+
+
+def test_a_win_label_on_two_same_answers_is_counted_and_left_out_when_scoring_verdicts_already_asked(tmp_path):
+    """judge-eval run refuses such a label before asking; a run asked before it did holds verdicts worth scoring:
+    score reads the pair as unlabelled (its judgments still count for tie rate and position consistency), counts
+    the label in metrics.json and says so in the report, rather than refusing the whole run."""
+    same = {**PAIR, "answer_2": PAIR["answer_1"]}
+    key = PairRecord("1", "i", "a", "a", "r").content_key
+    run, data = _run(tmp_path, [{**_row("original", 0.0), "content_key": key},
+                                {**_row("swapped", 0.0), "content_key": key}])
+    data.write_text(json.dumps(same) + "\n", encoding="utf-8")
+    metrics = score_pairwise(run, data, n_boot=0)
+    assert (metrics["n_win_labels_on_same_answers"], metrics["n_labelled"], metrics["n_parsed"]) == (1, 0, 2)
+    assert json.loads((run / "metrics.json").read_text(encoding="utf-8"))["n_win_labels_on_same_answers"] == 1
+    assert "1 pairs are labelled a win though their two answers are the same text" in (run / "report.md").read_text(
+        encoding="utf-8")
