@@ -10,7 +10,7 @@ does not define is an error, as is a flag that belongs only to another recipe. E
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 
-Why one module of ~1,220 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Why one module of ~1,280 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
 Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
 recipe would scatter one table of hyperparameters over five files.
 """
@@ -43,6 +43,8 @@ __all__ = [
     "ClassifierConfig",
     "GRPORecipeConfig",
     "GRPO_RECIPE_ARGUMENTS",
+    "GRPO_REFUSED_ARGUMENTS",
+    "GRPO_GENERATION_KWARGS_SET",
     "SEQ2SEQ_RECIPE_ARGUMENTS",
     "SEQ2SEQ_REFUSED_ARGUMENTS",
     "agreement_rule_problem",
@@ -847,6 +849,54 @@ GRPO_RECIPE_ARGUMENTS: dict[str, str] = {
     "vllm_max_model_length": "max_length (prompt + completion, the most a sequence holds)",
     "remove_unused_columns": "false: the reward functions read the rows' scale and reference columns",
 }  # fmt: skip
+#: trl ``GRPOConfig`` keys that act on what the grpo recipe builds itself, or on a validation set it never holds ->
+#: why each is refused: trl would record them in run.json and apply none (``GRPORecipeConfig.validate`` refuses a
+#: value other than trl's default at load). The recipe hands trl prompts already rendered through the chat template
+#: (``train.grpo.grpo_dataset``), a loaded model and its tokenizer (trl/trainer/grpo_trainer.py,
+#: ``GRPOTrainer.__init__``: ``model_init_kwargs`` only for a model named by path, ``chat_template_kwargs`` only for
+#: conversational prompts).
+GRPO_REFUSED_ARGUMENTS: dict[str, str] = {
+    "chat_template_kwargs": "the grpo recipe hands trl its prompts rendered already (thinking on or off as "
+                            "verdict_format says), and trl applies these only to conversational prompts",
+    "model_init_kwargs": "the grpo recipe loads the base model itself: trl would ignore them",
+    "trust_remote_code": "the grpo recipe loads the base model and its tokenizer itself: trl would ignore it",
+    "num_generations_eval": "the grpo recipe holds no validation set: trl would never sample for one",
+}  # fmt: skip
+#: Sampling keys that trl's ``generation_kwargs`` would set over what trl builds from the recipe's own settings
+#: (trl/trainer/grpo_trainer.py, ``GRPOTrainer.__init__``, for transformers' generate; trl/generation/
+#: vllm_generation.py for vLLM, colocated and served) -> the setting to use instead, which the config checks and
+#: run.json records.
+GRPO_GENERATION_KWARGS_SET: dict[str, str] = {
+    "temperature": "temperature", "do_sample": "temperature (the recipe always samples: a group of identical "
+                                               "greedy completions has every advantage 0)",
+    "max_tokens": "max_completion_length", "max_new_tokens": "max_completion_length",
+    "n": "num_generations", "num_return_sequences": "num_generations",
+    "top_p": "trainer_args.top_p", "top_k": "trainer_args.top_k", "min_p": "trainer_args.min_p",
+    "repetition_penalty": "trainer_args.repetition_penalty",
+    "logprobs": "nothing: trl asks vLLM for the log-probabilities its importance sampling reads",
+}  # fmt: skip
+
+
+def _refuse_what_trl_would_not_apply(trainer_args: dict[str, Any]) -> None:
+    """Refuse ``GRPO_REFUSED_ARGUMENTS`` at a value other than trl's default, and ``generation_kwargs`` keys among
+    ``GRPO_GENERATION_KWARGS_SET`` (a JSON text read as trl's ``GRPOConfig`` reads it)."""
+    from trl import GRPOConfig
+
+    defaults = {f.name: f.default for f in dataclasses.fields(GRPOConfig)}
+    for key, why in GRPO_REFUSED_ARGUMENTS.items():
+        if key in trainer_args and trainer_args[key] not in (None, False, defaults[key]):
+            raise ConfigError(f"trainer_args.{key}: {why}; remove it")
+    given = trainer_args.get("generation_kwargs")
+    if isinstance(given, str):
+        try:
+            given = json.loads(given)
+        except ValueError:
+            return  # GRPOConfig refuses text that is no JSON mapping itself, when the config loads
+    for key in given if isinstance(given, dict) else ():
+        if key in GRPO_GENERATION_KWARGS_SET:
+            raise ConfigError(f"trainer_args.generation_kwargs.{key}: trl would sample with it over the recipe's "
+                              f"own setting, which run.json and the model card record; set "
+                              f"{GRPO_GENERATION_KWARGS_SET[key]} instead")
 
 
 @dataclass
@@ -973,6 +1023,8 @@ class GRPORecipeConfig(TrainConfig):
         self._validate_vespo()
         self._validate_trainer_init_refusals()
         _check_trl_grpo_settings(self.trainer_args)
+        if self.trainer_args:
+            _refuse_what_trl_would_not_apply(self.trainer_args)
         from train.grpo_rewards import REWARDS
 
         unknown = sorted(set(self.rewards) - set(REWARDS))
