@@ -1,4 +1,5 @@
-"""Checkpoints: a run stopped by SIGUSR1 saves, and --resume reaches the uninterrupted run's step, losses and weights."""
+"""Checkpoints: a run stopped by SIGUSR1 saves, and --resume reaches the uninterrupted run's step, losses, weights and
+last checkpoint (optimizer, scheduler, RNG and trainer state)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import signal
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -36,6 +38,44 @@ def _weights(folder: Path) -> dict[str, torch.Tensor]:
     return {k: v for f in sorted(folder.glob("*.safetensors")) for k, v in load_file(str(f)).items()}
 
 
+def assert_same_state(got, want, where: str = "") -> None:
+    """``got`` and ``want`` hold the same keys and the same values, recursively: tensors and floats to training's
+    tolerance (the weights' own), arrays, integers and text exactly. Every leaf compared is counted, so two empty
+    states are no match."""
+    assert _same(got, want, where) > 0, f"{where}: nothing to compare"
+
+
+def _same(got, want, where: str) -> int:
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and sorted(map(str, got)) == sorted(map(str, want)), where
+        return sum(_same(got[k], want[k], f"{where}/{k}") for k in want)
+    if isinstance(want, (list, tuple)):
+        assert isinstance(got, (list, tuple)) and len(got) == len(want), where
+        return sum(_same(g, w, f"{where}[{i}]") for i, (g, w) in enumerate(zip(got, want)))
+    if isinstance(want, torch.Tensor):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, msg=where)
+    elif isinstance(want, np.ndarray):
+        np.testing.assert_array_equal(got, want, err_msg=where)
+    elif isinstance(want, float) and not isinstance(got, bool):
+        assert got == pytest.approx(want, rel=1e-5, abs=1e-6), where
+    else:
+        assert got == want, where
+    return 1
+
+
+def assert_same_checkpoint(got: Path, want: Path) -> None:
+    """Two checkpoint folders hold the same optimizer, scheduler and RNG states and the same trainer state (step,
+    epoch and every log entry); the weights are compared apart, in their export."""
+    import json
+
+    for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth"):
+        assert_same_state(torch.load(got / name, weights_only=False), torch.load(want / name, weights_only=False),
+                          f"{got.name}/{name}")
+    states = [json.loads((folder / "trainer_state.json").read_text()) for folder in (got, want)]
+    for key in ("global_step", "epoch", "log_history"):
+        assert_same_state(states[0][key], states[1][key], f"{got.name}/trainer_state.json/{key}")
+
+
 def test_a_signalled_run_resumes_to_the_uninterrupted_result(regression_run, tiny_causal_dir, tmp_path):
     """SIGUSR1 -> checkpoint at the end of the step, no export; --resume restores optimizer, scheduler, RNG and data
     position and ends at the same step with the same losses and the same exported weights as the run that was never
@@ -63,6 +103,8 @@ def test_a_signalled_run_resumes_to_the_uninterrupted_result(regression_run, tin
         return [e["loss"] for e in run.log_history if "loss" in e and "train_loss" not in e and e["step"] > step]
 
     assert losses_after(resumed, first.global_step) == pytest.approx(losses_after(regression_run, first.global_step), rel=1e-5)
-    uninterrupted = _weights(Path(regression_run.export_dir))
-    for name, tensor in _weights(Path(resumed.export_dir)).items():
-        torch.testing.assert_close(tensor, uninterrupted[name], rtol=1e-5, atol=1e-6, msg=name)
+    assert_same_state(_weights(Path(resumed.export_dir)), _weights(Path(regression_run.export_dir)), "export")
+    # Past the weights, the whole state a further resume would start from: both runs saved their last step.
+    last = latest_checkpoint(config.output_dir)
+    assert last.name == latest_checkpoint(regression_run.output_dir).name == f"checkpoint-{resumed.global_step}"
+    assert_same_checkpoint(last, latest_checkpoint(regression_run.output_dir))
