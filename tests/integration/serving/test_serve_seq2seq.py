@@ -348,13 +348,27 @@ def test_the_engine_judge_serve_started_answers_only_judge_serve(seq2seq_server)
                        headers={"Authorization": f"Bearer {ENGINE_KEY}"})
     assert keyed.status_code == 200 and keyed.json()["usage"]["completion_tokens"] == 1, keyed.text
     assert httpx.get(engine_url + "/health", timeout=30).status_code == 200  # judge-serve's probe: no key
-    pgid = seq2seq_server.run_record()["engines"]["generator"]["pid"]
-    for pid in group_members(pgid):
-        with contextlib.suppress(OSError):
-            assert ENGINE_KEY.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
+    assert_on_no_command_line(ENGINE_KEY, seq2seq_server.run_record()["engines"]["generator"]["pid"])
+    read = []
     for written in seq2seq_server.run_dir.rglob("*"):
         if written.is_file() and written.stat().st_size < 50_000_000:
             assert ENGINE_KEY.encode() not in written.read_bytes(), written
+            read.append(written.name)
+    assert "run.json" in read, read  # the file that names the engine's URL was among those read
+
+
+def assert_on_no_command_line(secret: str, pgid: int) -> None:
+    """``secret`` is on the command line of no process in the engine's process group ``pgid``. Two at least are read:
+    the group's leader, whose command line holds the vLLM server's (so the group read is the engine's), and another
+    (the API server or its EngineCore). A process that ends while it is read is left out."""
+    command_lines = {}
+    for pid in group_members(pgid):
+        with contextlib.suppress(OSError):
+            command_lines[pid] = Path(f"/proc/{pid}/cmdline").read_bytes()
+    assert b"vllm.entrypoints.openai.api_server" in command_lines.get(pgid, b""), command_lines
+    assert len(command_lines) >= 2, command_lines
+    for pid, command_line in command_lines.items():
+        assert secret.encode() not in command_line, pid
 
 
 def test_a_media_url_in_a_proxied_message_is_refused_and_never_fetched(seq2seq_server):
