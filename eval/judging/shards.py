@@ -12,8 +12,9 @@ refused, naming the shards.
 
 The shards must have been judged alike. A shard rerun with another judge setting (``JUDGE_EVAL_SHARDS=4 sbatch
 --array=2 ...`` with another config) would otherwise be scored as the same judge as the others, with no trace of
-the mix: every key of the shards' run.json must agree, but for what each shard has of its own (``PER_SHARD``), and
-the first key that differs is named. The judge's address may differ only between URLs (a shard rerun through a new
+the mix: every key of the shards' run.json must agree, but for what each shard has of its own (``PER_SHARD``,
+``PER_SHARD_CONFIG``: its block, and how its run went, which a resume of one folder may change too), and the first
+key that differs is named. The judge's address may differ only between URLs (a shard rerun through a new
 serve job has another host and port); the served model, its weights fingerprint and every setting still agree.
 A shard that had no item to judge (``--split`` kept none of its block's rows) asked no server, so what a server tells
 a run (``SERVER_SAID``, ``SERVER_SAID_CONFIG``) is not compared for it; every other key still is (its ``--split``,
@@ -34,7 +35,7 @@ import os
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
-from eval.judging.run_settings import data_sha256
+from eval.judging.run_settings import RESUME_FREE, data_sha256
 from eval.judging.shard_array import ShardArray, refuse_missing, shard_array
 from eval.judging.special_tokens import merged_special_token_rows
 
@@ -49,8 +50,13 @@ __all__ = ["ShardMismatch", "PER_SHARD", "PER_SHARD_CONFIG", "SERVER_SAID", "SER
 #: (``merge_shards``).
 PER_SHARD = ("launch", "earlier_launches", "n_items", "task_choice_levels", "task_choice_zero_shot", "data_sha256",
              "chat_special_tokens")
-#: config keys each shard has of its own: its block of the data, its folder, and how that task was started.
-PER_SHARD_CONFIG = ("data", "out", "overwrite", "progress")
+#: config keys each shard has of its own: its block of the data, and how its run went, the settings a resume of one
+#: folder may change (``eval.judging.run_settings.RESUME_FREE``: its folder, concurrency, retries, timeouts, keys,
+#: the local server's environment): a failed task rerun with a longer timeout judged as the others did.
+PER_SHARD_CONFIG = ("data", *RESUME_FREE)
+#: Of those, the ones of one launch, which the merged config leaves out (``data`` and ``out`` are the merge's own);
+#: each other one it keeps where every shard has the same value, and lists each shard's under ``shards`` otherwise.
+_LAUNCH_CONFIG = ("data", "out", "overwrite", "progress")
 #: Top-level run.json keys `judge-eval run` writes from what the server says (its backend probe, its model entry's
 #: name, limits and fingerprint, the template a judge-serve renders and why): a run that asked no server has its own.
 SERVER_SAID = ("backend", "model", "server_limits", "weights_fingerprint", "prompt_version", "prompt_version_why")
@@ -183,6 +189,14 @@ def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path,
     judges = [record.get("config", {}).get("judge") for _, record in compared if isinstance(record.get("config"), dict)]
     if judges and all(j == judges[0] for j in judges):  # one address for every shard: the run's; else each shard's
         config["judge"] = judges[0]
+    configs = [record["config"] for _, record in compared if isinstance(record.get("config"), dict)]
+    differing = []
+    for key in (key for key in PER_SHARD_CONFIG if key not in _LAUNCH_CONFIG and key != "judge"):
+        values = [c[key] for c in configs if key in c]
+        if values and len(values) == len(configs) and all(v == values[0] for v in values):
+            config[key] = values[0]
+        elif values:
+            differing.append(key)
     config["data"] = str(data)
     config["out"] = str(out)
     merged["config"] = config
@@ -202,7 +216,8 @@ def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path,
     merged["shards"] = [
         {"folder": str(shard_dir), "n_items": record.get("n_items"),
          "judge": (record.get("config") or {}).get("judge"), "launch": record.get("launch"),
-         "earlier_launches": record.get("earlier_launches", [])}
+         "earlier_launches": record.get("earlier_launches", []),
+         **({"config": {key: (record.get("config") or {}).get(key) for key in differing}} if differing else {})}
         for shard_dir, record in records
     ]
     return merged
