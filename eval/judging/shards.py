@@ -15,7 +15,8 @@ The shards must have been judged alike. A shard rerun with another judge setting
 the mix: every key of the shards' run.json must agree, but for what each shard has of its own (``PER_SHARD``,
 ``PER_SHARD_CONFIG``: its block, and how its run went, which a resume of one folder may change too), and the first
 key that differs is named. The judge's address may differ only between URLs (a shard rerun through a new
-serve job has another host and port); the served model, its weights fingerprint and every setting still agree.
+serve job has another host and port); the served model, its weights (as a resume of one shard's folder holds
+them: ``_other_weights``) and every setting still agree.
 A shard that had no item to judge (``--split`` kept none of its block's rows) asked no server, so what a server tells
 a run (``SERVER_SAID``, ``SERVER_SAID_CONFIG``) is not compared for it; every other key still is (its ``--split``,
 ``--limit``, criteria, prompt): a shard run with another split has rows no shard judged. It is counted and listed as
@@ -97,17 +98,69 @@ def _is_url(judge: Any) -> bool:
 
 
 def _comparable(record: dict, asked_no_server: bool = False) -> dict:
-    """The record less what each shard has of its own (and less the judge's address when it is a URL); with
-    ``asked_no_server``, less what a server tells a run too (``SERVER_SAID``, ``SERVER_SAID_CONFIG``)."""
+    """The record less what each shard has of its own (and less the judge's address when it is a URL) and less what
+    its server said of the weights it served (``_other_weights`` compares those); with ``asked_no_server``, less what
+    a server tells a run too (``SERVER_SAID``, ``SERVER_SAID_CONFIG``)."""
     own, own_config = PER_SHARD, PER_SHARD_CONFIG
     if asked_no_server:
         own, own_config = own + SERVER_SAID, own_config + SERVER_SAID_CONFIG
-    out = {key: value for key, value in record.items() if key not in own}
+    out = {key: value for key, value in record.items() if key not in own and key != "weights_fingerprint"}
+    limits = out.get("server_limits")
+    if isinstance(limits, dict):  # the weights served are compared by ``_other_weights``
+        out["server_limits"] = {key: value for key, value in limits.items() if key != "root"}
     config = record.get("config")
     if isinstance(config, dict):
         out["config"] = {key: value for key, value in config.items()
                          if key not in own_config and not (key == "judge" and _is_url(value))}
     return out
+
+
+def _root(record: dict) -> Any:
+    limits = record.get("server_limits")
+    return limits.get("root") if isinstance(limits, dict) else None
+
+
+def _export_judged(record: dict) -> Path | None:
+    """The judge-train export on this machine whose weights a shard's fingerprint is of (its ``config.judge``, with
+    its manifest, served alone), as ``judge-eval run`` holds a resume to it; None for any other judge, and where the
+    server's arguments may name a generating model of its own, whose weights the fingerprint is then of."""
+    from judge.checkpoints import EXPORT_MANIFEST, names_generator_model
+
+    config = record["config"]
+    judge, server_args = config.get("judge"), config.get("server_args")
+    if not isinstance(judge, str) or not judge or _is_url(judge) or not Path(judge).is_absolute():
+        return None
+    if not (Path(judge) / EXPORT_MANIFEST).is_file():
+        return None
+    if server_args and (not isinstance(server_args, list) or names_generator_model(server_args)):
+        return None
+    return Path(judge)
+
+
+def _other_weights(first: dict, record: dict) -> str | None:
+    """``"weights_fingerprint"`` or ``"server_limits.root"`` where two shards' servers said they served other
+    weights, by the rules a resume of one folder is held to (``eval.judging.format_choice.held_fingerprint``,
+    ``held_root``), else None. Fingerprints agree when equal, or, for one judge-train export on this machine, when
+    each is the export's own now by either formula judge-serve has used (``same_weights``); roots agree when they name
+    one folder (``judge.wire.root_identity``: a path and judge-serve's digest of it are one), or when both shards'
+    fingerprints agree (a new serve job loading the same weights by another path). One side saying none where the
+    other says one is a difference, as any key one record lacks."""
+    from eval.judging.format_choice import same_weights
+    from judge.wire import root_identity
+
+    prints = first.get("weights_fingerprint"), record.get("weights_fingerprint")
+    export = _export_judged(first) if first["config"].get("judge") == record["config"].get("judge") else None
+    one_print = prints[0] == prints[1] or same_weights(prints[0], prints[1], export)
+    if not one_print:
+        return "weights_fingerprint"
+    roots = _root(first), _root(record)
+    if roots[0] == roots[1]:
+        return None
+    if not all(isinstance(root, str) and root for root in roots):
+        return "server_limits.root"
+    if root_identity(roots[0]) == root_identity(roots[1]) or (isinstance(prints[0], str) and prints[0]):
+        return None
+    return "server_limits.root"
 
 
 def selected_nothing(record: dict) -> bool:
@@ -178,6 +231,8 @@ def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path,
             continue
         asked_no_server = shard_dir in uncompared
         key = _differing_key(_comparable(first, asked_no_server), _comparable(record, asked_no_server), "")
+        if key is None and not asked_no_server:
+            key = _other_weights(first, record)
         if key is not None:
             raise ShardMismatch(
                 f"{shard_dir / 'run.json'}: {key} is {json.dumps(_lookup(record, key), ensure_ascii=False)[:200]}, "
@@ -185,6 +240,10 @@ def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path,
                 "shards were judged with different settings; rerun the odd shard with the others' settings "
                 "(--overwrite), or merge only shards judged alike")
     merged = _comparable(first)
+    if "weights_fingerprint" in first:  # the first shard's word for the weights every shard served (_other_weights)
+        merged["weights_fingerprint"] = first["weights_fingerprint"]
+    if isinstance(merged.get("server_limits"), dict) and "root" in first["server_limits"]:
+        merged["server_limits"]["root"] = first["server_limits"]["root"]
     config = dict(merged.get("config") or {})
     judges = [record.get("config", {}).get("judge") for _, record in compared if isinstance(record.get("config"), dict)]
     if judges and all(j == judges[0] for j in judges):  # one address for every shard: the run's; else each shard's

@@ -12,6 +12,7 @@ import pytest
 
 from eval.cli import main as eval_main
 from eval.judging.shards import ShardMismatch, merge_shards
+from judge.wire import root_identity
 from tests.support.console_scripts import path_with_console_scripts
 
 REPO = Path(__file__).resolve().parents[2]
@@ -324,3 +325,76 @@ def test_an_out_folder_whose_name_is_not_utf8_is_refused_before_anything_is_writ
     err = capsys.readouterr().err
     assert err.startswith(f"judge-eval merge: error: --out {os.fsencode(out)!r}: a path whose name is not UTF-8 text")
     assert err.count("\n") == 1 and not out.exists()
+
+
+def _served(shard: Path, root: str | None, fingerprint: str | None, judge_ref: str | None = None) -> None:
+    """Set what the shard's server said of its weights (its model entry's root, judge-serve's fingerprint) in its
+    run.json, and the judge it was given."""
+    record = json.loads((shard / "run.json").read_text())
+    record["server_limits"] = {"max_model_len": 4096, "root": root}
+    record["weights_fingerprint"] = fingerprint
+    if judge_ref is not None:
+        record["config"]["judge"] = judge_ref
+    (shard / "run.json").write_text(json.dumps(record))
+
+
+@pytest.mark.parametrize(("roots", "prints"), [
+    (["/shared/runs/x/export", "/scratch/copy/export"], ["f00d", "f00d"]),  # a new serve job, another path: same weights
+    (["/shared/runs/x/export", root_identity("/shared/runs/x/export")], [None, None]),  # a path, then its digest
+])  # fmt: skip
+def test_shards_whose_servers_loaded_one_judge_merge_as_their_resume_does(tmp_path, roots, prints):
+    """`judge-eval run` resumes a shard through a server that loaded the same weights by another path (the same
+    fingerprint), or says the same folder as judge-serve's digest of the path an older server named
+    (eval.judging.format_choice.held_root), and records the new root: the merge refused those shards on
+    server_limits.root. Merged; the record keeps the first shard's root."""
+    ids = _sample_ids(4)
+    data, dirs = _shards(tmp_path, [ids[:2], ids[2:]])
+    for shard, root, fingerprint in zip(dirs, roots, prints):
+        _served(shard, root, fingerprint)
+    rows, run_json, _ = merge_shards(dirs, data, tmp_path / "out")
+    record = json.loads(run_json.read_text())
+    assert rows == 4 and record["server_limits"]["root"] == roots[0]
+
+
+@pytest.mark.parametrize(("roots", "prints", "key"), [
+    (["/shared/runs/x/export", "/shared/runs/y/export"], [None, None], "server_limits.root"),
+    (["/shared/runs/x/export", "/scratch/copy/export"], ["f00d", "beef"], "weights_fingerprint"),
+    (["/shared/runs/x/export", "/scratch/copy/export"], ["f00d", None], "weights_fingerprint"),
+    (["/shared/runs/x/export", None], ["f00d", "f00d"], "server_limits.root"),
+])  # fmt: skip
+def test_shards_whose_servers_loaded_other_weights_are_still_refused(tmp_path, capsys, roots, prints, key):
+    """Another folder with no fingerprint to say the weights are the same, other weights, or one side saying none:
+    refused, naming the key."""
+    ids = _sample_ids(4)
+    data, dirs = _shards(tmp_path, [ids[:2], ids[2:]])
+    for shard, root, fingerprint in zip(dirs, roots, prints):
+        _served(shard, root, fingerprint)
+    assert eval_main(["merge", "--data", str(data), "--out", str(tmp_path / "out"), *map(str, dirs)]) == 2
+    assert f"/shards/1/run.json: {key} is " in capsys.readouterr().err
+
+
+def test_one_exports_fingerprints_by_either_formula_merge_and_a_retrained_one_is_refused(tmp_path, capsys):
+    """A judge-train export judged by a judge-serve that fingerprinted its files by name, size and modification time
+    and, for another shard, by one reading its weights_sha256.json: each fingerprint the export's own now by one
+    formula (judge.checkpoints.fingerprint_formula), the same weights to `judge-eval run`'s resume and to compare,
+    refused by the merge. Merged; the export retrained since the first shard is refused as before."""
+    from judge.checkpoints import export_weights_fingerprint, record_weights_digests, write_manifest
+
+    export = tmp_path / "runs" / "judge" / "export"
+    export.mkdir(parents=True)
+    write_manifest(export, "seq2seq", generator=".", verdict_format="tagged")
+    (export / "model.safetensors").write_bytes(b"weights one")
+    record_weights_digests(export)
+    old, new = export_weights_fingerprint(export, digests=False), export_weights_fingerprint(export)
+    assert old != new
+    ids = _sample_ids(4)
+    data, dirs = _shards(tmp_path, [ids[:2], ids[2:]])
+    for shard, fingerprint in zip(dirs, (old, new)):
+        _served(shard, root_identity(str(export)), fingerprint, judge_ref=str(export))
+    rows, _, _ = merge_shards(dirs, data, tmp_path / "out")
+    assert rows == 4
+    (export / "model.safetensors").write_bytes(b"weights two, retrained")
+    record_weights_digests(export)
+    _served(dirs[1], root_identity(str(export)), export_weights_fingerprint(export), judge_ref=str(export))
+    assert eval_main(["merge", "--data", str(data), "--out", str(tmp_path / "out"), *map(str, dirs)]) == 2
+    assert "/shards/1/run.json: weights_fingerprint is " in capsys.readouterr().err
