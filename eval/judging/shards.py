@@ -36,7 +36,7 @@ import os
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
-from eval.judging.run_settings import RESUME_FREE, data_sha256
+from eval.judging.run_settings import RESUME_FREE, clear_score_outputs, data_sha256
 from eval.judging.shard_array import ShardArray, refuse_missing, shard_array
 from eval.judging.special_tokens import merged_special_token_rows
 
@@ -335,6 +335,9 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
     shard still being written (a ``judge-eval run`` holds its folder) and one with fewer rows than its run.json's
     ``n_items`` (its run stopped before the end, and was not rerun) are refused, with or without it.
 
+    A merge that writes removes the scores in ``out`` (``eval.judging.run_settings.SCORE_OUTPUTS``: an earlier
+    merge's, scored), as ``judge-eval run --overwrite`` does: they are figures of the predictions it replaces.
+
     Returns:
         (rows merged; the run.json written, or None when no shard has one, a stale one in ``out`` then removed;
         the shards' array, or None when they are no array's).
@@ -444,6 +447,7 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
         if made:  # a folder made for a merge that wrote nothing would be taken for a run's
             out.rmdir()
         raise
+    clear_score_outputs(out)  # an earlier merge's figures, of predictions no longer here
     run_json = out / PROVENANCE_FILE
     if merged is None:
         run_json.unlink(missing_ok=True)  # an earlier merge's record would describe predictions no longer here

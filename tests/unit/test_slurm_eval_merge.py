@@ -398,3 +398,23 @@ def test_one_exports_fingerprints_by_either_formula_merge_and_a_retrained_one_is
     _served(dirs[1], root_identity(str(export)), export_weights_fingerprint(export), judge_ref=str(export))
     assert eval_main(["merge", "--data", str(data), "--out", str(tmp_path / "out"), *map(str, dirs)]) == 2
     assert "/shards/1/run.json: weights_fingerprint is " in capsys.readouterr().err
+
+
+def test_a_merge_removes_the_scores_of_the_predictions_it_replaces_and_a_refused_one_keeps_them(tmp_path):
+    """The array's folder scored once, a shard rerun, the shards merged again: the new predictions.jsonl stood beside
+    the metrics.json, reports and plots of the old ones until a later score replaced them (never, where it failed;
+    a plot of a split no longer scored stayed for good). A merge now removes them, as `judge-eval run --overwrite`
+    does; a refused merge writes nothing and removes nothing, and files of other names stay."""
+    ids = _sample_ids(4)
+    data, dirs = _shards(tmp_path, [ids[:2], ids[2:]], configs=[{}, {"verdict_format": "tagged"}])
+    out = tmp_path / "out"
+    scores = [out / "metrics.json", out / "report.md", out / "report.html", out / "plots" / "confusion_all.png"]
+    for path in scores + [out / "notes.txt"]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("of the earlier predictions")
+    with pytest.raises(ShardMismatch):
+        merge_shards(dirs, data, out)
+    assert all(path.is_file() for path in scores)
+    (dirs[1] / "run.json").write_text(json.dumps(_record(dirs[1], 2)))  # the shard rerun as the other was judged
+    assert merge_shards(dirs, data, out)[0] == 4
+    assert [path for path in scores if path.exists()] == [] and (out / "notes.txt").is_file()
