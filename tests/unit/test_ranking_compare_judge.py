@@ -14,6 +14,7 @@ from tests.support.eval_ranking import (FULLNESS, LITERACY, SAFE, Candidate, ins
                                         tagged_verdict)
 from tests.support.fixtures_models import copy_of
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+from tests.support.two_formula_export import retrain, two_formula_export
 
 
 class AnyPromptJudge(ScriptedEndpoint):
@@ -127,23 +128,14 @@ def test_compare_takes_one_exports_fingerprints_by_either_formula_as_its_weights
     time, then by one reading its ``weights_sha256.json``: other fingerprints of the same files, each the export's
     own by one formula, which was refused as "retrained in place". Compared now; the export retrained since (the
     first fingerprint no longer its own) is refused as before."""
-    from judge.checkpoints import export_weights_fingerprint, record_weights_digests, write_manifest
-
     export = tmp_path / "runs" / "judge" / "export"
-    export.mkdir(parents=True)
-    write_manifest(export, "seq2seq", generator=".", verdict_format="tagged")
-    (export / "model.safetensors").write_bytes(b"weights one")
-    record_weights_digests(export)
-    old, new = export_weights_fingerprint(export, digests=False), export_weights_fingerprint(export)
-    assert old != new
+    old, new = two_formula_export(export)
     a, b = (copy_of(ranked[n], tmp_path / n) for n in ("a", "b"))
     _record(a, str(export), weights_fingerprint=old)
     _record(b, str(export), weights_fingerprint=new)
     capsys.readouterr()
     assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 0, capsys.readouterr().err
-    (export / "model.safetensors").write_bytes(b"weights two, retrained")
-    record_weights_digests(export)
-    _record(b, weights_fingerprint=export_weights_fingerprint(export))
+    _record(b, weights_fingerprint=retrain(export))
     assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 2
     assert "the runs were judged differently (weights_fingerprint " in capsys.readouterr().err
 

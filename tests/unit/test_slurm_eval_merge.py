@@ -14,6 +14,7 @@ from eval.cli import main as eval_main
 from eval.judging.shards import ShardMismatch, merge_shards
 from judge.wire import root_identity
 from tests.support.console_scripts import path_with_console_scripts
+from tests.support.two_formula_export import retrain, two_formula_export
 
 REPO = Path(__file__).resolve().parents[2]
 SLURM_DIR = REPO / "slurm"
@@ -378,24 +379,15 @@ def test_one_exports_fingerprints_by_either_formula_merge_and_a_retrained_one_is
     and, for another shard, by one reading its weights_sha256.json: each fingerprint the export's own now by one
     formula (judge.checkpoints.fingerprint_formula), the same weights to `judge-eval run`'s resume and to compare,
     refused by the merge. Merged; the export retrained since the first shard is refused as before."""
-    from judge.checkpoints import export_weights_fingerprint, record_weights_digests, write_manifest
-
     export = tmp_path / "runs" / "judge" / "export"
-    export.mkdir(parents=True)
-    write_manifest(export, "seq2seq", generator=".", verdict_format="tagged")
-    (export / "model.safetensors").write_bytes(b"weights one")
-    record_weights_digests(export)
-    old, new = export_weights_fingerprint(export, digests=False), export_weights_fingerprint(export)
-    assert old != new
+    old, new = two_formula_export(export)
     ids = _sample_ids(4)
     data, dirs = _shards(tmp_path, [ids[:2], ids[2:]])
     for shard, fingerprint in zip(dirs, (old, new)):
         _served(shard, root_identity(str(export)), fingerprint, judge_ref=str(export))
     rows, _, _ = merge_shards(dirs, data, tmp_path / "out")
     assert rows == 4
-    (export / "model.safetensors").write_bytes(b"weights two, retrained")
-    record_weights_digests(export)
-    _served(dirs[1], root_identity(str(export)), export_weights_fingerprint(export), judge_ref=str(export))
+    _served(dirs[1], root_identity(str(export)), retrain(export), judge_ref=str(export))
     assert eval_main(["merge", "--data", str(data), "--out", str(tmp_path / "out"), *map(str, dirs)]) == 2
     assert "/shards/1/run.json: weights_fingerprint is " in capsys.readouterr().err
 
