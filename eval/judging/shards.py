@@ -27,6 +27,9 @@ their index and the array's size): a shard left off is refused, naming it and th
 ``--allow-missing-shards``, with which the merged run.json's ``shard_array`` names the missing ones and ``score``
 says so. A shard still being written (its folder's lock held) or unfinished (fewer rows than its ``n_items``) is
 refused either way: rerun it, or leave it out.
+
+Why one module of ~510 lines: every check reads the same shard folders and records once, and the refusals name
+them alike; split, the order of the checks (all before anything is written) would be spread over modules.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import os
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
+from eval.judging.array_data import record_lines
 from eval.judging.run_settings import RESUME_FREE, clear_score_outputs, data_sha256
 from eval.judging.shard_array import ShardArray, refuse_missing, shard_array
 from eval.judging.special_tokens import merged_special_token_rows
@@ -325,7 +329,8 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
     otherwise), are refused. Nothing is written then.
 
     A shard with no predictions (more tasks than records: ``eval.sbatch`` writes an empty file and runs nothing)
-    has no run.json and takes no part in the comparison. One whose run.json says it had no item to judge (``n_items``
+    has no run.json and takes no part in the comparison; one so left whose ``data.jsonl`` holds records (an earlier
+    array's empty shard, its block now judged by no run) is refused. One whose run.json says it had no item to judge (``n_items``
     0, no rows: ``--split`` kept none of its block's rows, and its run asked no server) is compared but for what a
     server tells a run (``merged_record``), and counted and listed in the merged record; when every shard with a
     run.json is one, the merge is refused.
@@ -349,11 +354,12 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
             ``shards/`` folder; a shard's run.json that is not a run record, or one judged with ``--criteria
             auto``; a shard's row that is not a
             prediction, its torn last line, or an id already merged; each naming the shard's file. No shard that had
-            an item to judge (every run.json says ``n_items`` 0). A shard being written or unfinished; an array's
+            an item to judge (every run.json says ``n_items`` 0). A shard whose ``data.jsonl`` holds records and
+            that has no run.json and no rows. A shard being written or unfinished; an array's
             shard left off, or shards of two arrays (``eval.judging.shard_array.shard_array``).
     """
     from judge.plumbing.atomic_write import write_atomically
-    from judge.plumbing.json_reading import lone_surrogate_at
+    from judge.plumbing.json_reading import counted, lone_surrogate_at
     from judge.plumbing.provenance import PROVENANCE_FILE, read_provenance
     from judge.plumbing.run_folder import run_folder_holder
 
@@ -398,6 +404,11 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
             raise ShardMismatch(f"{shard / PROVENANCE_FILE}: no such file beside the shard's predictions; the "
                                 "merged run would not say which judge made them (judge-eval run writes it: rerun "
                                 "the shard)")
+        elif (cut := shard / "data.jsonl").is_file() and (held := sum(1 for _ in record_lines(cut))):
+            # eval.sbatch leaves an empty block so; one with records its task never judged is no empty shard
+            raise ValueError(f"{shard}: its data.jsonl holds {counted(held, 'record')}, but it has no run.json and no "
+                             "rows: its array task judged none of them; rerun it, or leave it out with "
+                             "--allow-missing-shards")
     array = shard_array([Path(shard) for shard in shard_dirs], data)
     _refuse_out_among_shards(out, list(seen_dirs.items()), array)
     refuse_missing(array, allow_missing_shards)

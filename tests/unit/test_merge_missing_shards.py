@@ -225,14 +225,33 @@ def test_an_unfinished_shard_is_refused(tmp_path, capsys):
     data, dirs = eval_array(tmp_path, 8, 2)
     predictions = dirs[1] / "predictions.jsonl"
     predictions.write_text("".join(predictions.read_text().splitlines(keepends=True)[:3]))
+    _refused_unless_left_out(tmp_path, data, dirs, capsys, f"{predictions}: 3 rows for the 4 items of its run.json "
+                             "(n_items): the shard's run is unfinished; rerun its array task, which resumes it, or "
+                             "leave it out with --allow-missing-shards")
+
+
+def _refused_unless_left_out(root: Path, data: Path, dirs: list[Path], capsys, said: str) -> None:
+    """Shard 1 of 2 refused (exit 2, ``said``, nothing written) with or without --allow-missing-shards, and the merge
+    of shard 0 alone with it recording shard 1 as left out."""
     for flags in ((), ("--allow-missing-shards",)):
-        code, _, err = _merge(tmp_path, data, dirs, capsys, *flags)
-        assert (code, err) == (2, f"judge-eval merge: error: {predictions}: 3 rows for the 4 items of its run.json "
-                                  "(n_items): the shard's run is unfinished; rerun its array task, which resumes it, "
-                                  "or leave it out with --allow-missing-shards\n")
-    assert _nothing_written(tmp_path)
-    code, out, _ = _merge(tmp_path, data, dirs[:1], capsys, "--allow-missing-shards")
+        code, _, err = _merge(root, data, dirs, capsys, *flags)
+        assert (code, err) == (2, f"judge-eval merge: error: {said}\n")
+    assert _nothing_written(root)
+    code, out, _ = _merge(root, data, dirs[:1], capsys, "--allow-missing-shards")
     assert code == 0 and "shard 1 of 2 left out (4 records of --data)" in out
+
+
+def test_a_shard_whose_block_holds_records_and_that_judged_none_is_refused(tmp_path, capsys):
+    """An empty predictions.jsonl and no run.json is how eval.sbatch leaves a shard past the records (more tasks than
+    records), which merges as nothing; a folder so left by an earlier array whose block now holds records (its task
+    refused by judge-eval: nothing judged) merged too, exit 0, its items in no shard. Refused, naming the shard's cut
+    and its records, with or without --allow-missing-shards (leave it out instead, which the record then says)."""
+    data, dirs = eval_array(tmp_path, 8, 2)
+    (dirs[1] / "run.json").unlink()
+    (dirs[1] / "predictions.jsonl").write_text("")
+    _refused_unless_left_out(tmp_path, data, dirs, capsys, f"{dirs[1]}: its data.jsonl holds 4 records, but it has "
+                             "no run.json and no rows: its array task judged none of them; rerun it, or leave it out "
+                             "with --allow-missing-shards")
 
 
 def test_an_empty_shard_folder_is_refused_in_one_line(tmp_path, capsys):
