@@ -705,6 +705,13 @@ def _exited(state: ServerState, role: str, code: int) -> None:
     state.restart_failed.pop(role, None)
 
 
+def _restart_failed(state: ServerState, role: str, why: str) -> None:
+    """Record that ``role``'s restart failed, ``why`` as a clause after "the <role> engine": its last failure now,
+    not the exit before it (no process ran, or the one that ran has not exited)."""
+    state.last_exit.pop(role, None)
+    state.restart_failed[role] = why
+
+
 def _last_failure(state: ServerState, role: str, hung: str | None) -> str:
     """How ``role``'s engine last failed, as a clause: ``hung`` (why it counts as dead while alive; None: it exited),
     else its last restart's failure (a timeout, or no process started), else its last exit (with its code, where one
@@ -792,13 +799,12 @@ async def _heal(state: ServerState, role: str) -> None:
                 engine = state.engines[role] = Engine.start(state.engines[role].spec, config, state.log_dir,
                                                             engine_key())
             except OSError as err:  # no process or no log file for it: a restart that failed, counted as one
+                why = f"could not be restarted ({type(err).__name__}: {err})"
                 if err.errno not in _TRANSIENT_START:
-                    _give_up(state, f"the {role} engine could not be restarted ({type(err).__name__}: {err}); "
-                                    "judge-serve stops")
+                    _give_up(state, f"the {role} engine {why}; judge-serve stops")
                     return
-                log.error("the %s engine could not be restarted (%s: %s)", role, type(err).__name__, err)
-                state.last_exit.pop(role, None)  # no process ran: the exit before it is not this failure
-                state.restart_failed[role] = f"could not be restarted ({type(err).__name__}: {err})"
+                log.error("the %s engine %s", role, why)
+                _restart_failed(state, role, why)
                 continue
             try:
                 _update_run_record(state)
@@ -810,10 +816,9 @@ async def _heal(state: ServerState, role: str) -> None:
             except EngineStartError as err:
                 if engine.exit_code() is not None:
                     _exited(state, role, engine.exit_code())
-                else:  # alive and still loading: the exit before it is not this failure
-                    state.last_exit.pop(role, None)
-                    state.restart_failed[role] = (f"did not answer /health within engine_start_timeout_s "
-                                                  f"({config.engine_start_timeout_s:g} s) after its restart")
+                else:  # alive and still loading
+                    _restart_failed(state, role, f"did not answer /health within engine_start_timeout_s "
+                                                 f"({config.engine_start_timeout_s:g} s) after its restart")
                 log.error("the restarted %s engine did not come up: %s", role, err)
                 await asyncio.to_thread(engine.stop)
                 continue
