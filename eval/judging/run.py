@@ -280,13 +280,13 @@ def _judge_training(judge_ref: str) -> dict[str, Any]:
     return {"judge_training": record} if record else {}
 
 
-def _vllm_export_fingerprint(judge_ref: str, config: RunConfig) -> str | None:
+def _vllm_export_fingerprint(export: Path | None, config: RunConfig) -> str | None:
     """The weights fingerprint of a judge-train export that judge-eval serves with vLLM's own server, read from its
     folder (``judge.checkpoints.export_weights_fingerprint``, what judge-serve gives for it): vLLM's model entry gives
-    none, so run.json records this one, which a resume checks an export retrained in place against. None for
-    anything else (judge-serve says its own; a URL's weights are not on this machine)."""
-    folder = None if starts_judge_serve(config) else _served_export(judge_ref, config)
-    return export_weights_fingerprint(folder) if folder else None
+    none, so run.json records this one, which a resume checks an export retrained in place against. ``export``: the
+    served export, ``_served_export``'s, found once per launch. None for anything else (judge-serve says its own; a
+    URL's weights are not on this machine)."""
+    return None if export is None or starts_judge_serve(config) else export_weights_fingerprint(export)
 
 
 async def _judged(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy) -> tuple[list, Refused | None]:
@@ -597,7 +597,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         elif held_limits is not None:
             limits = ModelLimits.from_entry(held_limits)
         model = held_model(out, n_written, model, judge_ref, asking=bool(todo))  # one folder, one judge's verdicts
-        served = weights_fingerprint(entry) or (_vllm_export_fingerprint(judge_ref, config) if todo else None)
+        served = weights_fingerprint(entry) or (_vllm_export_fingerprint(export, config) if todo else None)
         fingerprint = held_fingerprint(out, n_written, served, judge_ref, asking=bool(todo), export=export)
         limits = dataclasses.replace(limits, root=held_root(out, n_written, limits.root, judge_ref, asking=bool(todo),
                                                             fingerprint=served, export=export))
