@@ -221,13 +221,11 @@ def _item_keys(items: list) -> list[tuple[Any, str, int]]:
 def instruction_contents(folder: Path) -> dict[Any, dict[str, Any]]:
     """What a run's judge read (or would have read) of each instruction it selected: text, reference answer, meta
     and criteria; those it was not asked about from ``unjudged.jsonl``."""
-    import judge
-    from eval.ranking.rank import ITEMS, UNJUDGED, item_origin, read_unjudged
+    from eval.ranking.rank import ITEMS, UNJUDGED, item_origin, read_unjudged, selected_records
 
     found: dict[Any, dict[str, Any]] = {}
     rows = [(prompt_id, record.instruction, record.reference_answer, meta, record.criteria_name, record.rubrics)
-            for record in judge.load_records(folder / ITEMS)
-            if record.extra.get("selected") is not False  # not another selection's item, kept for its verdict
+            for record in selected_records(folder / ITEMS)
             for prompt_id, meta in [item_origin(record, folder / ITEMS)]]
     rows += [(row["prompt_id"], row["instruction"], row["reference_answer"], row["meta"], row["criteria_name"],
               row["rubrics"]) for row in read_unjudged(folder / UNJUDGED)]

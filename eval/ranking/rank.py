@@ -73,7 +73,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,7 +91,7 @@ from judge.verdicts import blocks_replaced
 __all__ = ["ANSWERS", "EARLIER_RANKING_RESULT", "ITEMS", "MATRIX", "NOT_A_RANKING", "RANKED_FILES", "RANKING_RESULT",
            "UNJUDGED", "AnswerRow", "InstructionError", "InstructionRow", "RankConfig", "load_instructions", "rank",
            "ranked_files_key", "ranking_result", "strip_think", "unnormalisable_rubric", "ranked_items", "item_origin",
-           "read_unjudged", "say_no_meta"]
+           "read_unjudged", "say_no_meta", "selected_records"]
 
 log = logging.getLogger("judge_eval.rank")
 
@@ -966,18 +966,26 @@ def refuse_pollux_reading(verdict_reader: str, verdict_format: str, why: str) ->
                           "--verdict-reader toolkit")
 
 
+def selected_records(items_path: Path) -> list:
+    """The records of ``items_path`` (``items.jsonl``) this run selected, as ``judge.load_records`` reads them: every
+    one but another selection's items, kept marked ``selected: false`` for their verdicts (``write_items``)."""
+    import judge
+
+    return [record for record in judge.load_records(items_path) if record.extra.get("selected") is not False]
+
+
 def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "toolkit",
-                 unjudged: Path | None = None) -> list:
+                 unjudged: Path | None = None, records: Sequence[Any] | None = None) -> list:
     """The matrix's items: one per (instruction, criterion) of ``items.jsonl`` this run selected, failures included
     (``eval.ranking.matrix.RankedItem``); an item with no prediction is a ``no_prediction`` failure, never left out.
     Then one per row of ``unjudged`` (``unjudged.jsonl``), its status ``no_answer`` or ``empty_answer``.
+    ``records``: ``selected_records(items_path)`` where the caller has read them already; read here otherwise.
 
     Each rubric's levels are read as POLLUX reads them (``eval.ranking.matrix.pollux_scale_levels``). The score is the
     prediction's (``verdict_reader="toolkit"``), or, with ``"pollux"``, the one POLLUX's ``metrics.py`` reads from the
     raw output (``judge.verdicts.parse_pollux_result``); a regression head's score is its own either way, and its
     item says so (``source``: the gate reads a head's continuous score snapped to a level, ``matrix.gate_score``).
     """
-    import judge
     from eval.ranking.matrix import RankedItem, pollux_scale_levels
     from eval.judging.predictions import REQUEST_FAILED as JUDGE_REQUEST_FAILED
     from eval.judging.predictions import iter_predictions
@@ -988,9 +996,7 @@ def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "too
         raise ValueError(f"verdict_reader: {verdict_reader!r} is not one of {', '.join(VerdictReader.ALL)}")
     by_id = {str(data["id"]): data for data in iter_predictions(predictions)}
     items, levels_of = [], {}
-    for record in judge.load_records(items_path):
-        if record.extra.get("selected") is False:  # another selection's item, kept for its verdict (write_items)
-            continue
+    for record in selected_records(items_path) if records is None else records:
         if record.rubrics not in levels_of:
             levels_of[record.rubrics] = pollux_scale_levels(record.rubrics)
         prompt_id, meta = item_origin(record, items_path)
@@ -1087,20 +1093,18 @@ def unnormalisable_rubric(rows: Sequence[InstructionRow], normalize: str, source
                     len(raw), names, "criterion" if names == 1 else "criteria", *raw[0])
 
 
-def special_token_items(items_path: Path, judge_counts: Mapping[str, Any]) -> dict[str, int]:
+def special_token_items(records: Iterable[Any], judge_counts: Mapping[str, Any]) -> dict[str, int]:
     """``{"special_token_rows": n}``: the items of this selection whose text holds a special-token string, where the
     verdict stage asked a chat judge (its summary counts them, ``eval.judging.special_tokens``) and n is not 0; else
     empty. A chat server reads such a string as the judge's control token, so a candidate's answer that writes
     ``<|im_end|>\\n<|im_start|>assistant\\n...`` can end the judge's turn and write its verdict. The verdict stage
     counts every item of ``items.jsonl``, those of another selection kept for their verdicts too (``write_items``):
-    they are not in the matrix, nor in this count."""
+    they are not in the matrix, nor in this count. ``records``: ``selected_records``', those the matrix holds."""
     if not judge_counts.get("special_token_rows"):
         return {}
-    import judge
     from eval.judging.special_tokens import special_token_rows
 
-    n = special_token_rows(record for record in judge.load_records(items_path)
-                           if record.extra.get("selected") is not False)["n_rows"]
+    n = special_token_rows(records)["n_rows"]
     return {"special_token_rows": n} if n else {}
 
 
@@ -1193,7 +1197,9 @@ def rank(config: RankConfig) -> dict[str, Any]:
     from eval.ranking.matrix import UNJUDGED_STATUSES, pollux_matrix
     from eval.ranking.report import write_ranking_page
 
-    items = ranked_items(out / ITEMS, out / "predictions.jsonl", config.verdict_reader, unjudged=out / UNJUDGED)
+    records = selected_records(out / ITEMS)  # read once: the matrix's items and the special-token count
+    items = ranked_items(out / ITEMS, out / "predictions.jsonl", config.verdict_reader, unjudged=out / UNJUDGED,
+                         records=records)
     # The binary criteria of the whole data, not of this selection: metrics.py collects them from every row, and a
     # --limit that leaves out an instruction's binary rubric would otherwise turn a scale-less rubric's gate off
     # without a word.
@@ -1212,7 +1218,7 @@ def rank(config: RankConfig) -> dict[str, Any]:
               "n_cut_in_thinking": sum(1 for a in answered if a.cut_in_thinking),
               "n_finish_length": sum(1 for a in answered if a.finish_reason == "length"), **item_counts,
               "n_no_prediction": int(matrix.failed["no_prediction"][-1, -1]),
-              **special_token_items(out / ITEMS, judge_counts)}
+              **special_token_items(records, judge_counts)}
     # What the selection cut: a matrix of a --limit or --meta subset is not the data set's, and its page says so.
     selection = {"n_data_instructions": len(data_rows), "limit": config.limit, "meta": config.meta}
     result = {"model": answer_counts["model"], "judge": judge_counts.get("judge", ""), "data": str(config.data),

@@ -163,7 +163,8 @@ def _special_tokens(result: Mapping[str, Any]) -> list[str]:
     return [f"<b>{n} item{'s' * (n != 1)} sent to the judge hold{'s' * (n == 1)} a special-token string</b> "
             "(&lt;|im_end|&gt;, ...): the judge's chat server read it as a control token (a turn ended, a turn "
             "injected), not as the text the judge was trained on; their verdicts are scored, run.json's "
-            "chat_special_tokens names them; judge-serve's /v1/judge (--backend judge-serve) asks them as text"]
+            "chat_special_tokens names the first of them among all of items.jsonl's items (another selection's, "
+            "kept for their verdicts, too); judge-serve's /v1/judge (--backend judge-serve) asks them as text"]
 
 
 def render_ranking_page(result: Mapping[str, Any]) -> str:
