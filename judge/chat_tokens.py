@@ -30,6 +30,8 @@ __all__ = ["chat_ids", "chat_parts", "generation_prompt_merged", "prepare_tokeni
 #: the characters it is: the annotate and traces stages do not ask an item holding one, and the GRPO recipe drops its
 #: prompt (besides those its own tokenizer reads otherwise), all by ``special_token_strings_in``. ``<think>`` and
 #: ``<tool_call>`` are added tokens Qwen's tokenizers do not mark special (read alike both ways): not listed.
+#: DeepSeek's are spelled as ``judge.rewards.END_OF_TURN_MARKERS`` and the trl prompt's user turn
+#: (``judge.reward_clients``) spell them; tests/unit/test_synthetic_annotate_special_tokens.py holds the three alike.
 SPECIAL_TOKEN_STRINGS = (
     "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>",
     "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
