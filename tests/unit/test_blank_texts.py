@@ -1,9 +1,9 @@
 """A required record text that shows nothing is blank: white space and the characters that display nothing (a zero-width
 space, a byte order mark, a soft hyphen, a left-to-right mark: ``judge.plumbing.invisible_text.INVISIBLE``) alike.
 
-Before, ``str.strip`` (row by row) and its Arrow regex (column-wise) kept a text of U+200B as non-blank, so a row whose
-instruction or answer shows nothing was judged. Both readers refuse it now, naming the row and field as for a blank
-text, through one rule (``is_blank``) and its RE2 form (``BLANK_RE2``), held equal here on every code point.
+A text of U+200B is blank as one of white space is: a row whose instruction or answer shows nothing is refused by
+both readers (row by row and column-wise), naming the row and field, through one rule (``is_blank``) and its RE2 form
+(``BLANK_RE2``), held equal here on every code point.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def test_the_arrow_pattern_says_blank_of_every_code_point_exactly_where_the_row_
     row, column = [is_blank(c) for c in CODE_POINTS], _arrow_blank(CODE_POINTS)
     differ = [f"U+{ord(c):04X}" for c, r, a in zip(CODE_POINTS, row, column) if r != a]
     assert not differ
-    # blank: str.strip's white space, as before, and the invisible characters besides; nothing else
+    # blank: what str.strip removes, and INVISIBLE; nothing else
     assert {c for c, r in zip(CODE_POINTS, row) if r} == {c for c in CODE_POINTS if not c.strip()} | set(INVISIBLE)
 
 
@@ -89,7 +89,7 @@ def test_an_expert_id_that_shows_nothing_names_no_one_in_either_reader(tmp_path)
 
 def test_a_row_id_of_invisible_characters_stays_its_id_in_both_readers(tmp_path):
     """An ``id`` is a key, not a text to judge: one of a zero-width space is the row's id (white space alone gives
-    none, a derived one), as before, whichever reader reads the file."""
+    none, a derived one), whichever reader reads the file."""
     row = GOOD | {"expert_feedback": None, "id": "\u200b"}
     pq.write_table(pa.Table.from_pylist([row]), tmp_path / "d.parquet")
     (record,), report = load_records_report(tmp_path / "d.parquet")

@@ -148,8 +148,8 @@ def test_a_stream_whose_body_ends_inside_its_completed_event_ends_with_the_error
 
 def test_a_relayed_stream_is_read_once_for_the_relay_and_the_drain_alike(tiny_causal_dir, monkeypatch):
     """What a relayed stream sent is read once: the relay and judge-serve's drain end a stream from the same
-    ``SentStream``, where each used to read every part the client was sent a second time. The route hands the one
-    the relay fills to the drain (``SENT_STREAM_SCOPE``): without it a drain would cut the stream with no end."""
+    ``SentStream``, so no part the client was sent is read twice. The route hands the one the relay fills to the
+    drain (``SENT_STREAM_SCOPE``): without it a drain would cut the stream with no end."""
     from serve.connections import RefuseWhileDrainingMiddleware
     from serve.errors import SENT_STREAM_SCOPE, SentStream
 
