@@ -29,6 +29,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from judge.plumbing.invisible_text import without_invisible
 from judge.plumbing.json_reading import counted
 from judge.scales import Scale, foreign_digit
 
@@ -413,8 +414,9 @@ def rationale_words(text: str | None) -> int:
     """How many words ``text`` holds: runs of letters or digits (a combining mark inside one, as a decomposed "ё" or a
     stress mark, is part of it), a hyphenated one one word ("что-то"). The paper's "at least two words" (arXiv
     2505.24616v3, Appendix B) counts words, so ". ." holds none and "Ошибок,нет." two, where splitting at spaces would
-    count the other way round."""
-    return len(_WORD.findall(text)) if text else 0
+    count the other way round. A character that shows nothing (``judge.plumbing.invisible_text``: a soft hyphen, a
+    zero-width space) splits no word: "Объ\u00adёмно." is one word, as it looks."""
+    return len(_WORD.findall(without_invisible(text))) if text else 0
 
 
 def gives_reasons(text: str | None) -> bool:

@@ -5,8 +5,8 @@ Cf) that render as nothing: a byte order mark, zero-width spaces and joiners, a 
 right-to-left marks, bidi embeddings and isolates. Two texts that differ only by them look identical to the person
 who wrote them, and a pattern that does not expect them reads the text differently ("\\u200e1: средне" is no level
 line to ``^\\s*\\d``). ``INVISIBLE`` lists them once, for the rubric reader (``judge.scales``), the splits'
-instruction key (``judge.splits.instruction_text_key``), the labelled sets' near-duplicate check and the taxonomy's
-name key. Visible format characters (the Arabic number signs U+0600-U+0605, which print) are not in it.
+instruction key (``judge.splits.instruction_text_key``), the labelled sets' near-duplicate check, the taxonomy's
+name key and the rationale word count (``judge.verdicts.rationale_words``). Visible format characters (the Arabic number signs U+0600-U+0605, which print) are not in it.
 
 A text is blank when it shows nothing: white space (``str.isspace``) and ``INVISIBLE`` characters only. ``is_blank``
 says it of one text, ``BLANK_RE2`` of each text of an Arrow column (``pyarrow.compute.match_substring_regex``), so

@@ -121,10 +121,12 @@ def test_the_taxonomy_finds_a_criterion_name_carrying_an_invisible_character(nam
     assert load_taxonomy().criterion(name).base_id == "grammar"
 
 
-@pytest.mark.parametrize("word", ["Объёмно.", "Приёмлемо", "Пра\u0301вильно.", "Неёмкий-то"])
+@pytest.mark.parametrize("word", ["Объёмно.", "Приёмлемо", "Пра\u0301вильно.", "Неёмкий-то", f"Объ{SHY}ёмно.",
+                                  f"Объ{ZWSP}ёмно."])
 def test_a_word_written_with_a_combining_mark_is_one_word(word):
-    """Appendix B's two-word floor (``gives_reasons``) counts words: "Объёмно." decomposed ("ё" as "е" + U+0308) or a
-    stress mark ("Пра́вильно", U+0301) is still one word, which gives no reasons; the mark broke the word in two."""
+    """Appendix B's two-word floor (``gives_reasons``) counts words: "Объёмно." decomposed ("ё" as "е" + U+0308), a
+    stress mark ("Пра́вильно", U+0301) or a soft hyphen or zero-width space inside it is still one word, which gives no
+    reasons; the mark or the invisible character broke the word in two."""
     from judge.verdicts import gives_reasons, rationale_words
 
     for text in (word, unicodedata.normalize("NFD", word)):
