@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from judge.plumbing.invisible_text import INVISIBLE, without_invisible
+from judge.plumbing.invisible_text import without_invisible
 from judge.plumbing.json_reading import value_words
 
 __all__ = ["Scale", "ScaleError", "scale_of", "has_unique_mode", "unique_mode_mask", "MAX_LEVELS", "MAX_LEVEL_DIGITS",
@@ -129,15 +129,9 @@ class Scale:
         return cls(tuple(range(low, high + 1)))
 
 
-# Characters a line may open with that show nothing (``judge.plumbing.invisible_text``: a byte order mark, zero-width
-# spaces, a left-to-right or right-to-left mark, a soft hyphen, bidi controls). Unread, one before a level would hide
-# it: the line would join the level above ("\u200e1: ..." would make a 0/1/2 rubric the scale 0, 2).
-_INVISIBLE = INVISIBLE
-
-
 def _line_pattern(number: str) -> re.Pattern[str]:
     """A level line whose number, after any sign, is ``number`` (a regular expression)."""
-    return re.compile(rf"^([\s{_INVISIBLE}]*+)(?:[-–—+]\s++|[*•]\s*+)?\**+\s*+((?:[-–—+]|\u2212\s*+)?"
+    return re.compile(r"^(\s*+)(?:[-–—+]\s++|[*•]\s*+)?\**+\s*+((?:[-–—+]|\u2212\s*+)?"
                       + number + r")\s*+\**+\s*+(:|-|–|—|\.|\))(?!\d)")
 
 
@@ -184,7 +178,6 @@ _RANGE_WORDS = (
     re.compile(r"\bscale\s+(?:of\s+)?(-?\d+)(?:\s*+(?:–|—|-|\.\.)\s*+|\s+to\s+)(-?\d+)(?![.,]?\d)", re.IGNORECASE),
 )
 _LANGUAGES = ("ru", "en")
-_DROP_INVISIBLE = {ord(ch): None for ch in _INVISIBLE}
 
 
 def foreign_digit(text: str) -> str | None:
@@ -300,7 +293,7 @@ def _level_like_lines(text: str) -> tuple[list[_Line], list[_Line]]:
             written = match.group(2)
             signed = written[0] in "-–—\u2212"
             number = "-" + written[1:].lstrip() if signed else written
-            indent = len(match.group(1).translate(_DROP_INVISIBLE).expandtabs(4))
+            indent = len(match.group(1).expandtabs(4))
             found.append(_Line(index, indent, number, signed and written[0] != "\u2212", _SEPARATOR_KIND[match.group(3)]))
     return lines, decimals
 
@@ -479,7 +472,7 @@ def _one_line_levels(text: str) -> list[int] | None:
     """The levels of a rubric written on one line, "0: плохо; 1: средне; 2: хорошо", or None: a level opens the
     line, each next one follows a ";", "," or ".", all share one separator kind and they run by one step up or down
     (so that a number inside a level's text cannot pass for a level)."""
-    line = text.strip().strip(_INVISIBLE)
+    line = text.strip()
     if "\n" in line or "\r" in line:
         return None
     found = list(_ONE_LINE_LEVEL.finditer(line))
@@ -581,6 +574,8 @@ def pairwise_scale_error(rubrics: str) -> str | None:
     comparison's levels after a criterion's own); else its level lines state another scale, refused with the reader's
     words.
     """
+    # Stripped here as well as in scale_of, so that the level lines read below are the ones scale_of read
+    rubrics = without_invisible(rubrics)
     try:
         levels = scale_of(rubrics).levels
     except ScaleError as err:

@@ -51,6 +51,17 @@ def test_an_invisible_character_before_a_level_hides_no_level(name, rubrics, lev
     assert scale_of(rubrics).levels == levels
 
 
+def test_the_pairwise_check_reads_past_an_invisible_character_as_the_scale_reader_does():
+    """A -1/0/1 comparison text with a decimal line ``scale_of`` refuses is taken as it is for its "-1" line; a
+    left-to-right mark inside that "-1" is no reason to refuse it, since ``scale_of`` reads past the mark."""
+    from judge.scales import pairwise_scale_error
+
+    text = "Сравни.\n-1: первый лучше\n0.5: почти\n1: второй лучше"
+    assert pairwise_scale_error(text) is None
+    assert pairwise_scale_error(text.replace("-1:", f"-{LRM}1:")) is None
+    assert pairwise_scale_error(f"0{LRM}: плохо\n1: средне\n{LRM}2: хорошо").startswith("the comparison scale's levels")
+
+
 def test_the_invisible_characters_are_format_characters_that_show_nothing():
     """Every character the readers drop is a format character (Unicode category Cf), and the ones the findings name
     are among them."""
