@@ -130,7 +130,7 @@ def test_no_reader_spells_out_what_json_loads_raises():
 
 
 #: Modules that write U+FEFF for something other than a file's byte order mark, and what for.
-NOT_A_FILES_BOM = {"judge/scales.py": "one of the invisible characters a rubric level's digit may hide behind"}
+NOT_A_FILES_BOM = {"judge/plumbing/invisible_text.py": "one of the characters that show nothing, which readers of text drop"}
 
 
 def test_the_byte_order_mark_is_spelt_once():
