@@ -36,7 +36,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from judge.plumbing.invisible_text import without_invisible
+from judge.plumbing.invisible_text import composed_visible
 from judge.records import RecordError, value_words
 from judge.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 
@@ -270,11 +270,12 @@ def instruction_key(record) -> str:
 
 
 def instruction_text_key(text: str) -> str:
-    """An instruction's text as the splits compare it: compatibility-composed (NFKC: "й" written as "и" + U+0306 is
-    "й", a fullwidth "５" is "5"), without the characters that show nothing (``judge.plumbing.invisible_text``: a byte
-    order mark, a zero-width space, a soft hyphen, a left-to-right mark), whitespace collapsed to one space and
-    case-folded. Two texts that look the same to whoever wrote them get one key."""
-    return " ".join(without_invisible(unicodedata.normalize("NFKC", text)).split()).casefold()
+    """An instruction's text as the splits compare it: without the characters that show nothing
+    (``judge.plumbing.invisible_text``: a byte order mark, a zero-width space, a soft hyphen, a left-to-right mark),
+    then compatibility-composed (NFKC: "й" written as "и" + U+0306 is "й", a fullwidth "５" is "5";
+    ``composed_visible``), whitespace collapsed to one space and case-folded. Two texts that look the same to whoever
+    wrote them get one key."""
+    return " ".join(composed_visible(text).split()).casefold()
 
 
 def instruction_groups(records: Iterable) -> list[str]:

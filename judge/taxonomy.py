@@ -19,13 +19,12 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-from judge.plumbing.invisible_text import without_invisible
+from judge.plumbing.invisible_text import composed_visible
 from judge.scales import Scale, scale_of
 
 __all__ = [
@@ -164,8 +163,9 @@ def name_key(name: str) -> str:
     NFC first: text from macOS file names and some pipelines arrives decomposed ("й" as "и" + U+0306), which looks
     identical but compares unequal, and the Russian names of 74 of the 295 criterion entries and 13 of the 35 task
     types hold "й" or "ё". The characters that show nothing (``judge.plumbing.invisible_text``: a byte order mark, a
-    left-to-right mark, a soft hyphen) are dropped: a name copied with one looks like the taxonomy's own."""
-    name = without_invisible(unicodedata.normalize("NFC", name)).replace("’", "'").replace("ё", "е").replace("Ё", "Е")
+    left-to-right mark, a soft hyphen) are dropped, before composing (``composed_visible``, so that one between a
+    letter and its mark leaves no letter decomposed): a name copied with one looks like the taxonomy's own."""
+    name = composed_visible(name, "NFC").replace("’", "'").replace("ё", "е").replace("Ё", "Е")
     return re.sub(r"\s+", " ", name).strip().casefold()
 
 

@@ -12,13 +12,12 @@ import dataclasses
 import difflib
 import json
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
 from judge.criteria_auto.policy import LABEL_SEPARATOR, label_of, leaf_of
-from judge.plumbing.invisible_text import without_invisible
+from judge.plumbing.invisible_text import composed_visible
 from judge.plumbing.json_reading import lone_surrogate_at
 from judge.records import row_place, value_words
 from judge.splits import STANDARD, ZERO_SHOT, load_split_spec
@@ -50,12 +49,12 @@ NEAR_DUPLICATE_RATIO_JACCARD = 0.2
 
 
 def normalise_instruction(text: str) -> str:
-    """Compatibility-composed (NFKC) and without the characters that show nothing (``judge.plumbing.invisible_text``),
-    then lower case, "ё" as "е", punctuation as spaces, runs of whitespace as one space: what near-duplicate checks
-    compare (quotes, dashes and spacing do not make two instructions different). Composed first: a decomposed "й"
-    ("и" + U+0306) or "ё" ("е" + U+0308) would otherwise have its combining mark, no word character, read as a space
-    inside the word."""
-    text = without_invisible(unicodedata.normalize("NFKC", text))
+    """Without the characters that show nothing, then compatibility-composed (NFKC; ``judge.plumbing.invisible_text``'s
+    ``composed_visible``), then lower case, "ё" as "е", punctuation as spaces, runs of whitespace as one space: what
+    near-duplicate checks compare (quotes, dashes and spacing do not make two instructions different). Composed before
+    punctuation goes: a decomposed "й" ("и" + U+0306) or "ё" ("е" + U+0308) would otherwise have its combining mark,
+    no word character, read as a space inside the word."""
+    text = composed_visible(text)
     return " ".join(re.sub(r"[^\w\s]|_", " ", text.lower().replace("ё", "е")).split())
 
 

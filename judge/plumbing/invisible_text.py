@@ -6,7 +6,9 @@ right-to-left marks, bidi embeddings and isolates. Two texts that differ only by
 who wrote them, and a pattern that does not expect them reads the text differently ("\\u200e1: средне" is no level
 line to ``^\\s*\\d``). ``INVISIBLE`` lists them once, for the rubric reader (``judge.scales``), the splits'
 instruction key (``judge.splits.instruction_text_key``), the labelled sets' near-duplicate check, the taxonomy's
-name key and the rationale word count (``judge.verdicts.rationale_words``). Visible format characters (the Arabic number signs U+0600-U+0605, which print) are not in it.
+name key and the rationale word count (``judge.verdicts.rationale_words``). The keys that also compose the text
+(``composed_visible``) drop these characters first, so that one between a letter and its combining mark leaves no
+letter decomposed. Visible format characters (the Arabic number signs U+0600-U+0605, which print) are not in it.
 
 A text is blank when it shows nothing: white space (``str.isspace``) and ``INVISIBLE`` characters only. ``is_blank``
 says it of one text, ``BLANK_RE2`` of each text of an Arrow column (``pyarrow.compute.match_substring_regex``), so
@@ -17,8 +19,9 @@ required texts and expert ids; ``tests/unit/test_blank_texts.py`` holds the two 
 from __future__ import annotations
 
 import re
+import unicodedata
 
-__all__ = ["BLANK_RE2", "INVISIBLE", "is_blank", "without_invisible"]
+__all__ = ["BLANK_RE2", "INVISIBLE", "composed_visible", "is_blank", "without_invisible"]
 
 #: Format characters that render as nothing: the soft hyphen, the Arabic letter mark, the Mongolian vowel separator,
 #: the zero-width space, non-joiner and joiner, the left-to-right and right-to-left marks, the bidi embeddings,
@@ -40,6 +43,14 @@ BLANK_RE2 = (r"^[\t\n\x{0b}\x{0c}\r\x{1c}-\x{1f}\x{85}\p{Z}"
 def without_invisible(text: str) -> str:
     """``text`` with every ``INVISIBLE`` character removed."""
     return _INVISIBLE_RUN.sub("", text)
+
+
+def composed_visible(text: str, form: str = "NFKC") -> str:
+    """``text`` without its ``INVISIBLE`` characters, then normalised to Unicode ``form`` ("NFKC" or "NFC"), in that
+    order: every invisible character is a starter (combining class 0), so one between a letter and its combining mark
+    ("и" + U+00AD + U+0306) keeps the two apart when composing, and dropping it afterwards leaves the letter
+    decomposed. No NFKC output holds an ``INVISIBLE`` character, so nothing is left to drop after."""
+    return unicodedata.normalize(form, without_invisible(text))
 
 
 def is_blank(text: str) -> bool:

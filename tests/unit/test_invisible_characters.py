@@ -79,9 +79,12 @@ def _row(rid: str, instruction: str, **extra) -> dict:
             "rubrics": RUBRIC, "task_type": "Дать совет", "expert_scores": [1], "criteria_score": 1, **extra}
 
 
+DECOMPOSED = unicodedata.normalize("NFD", HELD)  # "ё" as "е" + U+0308
 TWINS = [("a byte order mark", BOM + HELD), ("a zero-width space", HELD.replace(" ", " " + ZWSP, 1)),
          ("a soft hyphen", HELD.replace("письмо", f"пись{SHY}мо")), ("a left-to-right mark", HELD + LRM),
-         ("decomposed ё", unicodedata.normalize("NFD", HELD))]
+         ("decomposed ё", DECOMPOSED),
+         ("a soft hyphen inside a decomposed ё", DECOMPOSED.replace("\u0308", f"{SHY}\u0308")),
+         ("a zero-width space inside a decomposed ё", DECOMPOSED.replace("\u0308", f"{ZWSP}\u0308"))]
 
 
 @pytest.mark.parametrize("name,twin", TWINS, ids=[t[0] for t in TWINS])
@@ -116,6 +119,14 @@ def test_a_decomposed_copy_is_a_near_duplicate_of_its_labelled_instruction():
     assert [(i, j, jaccard) for i, j, jaccard, _ in found] == [(0, 0, 1.0), (0, 1, 1.0), (0, 2, 1.0)]
 
 
+@pytest.mark.parametrize("between", [SHY, ZWSP, LRM])
+def test_an_invisible_character_between_a_letter_and_its_mark_leaves_one_letter(between):
+    """An invisible character between "и" and its breve (U+0306) kept the two apart when composing, and dropping it
+    after left the mark to be read as a space: the characters that show nothing go first, then the text is composed."""
+    assert normalise_instruction(f"Какои{between}\u0306 ежик?") == "какой ежик"
+    assert instruction_text_key(f"Какои{between}\u0306 ежик?") == instruction_text_key("Какой ежик?")
+
+
 def test_the_instructions_stage_drops_a_copy_spelt_apart():
     """Stage 1's exact-duplicate filter folds what the splits' key folds: the four copies below are one problem."""
     from train.synthetic.generation import _normalise
@@ -130,6 +141,12 @@ def test_the_instructions_stage_drops_a_copy_spelt_apart():
                                   unicodedata.normalize("NFD", "Грамотность")])
 def test_the_taxonomy_finds_a_criterion_name_carrying_an_invisible_character(name):
     assert load_taxonomy().criterion(name).base_id == "grammar"
+
+
+def test_the_taxonomy_key_composes_a_letter_whose_mark_an_invisible_character_split_off():
+    from judge.taxonomy import name_key
+
+    assert name_key(f"Строи{SHY}\u0306") == name_key("Строй") == "строй"
 
 
 @pytest.mark.parametrize("word", ["Объёмно.", "Приёмлемо", "Пра\u0301вильно.", "Неёмкий-то", f"Объ{SHY}ёмно.",
