@@ -1237,28 +1237,30 @@ def test_a_number_out_of_its_range_is_refused_before_the_folder_is_made(stage, f
     assert not out.exists()
 
 
-@pytest.mark.parametrize("stage, yaml, says", [
-    ("instructions", "", "instructions: no generators configured (list them under 'generators' in the YAML)"),
-    ("dedup", "", "dedup: 'reference' (the expert-written instructions) is required: thresholds come from it"),
-    ("answers", "", "answers: no answer models configured (list them under 'answer_models' in the YAML)"),
-    ("answers", "answer_models: [{model: m}]\nanswers_per_instruction: 2\n",
+# source: the --input under tmp_path; None, the stage's usual one (a folder with no stage file for answers, a missing
+# path for split and traces, instructions.jsonl otherwise)
+@pytest.mark.parametrize("stage, yaml, source, says", [
+    ("instructions", "", None, "instructions: no generators configured (list them under 'generators' in the YAML)"),
+    ("dedup", "", None, "dedup: 'reference' (the expert-written instructions) is required: thresholds come from it"),
+    ("answers", "", None, "answers: no answer models configured (list them under 'answer_models' in the YAML)"),
+    ("answers", "answer_models: [{model: m}]\nanswers_per_instruction: 2\n", None,
      "answers: 2 answers per instruction need as many models, got 1"),
-    ("annotate", "", "annotate: no teacher endpoint configured ('teacher' in the YAML)"),
-    ("traces", "", "traces: no teacher endpoint configured ('teacher' in the YAML)"),
-    ("dedup", "reference: {tmp}/nowhere.jsonl\n", "reference: {tmp}/nowhere.jsonl: no such file or folder"),
-    ("split", "", "--input: {tmp}/missing: no such file or folder"),
-    ("answers", "answer_models: [{model: m}]\n", "--input: {tmp}/empty: a folder with no dedup.jsonl and not a "
-                                                 "datasets folder"),
-    ("traces", "teacher: {model: t}\n", "--input: {tmp}/missing: no such file or folder"),
+    ("annotate", "", None, "annotate: no teacher endpoint configured ('teacher' in the YAML)"),
+    ("traces", "", None, "traces: no teacher endpoint configured ('teacher' in the YAML)"),
+    ("dedup", "reference: {tmp}/nowhere.jsonl\n", None, "reference: {tmp}/nowhere.jsonl: no such file or folder"),
+    ("split", "", None, "--input: {tmp}/missing: no such file or folder"),
+    ("answers", "answer_models: [{model: m}]\n", None, "--input: {tmp}/empty: a folder with no dedup.jsonl and not a "
+                                                       "datasets folder"),
+    ("traces", "teacher: {model: t}\n", None, "--input: {tmp}/missing: no such file or folder"),
     # no row to work on: the stage ran, wrote its folder and exited 0 with "0 answers for 0 instructions"
-    ("answers", "answer_models: [{model: m}]\n", "--input: {tmp}/blank.jsonl: no rows (an empty file, or blank lines "
-                                                 "only)"),
-    ("annotate", "teacher: {model: t}\n", "--input: {tmp}/kept/answers.jsonl: no rows (an empty file, or blank lines "
-                                          "only)"),
-    ("dedup", "reference: {tmp}/blank.jsonl\n", "reference: {tmp}/blank.jsonl: no rows (an empty file, or blank "
-                                                "lines only)"),
+    ("answers", "answer_models: [{model: m}]\n", "blank.jsonl", "--input: {tmp}/blank.jsonl: no rows (an empty file, "
+                                                                "or blank lines only)"),
+    ("annotate", "teacher: {model: t}\n", "kept", "--input: {tmp}/kept/answers.jsonl: no rows (an empty file, or blank "
+                                                  "lines only)"),
+    ("dedup", "reference: {tmp}/blank.jsonl\n", None, "reference: {tmp}/blank.jsonl: no rows (an empty file, or blank "
+                                                      "lines only)"),
 ])
-def test_a_stage_that_cannot_run_is_refused_before_it_claims_the_folder(stage, yaml, says, tmp_path, capsys):
+def test_a_stage_that_cannot_run_is_refused_before_it_claims_the_folder(stage, yaml, source, says, tmp_path, capsys):
     """`judge-train data dedup` with no reference (a ValueError traceback from run_dedup) and `split` with a missing
     --input (a FileNotFoundError traceback from read_rows) exited 1 after writing run.lock and run_key.json: now exit
     2, the stage's own message, and the output folder untouched."""
@@ -1267,10 +1269,7 @@ def test_a_stage_that_cannot_run_is_refused_before_it_claims_the_folder(stage, y
     (tmp_path / "blank.jsonl").write_bytes(b"\xef\xbb\xbf\n  \n")
     (tmp_path / "kept").mkdir()
     (tmp_path / "kept" / "answers.jsonl").write_bytes(b"")
-    source = {"split": "missing", "traces": "missing", "answers": "empty"}.get(stage, "instructions.jsonl")
-    source = {"blank.jsonl: no rows": "blank.jsonl", "kept/answers.jsonl": "kept"}.get(
-        next((key for key in ("blank.jsonl: no rows", "kept/answers.jsonl") if key in says and "--input" in says), ""),
-        source)
+    source = source or {"split": "missing", "traces": "missing", "answers": "empty"}.get(stage, "instructions.jsonl")
     config = _write_yaml(tmp_path / "stage.yaml", yaml.replace("{tmp}", str(tmp_path)))
     out = tmp_path / "out"
     out.mkdir()
