@@ -1259,6 +1259,8 @@ def test_a_number_out_of_its_range_is_refused_before_the_folder_is_made(stage, f
                                                   "lines only)"),
     ("dedup", "reference: {tmp}/blank.jsonl\n", None, "reference: {tmp}/blank.jsonl: no rows (an empty file, or blank "
                                                       "lines only)"),
+    ("answers", "answer_models: [{model: m}]\n", "empty.parquet", "--input: {tmp}/empty.parquet: no rows (a Parquet "
+                                                                  "table of none)"),
 ])
 def test_a_stage_that_cannot_run_is_refused_before_it_claims_the_folder(stage, yaml, source, says, tmp_path, capsys):
     """`judge-train data dedup` with no reference (a ValueError traceback from run_dedup) and `split` with a missing
@@ -1269,6 +1271,11 @@ def test_a_stage_that_cannot_run_is_refused_before_it_claims_the_folder(stage, y
     (tmp_path / "blank.jsonl").write_bytes(b"\xef\xbb\xbf\n  \n")
     (tmp_path / "kept").mkdir()
     (tmp_path / "kept" / "answers.jsonl").write_bytes(b"")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": pa.array([], pa.string()), "instruction": pa.array([], pa.string())}),
+                   tmp_path / "empty.parquet")
     source = source or {"split": "missing", "traces": "missing", "answers": "empty"}.get(stage, "instructions.jsonl")
     config = _write_yaml(tmp_path / "stage.yaml", yaml.replace("{tmp}", str(tmp_path)))
     out = tmp_path / "out"
@@ -1280,6 +1287,24 @@ def test_a_stage_that_cannot_run_is_refused_before_it_claims_the_folder(stage, y
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"judge-train data {stage}: error: {says.replace('{tmp}', str(tmp_path))}")
     assert not (out / "run.lock").exists() and not (out / "run_key.json").exists() and not any(out.iterdir())
+
+
+def test_a_torn_parquet_input_is_refused_before_it_claims_the_folder(tmp_path, capsys):
+    """A Parquet input's row count is read from its footer before the folder is claimed: a file cut short has none,
+    and is refused naming the file, not under a traceback."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    whole = tmp_path / "whole.parquet"
+    pq.write_table(pa.table({"id": ["a1"], "instruction": ["Напишите стих."]}), whole)
+    torn = tmp_path / "torn.parquet"
+    torn.write_bytes(whole.read_bytes()[:-12])
+    config = _write_yaml(tmp_path / "stage.yaml", "answer_models: [{model: m}]\n")
+    out = tmp_path / "out"
+    assert main(["answers", "--config", str(config), "--input", str(torn), "--output", str(out)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        f"judge-train data answers: error: --input: {torn}: not a Parquet file (")
+    assert not out.exists()
 
 
 def test_a_malformed_input_line_is_exit_2_naming_file_and_line(tmp_path, capsys):

@@ -188,14 +188,28 @@ def check_input(source: str, reads: str | None, name: str = "--input") -> None:
 
 
 def _refuse_no_rows(name: str, path: Path, reads: str | None) -> None:
-    """Refuse a JSONL input of a stage's (``reads`` given) that holds no row: the stage would do nothing and exit 0.
+    """Refuse a stage's input file (``reads`` given), JSONL or Parquet as ``read_input`` reads it, that holds no row:
+    the stage would do nothing and exit 0. A Parquet file's row count is read from its footer, not its rows.
 
     Raises:
         ConfigError: naming the setting and the file.
     """
+    if reads is None:
+        return
+    if path.suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            rows = pq.read_metadata(path).num_rows
+        except (OSError, pa.ArrowException) as err:
+            raise ConfigError(f"{name}: {path}: not a Parquet file ({err})") from err
+        if rows == 0:
+            raise ConfigError(f"{name}: {path}: no rows (a Parquet table of none)")
+        return
     from train.synthetic.journal import holds_no_rows
 
-    if reads is not None and path.suffix != ".parquet" and holds_no_rows(path):
+    if holds_no_rows(path):
         raise ConfigError(f"{name}: {path}: no rows (an empty file, or blank lines only)")
 
 
