@@ -188,15 +188,14 @@ def labelled_rows(
     return _labelled(rows, source, include_zero_shot, taxonomy, indices, {})
 
 
-def _labelled(rows, source, include_zero_shot, taxonomy, indices, labels_seen: dict[str, tuple[str, str, bool]]):
-    """``labelled_rows``, with ``labels_seen`` (instruction -> its label, where it was first read, "file: line 3",
-    and whether it was kept)
+def _labelled(rows, source, include_zero_shot, taxonomy, indices, labels_seen: dict[str, tuple[str, str]]):
+    """``labelled_rows``, with ``labels_seen`` (instruction -> its label and where it was first read, "file: line 3")
     shared by the files ``load_labelled`` reads, so that a repeat or a contradicting label in another file is told
     as one in the same file is. Zero-Shot rows left out are in it too: a contradiction is one whichever label is
-    kept."""
+    kept. A repeat has its first row's label, so its first row's split: it was kept exactly when that row was."""
     taxonomy = taxonomy or load_taxonomy()
     held_out = load_split_spec(taxonomy=taxonomy).task_types
-    out, kept = [], {instruction for instruction, (_, _, was_kept) in labels_seen.items() if was_kept}
+    out = []
     counts = {"rows": 0, "kept": 0, "duplicates": 0, "zero_shot_dropped": 0}
     for i, row in enumerate(rows):
         index = indices[i] if indices is not None else (getattr(row, "origin", None) or (None, i))[1]
@@ -226,16 +225,15 @@ def _labelled(rows, source, include_zero_shot, taxonomy, indices, labels_seen: d
         if earlier is not None and earlier[0] != label:
             raise ValueError(f"{here}: field 'label': the instruction is labelled {label!r} here and {earlier[0]!r} "
                              f"at {earlier[1]}; give it one label")
+        if earlier is None:
+            labels_seen[instruction] = (label, here)
         split = ZERO_SHOT if label.split(LABEL_SEPARATOR)[0] in held_out else STANDARD
         if split == ZERO_SHOT and not include_zero_shot:
             counts["zero_shot_dropped"] += 1
-            labels_seen.setdefault(instruction, (label, here, False))
             continue
-        if instruction in kept:
+        if earlier is not None:
             counts["duplicates"] += 1
             continue
-        kept.add(instruction)
-        labels_seen[instruction] = (label, earlier[1] if earlier else here, True)
         out.append({"instruction": instruction, "label": label, "split": split})
     counts["kept"] = len(out)
     return out, counts
@@ -250,7 +248,8 @@ def load_labelled(paths: Sequence[str | Path], include_zero_shot: bool = False) 
     from judge.record_sources import load_records
 
     pairs, totals = [], {"rows": 0, "kept": 0, "duplicates": 0, "zero_shot_dropped": 0}
-    labels_seen: dict[str, tuple[str, str, bool]] = {}  # across the files: a repeat in another file is a duplicate, another label refused
+    # across the files: a repeat in another file is a duplicate, another label refused
+    labels_seen: dict[str, tuple[str, str]] = {}
     taxonomy = load_taxonomy()
     for path in paths:
         path = Path(path)
