@@ -16,6 +16,7 @@ Every expected value below is written by hand from the text shown.
 
 from __future__ import annotations
 
+import sys
 import unicodedata
 
 import pytest
@@ -62,10 +63,22 @@ def test_the_pairwise_check_reads_past_an_invisible_character_as_the_scale_reade
     assert pairwise_scale_error(f"0{LRM}: плохо\n1: средне\n{LRM}2: хорошо").startswith("the comparison scale's levels")
 
 
-def test_the_invisible_characters_are_format_characters_that_show_nothing():
-    """Every character the readers drop is a format character (Unicode category Cf), and the ones the findings name
-    are among them."""
-    assert all(unicodedata.category(ch) == "Cf" for ch in INVISIBLE)
+#: The format characters that print (Unicode's Prepended_Concatenation_Mark: the Arabic number signs and end of ayah,
+#: the Syriac abbreviation mark, the Arabic pound and piastre marks above, the Kaithi number signs).
+PRINTED_FORMAT = set("\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u0890\u0891\u08e2\U000110bd\U000110cd")
+#: Format characters assigned after Unicode 14.0, the database of the oldest Python the project runs on (3.11):
+#: Egyptian hieroglyph format controls of Unicode 15.0.
+NEWER_FORMAT = {chr(c) for c in range(0x13439, 0x13440)}
+
+
+def test_the_invisible_characters_are_every_format_character_that_shows_nothing():
+    """Every character the readers drop is a format character (Unicode category Cf), the ones the findings name are
+    among them, and every format character this Python's database knows is in it but the ones that print: a tag
+    character (U+E0001, U+E0020-U+E007F) or a shorthand format control (U+1BCA0-U+1BCA3) shows nothing either."""
+    format_characters = {chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"}
+    assert set(INVISIBLE) - NEWER_FORMAT == format_characters - PRINTED_FORMAT - NEWER_FORMAT
+    assert len(INVISIBLE) == len(set(INVISIBLE))
+    assert {"\U000e0001", "\U000e0041", "\U0001bca0"} <= set(INVISIBLE)
     assert set(LRM + RLM + SHY + LRE + PDF + LRI + PDI + MVS + BOM + ZWSP) <= set(INVISIBLE)
     assert without_invisible(f"{BOM}При{SHY}вет{LRM}, {ZWSP}мир") == "Привет, мир"
 
