@@ -44,6 +44,7 @@ from eval.judging.predictions import REQUEST_FAILED, log_failed_requests  # REQU
 from eval.pairwise.files import PAIRWISE_PREDICTIONS
 from judge.plumbing.run_folder import content_key
 from judge.plumbing.config_files import ConfigError
+from judge.plumbing.invisible_text import is_blank
 from judge.plumbing.json_reading import JSON_REFUSALS, shown_value
 from judge.plumbing.journal import JournalWriter, iter_journal, iter_journal_lines, rewrite_journal
 from judge.prompts import PAIRWISE_FIELDS, render_pairwise_prompt
@@ -215,7 +216,7 @@ def load_pairs(path: str | Path, unscored_labels: list[str] | None = None) -> li
                 raise ConfigError(f"{where}.{name}: required text is missing")
             if not isinstance(value, str):
                 raise ConfigError(f"{where}.{name}: must be text, got {value_words(value)}")
-            if not value.strip():
+            if is_blank(value):  # white space and characters that show nothing: judge.load_records' rule
                 raise ConfigError(f"{where}.{name}: required text is empty")
         if (why := pairwise_scale_error(row["rubrics"])) is not None:  # judge-serve refuses it alike
             raise ConfigError(f"{where}.rubrics: {why}")

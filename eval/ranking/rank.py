@@ -82,6 +82,7 @@ from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.api_keys import CLIENT_KEY_ENV
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.config_files import option as _f
+from judge.plumbing.invisible_text import is_blank
 from judge.plumbing.json_reading import JSON_REFUSALS
 from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 from judge.plumbing.run_folder import content_key
@@ -251,7 +252,7 @@ def _text(row: Mapping[str, Any], name: str, fail, *, required: bool) -> str:
         return ""
     if not isinstance(value, str):
         raise fail(name, f"must be text, got {value_words(value)}")
-    if required and not value.strip():
+    if required and is_blank(value):  # white space and characters that show nothing, as judge.load_records reads it
         raise fail(name, "is empty")
     return value
 
@@ -811,7 +812,7 @@ def write_items(rows: Sequence[InstructionRow], answers: Mapping[Any, AnswerRow]
     for row in rows:
         answer = answers.get(row.prompt_id)
         why = ("no_answer" if answer is None or not answer.answers(row) else
-               "empty_answer" if not answer.answer.strip() else None)
+               "empty_answer" if is_blank(answer.answer) else None)  # shows nothing: load_records refuses it
         if why is None:
             records.extend(items_of(row))
             continue
@@ -820,7 +821,8 @@ def write_items(rows: Sequence[InstructionRow], answers: Mapping[Any, AnswerRow]
                          "reference_answer": row.reference_answer, "criteria_name": name, "rubrics": rubrics,
                          "status": why} for name, rubrics in row.criteria)
     kept = [dataclasses.replace(record, extra={**record.extra, "selected": False})
-            for row in others if (a := answers.get(row.prompt_id)) is not None and a.answers(row) and a.answer.strip()
+            for row in others
+            if (a := answers.get(row.prompt_id)) is not None and a.answers(row) and not is_blank(a.answer)
             for record in items_of(row) if record.id in judged]
     judge.write_jsonl([*records, *kept], path)
     if unjudged is not None:

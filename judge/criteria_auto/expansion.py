@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from judge.criteria_auto.policy import TaskChoice, TaskClassifier, fallback_criteria, leaf_of, zero_shot_choice
+from judge.plumbing.invisible_text import is_blank
 from judge.plumbing.json_reading import got_words
 from judge.records import (JudgeRecord, RecordError, content_id, gives_no_id, row_place, same_content,
                            value_words)
@@ -529,7 +530,7 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
                              "judge one answer by: give (instruction, answer) rows, or judge the pairs as they are, "
                              "without criteria: auto")
         for key in ("instruction", "answer"):
-            if not isinstance(row.get(key), str) or not row[key].strip():
+            if not isinstance(row.get(key), str) or is_blank(row[key]):
                 raise ValueError(f"{where}: '{key}' must be a non-empty string for criteria: auto")
         _refuse_criterion_columns(row, where)
         probe = _checked_columns(row, source, index)

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from judge.criteria_auto.policy import LABEL_SEPARATOR, label_of, leaf_of
-from judge.plumbing.invisible_text import composed_visible
+from judge.plumbing.invisible_text import composed_visible, is_blank
 from judge.plumbing.json_reading import lone_surrogate_at
 from judge.records import row_place, value_words
 from judge.splits import STANDARD, ZERO_SHOT, load_split_spec
@@ -209,7 +209,7 @@ def _labelled(rows, source, include_zero_shot, taxonomy, indices, labels_seen: d
                 raise ValueError(f"{source}: {row_place(index)}: field {name!r}: must be text, got "
                                  f"{value_words(value)}")
         instruction = (row.get("instruction") or "").strip()
-        if not instruction:
+        if is_blank(instruction):  # white space and characters that show nothing: judge.load_records' rule
             raise ValueError(f"{source}: {row_place(index)}: empty or missing 'instruction'")
         if (at := lone_surrogate_at(instruction)) is not None:  # as JudgeRecord.from_row says it of a judged row
             raise ValueError(f"{source}: {row_place(index)}: field 'instruction': is not valid Unicode text: a lone "

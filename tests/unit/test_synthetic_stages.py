@@ -576,13 +576,15 @@ def _instruction_rows() -> list[dict]:
     ]
 
 
-def test_answers_stage_pool_shares_and_payloads(scripted, tmp_path):
-    """3 instructions x 2 answers from a pool of 2: every instruction answered by both models; empty answers dropped."""
+@pytest.mark.parametrize("blank", ["  ", "\u200b\ufeff"])
+def test_answers_stage_pool_shares_and_payloads(scripted, tmp_path, blank):
+    """3 instructions x 2 answers from a pool of 2: every instruction answered by both models; empty answers dropped,
+    one of white space and one that shows nothing (a zero-width space, a byte order mark) alike."""
     rows = _instruction_rows()
     table = {}
     for row in rows:
         table[("ans-a", row["instruction"])] = [f"Ответ A на {row['id']}"]
-        table[("ans-b", row["instruction"])] = [f"Ответ B на {row['id']}" if row["id"] != "ins-2" else "  "]
+        table[("ans-b", row["instruction"])] = [f"Ответ B на {row['id']}" if row["id"] != "ins-2" else blank]
     server = scripted(table)
     (tmp_path / "dedup").mkdir()
     with (tmp_path / "dedup" / "dedup.jsonl").open("w") as handle:

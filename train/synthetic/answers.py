@@ -25,6 +25,8 @@ import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
+from judge.plumbing.invisible_text import is_blank
+
 from train.synthetic.client import ChatClient, EndpointWatch, stable_endpoint, unusable_endpoints
 from train.synthetic.config import AnswersConfig, EndpointConfig
 from train.synthetic.journal import (Journal, answered_oversized, log, read_input, request_failed, require_fields,
@@ -153,7 +155,7 @@ def run_answers(config: AnswersConfig, input_path: str | Path, out_dir: Path) ->
             row["answer_reasoning"] = reasoning
         if row["answer"] is None:
             dropped.append({**row, "answer": journal.rows[key]["answer"], "drop_reason": "unfinished_reasoning"})
-        elif not row["answer"].strip():
+        elif is_blank(row["answer"]):  # white space, or characters that show nothing: no answer to judge
             dropped.append({**row, "drop_reason": "empty_answer"})
         else:
             kept.append(row)

@@ -41,6 +41,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from judge.plumbing.invisible_text import is_blank
 from judge.plumbing.journal import (JournalError, JournalWriter, RepeatedKeyError, iter_journal_lines,
                                     loads_without_repeats, open_journal, rewrite_journal)
 from judge.plumbing.json_reading import JSON_REFUSALS, UTF8_BOM, unreadable_json, value_words
@@ -463,7 +464,7 @@ def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path
     for index, row in zip(row_index, rows):
         for name in fields:
             value = row.get(name)
-            if isinstance(value, str) and (name not in NOT_BLANK or value.strip()):
+            if isinstance(value, str) and (name not in NOT_BLANK or not is_blank(value)):
                 continue
             if name == "id" and isinstance(value, int) and not isinstance(value, bool):
                 continue

@@ -1,0 +1,90 @@
+"""Every reader of a required text says "blank" as the record readers do (``judge.plumbing.invisible_text.is_blank``):
+a text of white space and characters that show nothing (a zero-width space, a byte order mark) is refused or dropped
+as a blank one is, naming the field and row in each reader's own words.
+
+Covered: pairwise data (``eval.pairwise``), ``judge-eval rank``'s instructions (``eval.ranking``), ``criteria: auto``
+rows and labelled sets (``judge.criteria_auto``), the synthetic stages' inputs and answers (``train.synthetic``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eval.pairwise.judging import load_pairs
+from eval.ranking.rank import load_instructions
+from judge.criteria_auto import expand_rows
+from judge.plumbing.config_files import ConfigError
+from judge.records import RecordError
+
+#: Shows nothing: a zero-width space, a byte order mark, a space and a word joiner.
+SHOWS_NOTHING = "\u200b\ufeff \u2060"
+SCALE = "Критерий: точность.\n-1: ответ 1 лучше\n0: ответы равноценны\n1: ответ 2 лучше"
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("field", ["instruction", "answer_1", "answer_2", "rubrics"])
+def test_a_pairwise_text_that_shows_nothing_is_refused_naming_row_and_field(tmp_path, field):
+    good = {"id": "p1", "instruction": "2+2?", "answer_1": "5", "answer_2": "4", "rubrics": SCALE}
+    path = _jsonl(tmp_path / "pairs.jsonl", [good, {**good, "id": "p2", field: SHOWS_NOTHING}])
+    with pytest.raises(ConfigError, match=rf"pairs.jsonl: line 2\.{field}: required text is empty$"):
+        load_pairs(str(path))
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"instruction": "\u200b"}, "instruction"),
+    ({"criteria": [{"criteria_name": "\ufeff", "rubrics": "0: a"}]}, "criteria[0].criteria_name"),
+    ({"criteria": [{"criteria_name": "c", "rubrics": SHOWS_NOTHING}]}, "criteria[0].rubrics"),
+])  # fmt: skip
+def test_a_rank_instruction_text_that_shows_nothing_is_refused_naming_row_and_field(tmp_path, change, field):
+    good = {"prompt_id": 1, "instruction": "x", "meta": "m", "criteria": [{"criteria_name": "c", "rubrics": "0: a"}]}
+    path = _jsonl(tmp_path / "instructions.jsonl", [good, {**good, "prompt_id": 2, **change}])
+    with pytest.raises(RecordError) as caught:
+        load_instructions(path)
+    assert str(caught.value) == f"{path}: line 2: field '{field}': is empty"
+
+
+@pytest.mark.parametrize("field", ["instruction", "answer"])
+def test_a_criteria_auto_row_whose_text_shows_nothing_is_refused_naming_it(field, shipped_tfidf):
+    rows = [{"instruction": "Напиши стихотворение о весне", "answer": "Весна пришла."}]
+    with pytest.raises(ValueError, match=rf"^data.jsonl: row 1: '{field}' must be a non-empty string for criteria: auto"):
+        expand_rows([rows[0], {**rows[0], field: SHOWS_NOTHING}], shipped_tfidf, "data.jsonl")
+
+
+def test_a_labelled_row_whose_instruction_shows_nothing_is_refused_naming_it():
+    from judge.criteria_auto.labelled import labelled_rows
+
+    rows = [{"instruction": "Дай совет", "task_type": "Advice"}, {"instruction": SHOWS_NOTHING, "task_type": "Advice"}]
+    with pytest.raises(ValueError, match=r"^src: row 1: empty or missing 'instruction'$"):
+        labelled_rows(rows, "src")
+
+
+def test_a_synthetic_stage_input_whose_instruction_shows_nothing_is_refused_naming_it():
+    from train.synthetic.journal import require_fields
+
+    rows = [{"id": "ins-1", "instruction": "а"}, {"id": "ins-2", "instruction": "\u200b"}]
+    with pytest.raises(RecordError) as error:
+        require_fields(rows, ("id", "instruction"), "instructions.jsonl")
+    assert str(error.value).startswith("instructions.jsonl: row 1: field 'instruction': blank")
+
+
+def test_a_rank_candidate_answer_that_shows_nothing_is_an_empty_answer_not_an_item(tmp_path):
+    """The judge stage loads items.jsonl with judge.load_records, which refuses an answer that shows nothing: such an
+    answer is left out and counted as empty (scored by --empty-answer), as one of white space is."""
+    import judge
+    from eval.ranking.rank import AnswerRow, InstructionRow, content_key, write_items
+
+    rows = [InstructionRow(prompt_id=k, instruction=f"Вопрос {k}?", reference_answer="", meta="m",
+                           criteria=(("Грамотность", "0: плохо\n\n1: хорошо"),)) for k in (1, 2)]
+    answers = {row.prompt_id: AnswerRow(prompt_id=row.prompt_id, model="m", answer=text,
+                                        instruction_key=content_key(row.instruction))
+               for row, text in zip(rows, ("Ответ.", SHOWS_NOTHING))}
+    counts = write_items(rows, answers, tmp_path / "items.jsonl", unjudged=tmp_path / "unjudged.jsonl")
+    assert counts == {"n_no_answer": 0, "n_empty_answer": 1, "n_items": 1, "n_kept": 0}
+    assert [r.answer for r in judge.load_records(tmp_path / "items.jsonl")] == ["Ответ."]
