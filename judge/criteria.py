@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from judge.plumbing.invisible_text import is_blank
 from judge.scales import Scale, ScaleError, level_of_key, scale_of
 from judge.taxonomy import RUBRIC_LEVEL_SEPARATOR, Criterion, TaxonomyError, load_taxonomy
 
@@ -129,10 +130,10 @@ def resolve_criterion(spec: str | CustomCriterion, task: tuple[str, ...] | None 
     # Shown as given, as POLLUX's str.format shows a record's criteria_name: judge-eval sends records' names as custom
     # criteria so the served prompt is the one POLLUX renders; blank is refused all the same.
     name = spec.name
-    if not name.strip():
+    if is_blank(name):  # white space and characters that show nothing: judge.load_records' rule
         raise CriterionError("must not be empty", "name")
     text = _rubric_text(spec.rubrics)
-    if not text.strip():
+    if is_blank(text):
         raise CriterionError("must not be empty", "rubrics")
     try:
         # A mapping is read by its keys: its texts may themselves hold numbered lines.

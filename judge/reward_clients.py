@@ -105,6 +105,7 @@ from typing import Any, Callable
 
 from judge.plumbing.console_logging import visible
 from judge.plumbing.failing_streak import FailingStreak
+from judge.plumbing.invisible_text import is_blank
 from judge.plumbing.json_reading import (JSON_REFUSALS, counted, json_or_none, lone_surrogate_at, unreadable_answer,
                                          unreadable_json, value_words)
 from judge.plumbing.retry import (DEFAULT_WAIT_BUDGET_S, EndpointUnusable, GenerationAborted, RetryPolicy,
@@ -849,7 +850,9 @@ def _instruction(prompt: Any) -> str:
         users = [m for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
         if users:
             text = content_text(users[-1].get("content"))
-            if not text.strip():  # an image alone: the judge reads text, and would rate the answer against nothing
+            # an image alone, or text that shows nothing: the judge would rate the answer against nothing (and
+            # judge-serve refuses a blank instruction, failing the whole batch)
+            if is_blank(text):
                 raise ValueError("the last user turn has no text to judge the answer against")
             return text
     raise ValueError("a prompt must be text or a list of chat messages with a user turn")

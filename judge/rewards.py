@@ -49,7 +49,9 @@ the output (Qwen3 with thinking on), and closed by the output's first ``</think>
 reasoning is not the answer the judge rates). A block never closed is an answer cut inside its reasoning: nothing to
 judge. Where the prompt is not seen (verl's ``compute_score``, trl's conversational prompts) a ``</think>`` with no
 ``<think>`` before it can only close a block the prompt opened, and does. A ``<think>`` or ``</think>`` anywhere else
-is the answer's text. An answer with nothing to judge is no judge failure: it gets ``empty_answer`` (0.0 by default,
+is the answer's text. An answer that shows nothing (white space and the characters that display nothing, a zero-width
+space or a byte order mark: ``judge.plumbing.invisible_text.is_blank``) is none. An answer with nothing to judge is no
+judge failure: it gets ``empty_answer`` (0.0 by default,
 the worst reward; None to skip it).
 
 **The completion read** (``completion_text``, ``cut_completions``): one rule for every trl reward, the GRPO
@@ -75,6 +77,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from judge.plumbing.console_logging import visible
+from judge.plumbing.invisible_text import is_blank
 # a completion comes over the wire as JSON: a wrong one is named by its JSON kind ("an object"), not a Python class
 from judge.plumbing.json_reading import finite_number, shown_value, value_words
 from judge.plumbing.message_content import separated_reasoning
@@ -165,7 +168,13 @@ def policy_answer(text: str, reasoning_opened: bool | None = None) -> str:
     ``compute_score``, a trl conversational prompt); a ``</think>`` with no ``<think>`` before it can only close a
     block the prompt opened, and is read so.
     """
-    text = text[: _turn_end(text)]
+    answer = _answer_part(text[: _turn_end(text)], reasoning_opened)
+    # one that shows nothing (white space, zero-width characters) is none: judge-serve refuses such an item's answer
+    return "" if is_blank(answer) else answer
+
+
+def _answer_part(text: str, reasoning_opened: bool | None) -> str:
+    """``policy_answer``'s cut of an output already cut where its turn ends."""
     opener = _LEADING_THINK.match(text)
     if opener:  # the output opens its own reasoning (Qwen3 with thinking on)
         body = text[opener.end():]

@@ -47,6 +47,7 @@ from pydantic import ValidationError
 from judge import TaxonomyError, load_taxonomy
 from judge.criteria import CriterionError, ResolvedCriterion, resolve_criterion, task_path
 from judge.criteria_auto import TaskChoice
+from judge.plumbing.invisible_text import is_blank
 from judge.plumbing.json_reading import got_words, value_words
 from judge.scales import MAX_LEVELS, pairwise_scale_error
 # The request types are the contract's (judge.wire), and so are the path, rank and words of their errors, which the
@@ -362,7 +363,7 @@ def _checked_items(request: JudgeRequest) -> JudgeRequest:
     no task to take them from."""
     for i, item in enumerate(request.items):
         for name in ("instruction", "answer"):
-            if not getattr(item, name).strip():
+            if is_blank(getattr(item, name)):  # white space and characters that show nothing alike
                 raise RequestError(f"items[{i}].{name}: must not be empty", param=f"items[{i}].{name}")
         if item.criteria is not None and not item.criteria:
             raise RequestError(
@@ -427,7 +428,7 @@ def _parse_pairwise(data: dict[str, Any]) -> PairwiseRequest:
     request = _validated(PairwiseRequest, data)
     for i, pair in enumerate(request.pairs):
         for name in ("instruction", "answer_1", "answer_2", "rubrics"):
-            if not getattr(pair, name).strip():
+            if is_blank(getattr(pair, name)):
                 raise RequestError(f"pairs[{i}].{name}: must not be empty", param=f"pairs[{i}].{name}")
         if (why := pairwise_scale_error(pair.rubrics)) is not None:  # its verdict is read on -1/0/1
             raise RequestError(f"pairs[{i}].rubrics: {why}", param=f"pairs[{i}].rubrics")

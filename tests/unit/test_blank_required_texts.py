@@ -3,11 +3,14 @@ a text of white space and characters that show nothing (a zero-width space, a by
 as a blank one is, naming the field and row in each reader's own words.
 
 Covered: pairwise data (``eval.pairwise``), ``judge-eval rank``'s instructions (``eval.ranking``), ``criteria: auto``
-rows and labelled sets (``judge.criteria_auto``), the synthetic stages' inputs and answers (``train.synthetic``).
+rows (``judge.criteria_auto``), the synthetic stages' inputs and answers (``train.synthetic``), judge-serve's
+``/v1/judge`` items, pairs and custom criteria (``serve.schema``, ``judge.criteria``) and ``/get_reward``'s answers
+(``judge.rewards.policy_answer``: a policy answer that shows nothing is one with nothing to judge).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -15,9 +18,14 @@ import pytest
 
 from eval.pairwise.judging import load_pairs
 from eval.ranking.rank import load_instructions
+from judge.criteria import CriterionError, resolve_criterion
 from judge.criteria_auto import expand_rows
 from judge.plumbing.config_files import ConfigError
 from judge.records import RecordError
+from judge.rewards import policy_answer
+from judge.wire import CustomCriterion
+from serve.rewards import answer_of
+from serve.schema import RequestError, parse_judge_request
 
 #: Shows nothing: a zero-width space, a byte order mark, a space and a word joiner.
 SHOWS_NOTHING = "\u200b\ufeff \u2060"
@@ -74,6 +82,40 @@ def test_a_synthetic_stage_input_whose_instruction_shows_nothing_is_refused_nami
     assert str(error.value).startswith("instructions.jsonl: row 1: field 'instruction': blank")
 
 
+@pytest.mark.parametrize("name", ["instruction", "answer"])
+def test_a_served_item_text_that_shows_nothing_is_refused_naming_it(name):
+    item = {"instruction": "q", "answer": "a", "criteria": ["x"]} | {name: SHOWS_NOTHING}
+    with pytest.raises(RequestError) as refused:
+        parse_judge_request({"items": [item]})
+    assert (refused.value.param, refused.value.message) == (f"items[0].{name}", f"items[0].{name}: must not be empty")
+
+
+@pytest.mark.parametrize("name", ["instruction", "answer_1", "answer_2", "rubrics"])
+def test_a_served_pair_text_that_shows_nothing_is_refused_naming_it(name):
+    pair = {"instruction": "q", "answer_1": "a", "answer_2": "b", "rubrics": SCALE} | {name: "\u200b"}
+    with pytest.raises(RequestError) as refused:
+        parse_judge_request({"pairs": [pair]})
+    assert (refused.value.param, refused.value.message) == (f"pairs[0].{name}", f"pairs[0].{name}: must not be empty")
+
+
+@pytest.mark.parametrize("spec, field", [
+    (CustomCriterion(name="\u200b", rubrics="0: нет\n1: да"), "name"),
+    (CustomCriterion(name="Точность", rubrics=SHOWS_NOTHING), "rubrics"),
+])  # fmt: skip
+def test_a_custom_criterion_text_that_shows_nothing_is_refused_naming_it(spec, field):
+    with pytest.raises(CriterionError) as refused:
+        resolve_criterion(spec)
+    assert (refused.value.field, str(refused.value)) == (field, "must not be empty")
+
+
+def test_a_policy_answer_that_shows_nothing_has_nothing_to_judge():
+    """/get_reward and the reward client judge no sample whose answer is empty: one that shows nothing gets the rule's
+    empty_answer alike, where judge-serve would refuse it as an item's blank answer."""
+    assert policy_answer(SHOWS_NOTHING) == "" and policy_answer("<think>x</think>\u200b", True) == ""
+    assert answer_of("Вопрос?\u200b\ufeff", "Вопрос?") == ""
+    assert policy_answer("\u200bДа.") == "\u200bДа."
+
+
 def test_a_rank_candidate_answer_that_shows_nothing_is_an_empty_answer_not_an_item(tmp_path):
     """The judge stage loads items.jsonl with judge.load_records, which refuses an answer that shows nothing: such an
     answer is left out and counted as empty (scored by --empty-answer), as one of white space is."""
@@ -88,3 +130,21 @@ def test_a_rank_candidate_answer_that_shows_nothing_is_an_empty_answer_not_an_it
     counts = write_items(rows, answers, tmp_path / "items.jsonl", unjudged=tmp_path / "unjudged.jsonl")
     assert counts == {"n_no_answer": 0, "n_empty_answer": 1, "n_items": 1, "n_kept": 0}
     assert [r.answer for r in judge.load_records(tmp_path / "items.jsonl")] == ["Ответ."]
+
+
+def test_a_reward_prompt_whose_last_user_turn_shows_nothing_is_refused_before_anything_is_sent():
+    """judge-serve would refuse the item's instruction as blank, failing the whole batch: the client names the row
+    first, as it does a last user turn with no text at all."""
+    from judge.plumbing.retry import RetryPolicy
+    from judge.reward_clients import trl_reward_function
+    from tests.support.scripted_endpoint import ScriptedEndpoint
+
+    no_wait = RetryPolicy(max_retries=0, backoff_s=0.0, max_backoff_s=0.0, asleep=lambda s: asyncio.sleep(0),
+                          sleep=lambda s: None)
+    prompts = [[{"role": "user", "content": "Опиши кота."}], [{"role": "user", "content": SHOWS_NOTHING}]]
+    completion = [{"role": "assistant", "content": "Кот спит."}]
+    with ScriptedEndpoint(lambda path, body: (500, {})) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=["A"], retry=no_wait)
+        with pytest.raises(ValueError, match=r"^prompts\[1\]: the last user turn has no text to judge the answer against$"):
+            asyncio.run(reward(prompts=prompts, completions=[completion, completion]))
+    assert endpoint.requests == []
