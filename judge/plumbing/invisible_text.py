@@ -15,7 +15,10 @@ holds it to Python's Unicode database.
 A text is blank when it shows nothing: white space (``str.isspace``) and ``INVISIBLE`` characters only. ``is_blank``
 says it of one text, ``BLANK_RE2`` of each text of an Arrow column (``pyarrow.compute.match_substring_regex``), so
 that the record readers, row by row (``judge.records``) and column-wise (``judge.column_reader``), refuse the same
-required texts and expert ids; ``tests/unit/test_blank_texts.py`` holds the two equal on every code point.
+required texts and expert ids; ``tests/unit/test_blank_texts.py`` holds the two equal on every code point. Every other
+reader of a required text says blank by ``is_blank`` too (pairwise data, ranking instructions and answers,
+``criteria: auto`` rows, the synthetic stages, judge-serve's requests, a policy's answer:
+``tests/unit/test_blank_required_texts.py``).
 """
 
 from __future__ import annotations
