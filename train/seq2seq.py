@@ -41,6 +41,7 @@ from typing import Any
 
 import judge
 from judge.checkpoints import TrainedLengths
+from judge.plumbing.invisible_text import is_blank
 from judge.plumbing.json_reading import counted
 from judge.rewards import prompt_opens_reasoning
 from judge.verdicts import bare_answer, gives_reasons, has_think_tag
@@ -447,7 +448,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             report.drop("trace_not_kept", record.id)
             continue
         reasoning, score = record.extra.get("reasoning"), record.extra.get("reasoning_score")
-        missing = ("reasoning" if not isinstance(reasoning, str) or not reasoning.strip()
+        missing = ("reasoning" if not isinstance(reasoning, str) or is_blank(reasoning)
                    else "reasoning_score" if score is None or isinstance(score, bool) else None)  # fmt: skip
         if missing is not None:
             if missing_reasoning == "refuse":
@@ -594,7 +595,7 @@ def holds_traces(records: Sequence[judge.Record]) -> bool:
     """Whether any of ``records`` carries a reasoning trace (``reasoning``): an ``eval_data`` without one is the
     split stage's validation records, not traces, and the integer format holds out a part of its training traces
     instead (``integer_rows_for_config``)."""
-    return any(isinstance(r.extra.get("reasoning"), str) and r.extra["reasoning"].strip() for r in records)
+    return any(isinstance(r.extra.get("reasoning"), str) and not is_blank(r.extra["reasoning"]) for r in records)
 
 
 def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict], list[dict], Any]:

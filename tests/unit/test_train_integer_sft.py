@@ -13,7 +13,7 @@ import re
 import pytest
 
 import judge
-from train.seq2seq import integer_rows, integer_target, sft_dataset
+from train.seq2seq import holds_traces, integer_rows, integer_target, sft_dataset
 from tests.support.train_integer_sft import COMPLETION_TEXT, PROMPT, PROMPT_FIELDS, REASONING, TRAINING_TEXT, trace_record
 
 
@@ -121,6 +121,18 @@ def test_rows_without_reasoning_are_refused_naming_the_row():
     rows, report = integer_rows([good, *no_text, *no_score], missing_reasoning="drop")
     assert [row["id"] for row in rows] == ["item-1#0"]
     assert dict(report.dropped) == {"no_reasoning": 1, "no_reasoning_score": 1}
+
+
+def test_a_reasoning_of_only_characters_that_show_nothing_is_no_reasoning():
+    """A reasoning of a zero-width space and a BOM is blank by the records' rule (judge.plumbing.invisible_text's
+    is_blank): trained, it would teach an empty <think>; refused as missing, and not taken for a traces file."""
+    good = trace_record()
+    unseen = judge.records_from_rows([{**good.to_dict(), "id": "item-2#0", "reasoning": "\u200b\ufeff "}],
+                                     source="traces.jsonl")  # fmt: skip
+    with pytest.raises(judge.RecordError) as caught:
+        integer_rows([good, *unseen])
+    assert (caught.value.row, caught.value.field) == (0, "reasoning")
+    assert not holds_traces(unseen) and holds_traces([good])
 
 
 def test_unusable_traces_are_dropped_by_reason():
