@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["SAMPLE_DATA", "data_source", "sample_data_path"]
+__all__ = ["SAMPLE_DATA", "data_name", "data_source", "sample_data_path"]
 
 #: The ``--data`` (and YAML ``data:``) value that names the bundled sample, in every command that reads records.
 SAMPLE_DATA = "sample"
@@ -36,3 +36,16 @@ def data_source(data: str | None, flag: str = "--data") -> str | None:
     if not data.strip():
         raise ValueError(f"{flag}: empty; give a file, folder or dataset name (or `{SAMPLE_DATA}`)")
     return str(sample_data_path()) if data == SAMPLE_DATA else data
+
+
+def data_name(data: str | None) -> str | None:
+    """``data`` as a run's record (run.json's ``config.data``) names it: the bundled sample, however it was given
+    (unset, ``sample``, or its path in this install), as ``sample``; anything else as given.
+
+    An install's path of the sample changes with the install (a new venv, an upgrade, another Python), the name does
+    not: a reader resolves it through ``data_source`` in the install it runs in. The rows judged stay checked (the
+    record's file hash, ``judge-eval score``'s check of the texts its predictions judged)."""
+    if not data or data == SAMPLE_DATA:
+        return SAMPLE_DATA
+    path = Path(data).expanduser()
+    return SAMPLE_DATA if path.is_file() and path.resolve() == sample_data_path().resolve() else data

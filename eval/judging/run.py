@@ -94,6 +94,7 @@ from judge.plumbing.message_content import without_lone_surrogates
 from judge.plumbing.provenance import redact, write_provenance
 from judge.plumbing.retry import EndpointUnusable, RetryPolicy
 from judge.plumbing.run_folder import claim_run_folder, hold_run_folder
+from judge.sample_data import data_name
 from judge.verdicts import VerdictError
 from judge.wire import ModelLimits
 
@@ -513,7 +514,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
     # fell back to the general criteria says so in its record, not only row by row in task_choices.jsonl.
     levels = {}
     if config.criteria == "auto":
-        source = config.data or str(judge.sample_data_path())
+        source = data_name(config.data)
         expanded, choice_levels, n_zero_shot = _expand_auto(config, out)
         config.data = str(expanded)  # run.json then names the expanded items, as `score` reads them
         # Apart from the levels (they add up to the rows): rows judged on criteria a judge trained by default on
@@ -545,8 +546,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         todo, n_done, pair_judges = pending_judgments(records, predictions, orders)
         done: Any = ()  # counted in n_done
     else:
-        if not config.data:
-            config.data = str(judge.sample_data_path())
+        config.data = data_name(config.data)  # the sample by name: found again once the package moves
         predictions = out / "predictions.jsonl"
         # What each item's judge is asked about, hashed once: the resume checks the rows already written against
         # it, and each new row keeps it (the record loaders refuse one id with two contents, so the id is the key).

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from eval.input_checks import RANKING_MARKERS, run_marker
 from eval.pairwise.files import PAIRWISE_PAIRS
 from judge.plumbing.run_folder import ResumeMismatch
+from judge.sample_data import SAMPLE_DATA, data_name, data_source
 
 if TYPE_CHECKING:
     from eval.judging.config import RunConfig
@@ -50,7 +51,7 @@ def run_key(config: RunConfig) -> dict[str, Any]:
         del key["cut_rationale"]
     if str(key["judge"]).startswith(("http://", "https://")):
         key["judge"] = "<url>"
-    if key["data"] and _is_sample(key["data"]):
+    if key["data"] and data_name(key["data"]) == SAMPLE_DATA:
         key["data"] = ""
     inside = _inside_out(config) if key["data"] else None  # the sample stays "" wherever it lies
     if inside is not None:  # a file of the folder's own (a ranking's items.jsonl): the folder may be moved
@@ -84,12 +85,6 @@ def earlier_run_keys(config: RunConfig) -> tuple[dict[str, Any], ...]:
     return ({**key, "data": str(Path(config.data).expanduser().resolve())},)
 
 
-def _is_sample(data: str) -> bool:
-    import judge
-
-    return Path(data).expanduser().resolve() == Path(judge.sample_data_path()).resolve()
-
-
 def resolved_paths(config: RunConfig) -> dict[str, str]:
     """The config's local paths made absolute (``data``, ``out``, a checkpoint ``judge``, the classifier's folder);
     a dataset name, a hub id or a URL is left as given."""
@@ -103,11 +98,12 @@ def resolved_paths(config: RunConfig) -> dict[str, str]:
 
 def data_sha256(data: str) -> str | None:
     """The SHA-256 of the data file a run judged, as run.json records it (``data_sha256``, the key ``judge-eval mera``
-    records too): the path alone does not say which rows were judged once the file is edited or replaced. None where
-    ``data`` names no single file (a dataset name or hub id, a datasets folder)."""
+    records too): the path alone does not say which rows were judged once the file is edited or replaced. The bundled
+    sample (``sample``) is its file in this install. None where ``data`` names no single file (a dataset name or hub
+    id, a datasets folder)."""
     from eval.mera.progress import sha256_of
 
-    path = Path(data).expanduser() if data else None
+    path = Path(data_source(data)).expanduser() if data else None
     return sha256_of(path) if path is not None and path.is_file() else None
 
 

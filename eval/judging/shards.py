@@ -43,6 +43,7 @@ from eval.judging.array_data import record_lines
 from eval.judging.run_settings import RESUME_FREE, clear_score_outputs, data_sha256
 from eval.judging.shard_array import ShardArray, refuse_missing, shard_array
 from eval.judging.special_tokens import merged_special_token_rows
+from judge.sample_data import data_name
 
 __all__ = ["ShardMismatch", "PER_SHARD", "PER_SHARD_CONFIG", "SERVER_SAID", "SERVER_SAID_CONFIG", "merge_shards",
            "merge_command", "merged_record", "refuse_malformed_counts", "selected_nothing"]
@@ -260,7 +261,7 @@ def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path,
             config[key] = values[0]
         elif values:
             differing.append(key)
-    config["data"] = str(data)
+    config["data"] = data_name(str(data))  # the bundled sample by name: score finds it once the package moves
     config["out"] = str(out)
     merged["config"] = config
     merged["data_sha256"] = data_sha256(str(data))
@@ -299,7 +300,7 @@ def merge_command(shard_dirs: Sequence[str], data: str, out: str, allow_missing_
     from judge.sample_data import data_source
 
     refuse_file(out, "--out")
-    data = data_source(data)  # run.json then names the sample's path, which score reads
+    data = data_source(data)  # checked as a file; the merged run.json names the sample `sample` (merged_record)
     path = Path(data)
     if not path.exists():
         raise ValueError(f"--data {data}: no such file; give the JSONL file the shards were cut from")

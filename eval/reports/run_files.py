@@ -52,16 +52,18 @@ def recorded_file(recorded: str | None, folder: str | Path | None, beside: str =
 
 
 def _run_json_data(folder: str | Path | None) -> list[str]:
-    """The data the run.json in ``folder`` names (absolute since ``judge-eval run`` resolves it); [] without one."""
+    """The data the run.json in ``folder`` names (absolute since ``judge-eval run`` resolves it; the bundled sample,
+    named ``sample``, as this install holds it); [] without one."""
     if folder is None:
         return []
     from judge.plumbing.provenance import read_provenance
+    from judge.sample_data import data_source
 
     try:
         data = (read_provenance(folder, missing_ok=True).get("config") or {}).get("data")
     except ValueError:  # an unreadable run.json: the data is then looked for elsewhere
         return []
-    return [data] if isinstance(data, str) else []
+    return [data_source(data)] if isinstance(data, str) and data.strip() else []
 
 
 def load_records(data: str | None, folder: str | Path | None = None):
