@@ -403,8 +403,11 @@ def score(
     except FileNotFoundError as err:
         lost = f"{data}: no such file or folder"  # the loader's own words for a path that is not there
         if data_from_run and str(err).startswith(lost):
+            # an older run.json names the bundled sample by its path in the install that judged it
+            sample = (" sample (the bundled sample of an earlier install: this install's)"
+                      if Path(data).parts[-3:] == ("judge", "data", "sample.jsonl") else "")
             raise FileNotFoundError(f"{run_dir / 'run.json'} names --data {data}, which is not here (moved, or "
-                                    f"judged on another machine); pass --data{str(err)[len(lost):]}") from None
+                                    f"judged on another machine); pass --data{sample}{str(err)[len(lost):]}") from None
         raise
     log.info("%s", load_report.summary())
     if not len(records):  # every figure would be over no items (numpy's broadcasting error deep in the table)

@@ -182,6 +182,17 @@ def test_score_says_when_the_data_its_run_json_names_is_gone(tmp_path, capsys):
     assert not (run / "metrics.json").exists()
 
 
+def test_score_sends_an_earlier_installs_sample_to_the_sample(tmp_path, capsys):
+    """An older run.json names the bundled sample by the path it had in the install that judged it."""
+    gone = tmp_path / "old-venv" / "site-packages" / "judge" / "data" / "sample.jsonl"
+    run = _run_with_run_json(tmp_path, {"config": {"data": str(gone)}})
+    capsys.readouterr()
+    assert main(["score", "--predictions", str(run), "--n-boot", "0"]) == 2
+    assert _said(capsys)[1] == (f"judge-eval score: error: {run}/run.json names --data {gone}, which is not here "
+                                "(moved, or judged on another machine); pass --data sample (the bundled sample of "
+                                "an earlier install: this install's)\n")
+
+
 @pytest.mark.parametrize(("run_json", "says"), [
     ({"config": "x"}, 'config.data: expected a path, got config "x" (not an object); pass --data'),  # AttributeError
     ({"config": {"data": 5}}, "config.data: expected a path, got 5; pass --data"),  # TypeError in Path()
