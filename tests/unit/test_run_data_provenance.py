@@ -56,15 +56,21 @@ def test_a_criteria_auto_run_names_the_rows_it_expanded(tmp_path):
     assert (record["source_data"], record["source_data_sha256"]) == (str(data.resolve()), _sha256(data))
 
 
-def test_merged_shards_keep_their_own_hashes_apart_and_record_the_whole_datas(tmp_path):
-    records = sample_by_split()[6:10]
-    data = judge.write_jsonl(records, tmp_path / "data.jsonl")
+def _judge_in_two_shards(records: list, tmp_path: Path) -> tuple[list[Path], list[Path]]:
+    """``records`` cut in two blocks, each judged into its shard of tmp_path/out: (the blocks, the shards)."""
     blocks = [judge.write_jsonl(block, tmp_path / f"block{k}.jsonl") for k, block in
               enumerate([records[:2], records[2:]])]
     shards = [tmp_path / "out" / "shards" / str(k) for k in range(2)]
     with ScriptedEndpoint(vllm_chat(VERDICT)) as server:
         for block, shard in zip(blocks, shards):
             assert eval_main(run_args(server.base_url, block, shard, "--verdict-format", "tagged")) == 0
+    return blocks, shards
+
+
+def test_merged_shards_keep_their_own_hashes_apart_and_record_the_whole_datas(tmp_path):
+    records = sample_by_split()[6:10]
+    data = judge.write_jsonl(records, tmp_path / "data.jsonl")
+    blocks, shards = _judge_in_two_shards(records, tmp_path)
     assert [_run_json(shard)["data_sha256"] for shard in shards] == [_sha256(block) for block in blocks]
     rows, run_json, _ = merge_shards(shards, data, tmp_path / "out")
     assert rows == 4
@@ -131,13 +137,7 @@ def test_shards_merged_on_the_sample_name_it_sample(tmp_path, monkeypatch):
     import shutil
 
     old = _install(tmp_path / "old-venv", monkeypatch)
-    records = judge.load_records(old)[:4]
-    blocks = [judge.write_jsonl(block, tmp_path / f"block{k}.jsonl") for k, block in
-              enumerate([records[:2], records[2:]])]
-    shards = [tmp_path / "out" / "shards" / str(k) for k in range(2)]
-    with ScriptedEndpoint(vllm_chat(VERDICT)) as server:
-        for block, shard in zip(blocks, shards):
-            assert eval_main(run_args(server.base_url, block, shard, "--verdict-format", "tagged")) == 0
+    _, shards = _judge_in_two_shards(judge.load_records(old)[:4], tmp_path)
     assert eval_main(["merge", "--data", "sample", "--out", str(tmp_path / "out"), *map(str, shards)]) == 0
     record = _run_json(tmp_path / "out")
     assert (record["config"]["data"], record["data_sha256"]) == ("sample", _sha256(old))
