@@ -18,6 +18,7 @@ every expert scores enough items for the alternative annotator test (eval/validi
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
@@ -198,11 +199,27 @@ def _quality(crit: Criterion, score: int) -> str:
     return "good" if score == levels[-1] else "mid"
 
 
-def _expert_scores(token: str, crit: Criterion, rng: random.Random) -> list[int]:
+def _token_levels(token: str, crit: Criterion, where: str) -> list[int]:
+    """The levels a score token names: one ("2"), or two different ones an evenly split panel gives ("0/1").
+
+    Raises:
+        ValueError: any other token (three levels, one level twice, a non-integer) or a level off the criterion's
+            scale, naming ``where`` (the item and the model), the token and the criterion: read as written, such a
+            token would become another panel without a word.
+    """
     levels = crit.scale.levels
+    said = f"{where}: score {token!r} for {crit.id}"
+    if not re.fullmatch(r"[0-9]+(/[0-9]+)?", token) or len(set(token.split("/"))) != len(token.split("/")):
+        raise ValueError(f"{said}: a token is one level or two different levels split evenly (\"2\", \"0/1\")")
     parts = [int(p) for p in token.split("/")]
     if any(p not in levels for p in parts):
-        raise ValueError(f"score {token!r} outside the scale {levels} of {crit.id}")
+        raise ValueError(f"{said}: outside the scale {levels}")
+    return parts
+
+
+def _expert_scores(token: str, crit: Criterion, rng: random.Random, where: str) -> list[int]:
+    levels = crit.scale.levels
+    parts = _token_levels(token, crit, where)
     if len(parts) == 2:  # an evenly split panel: no unique mode
         half = rng.choice((1, 1, 2))
         scores = [parts[0]] * half + [parts[1]] * half
@@ -276,7 +293,8 @@ def build_records(seed: int = SEED) -> list[JudgeRecord]:
 
     Raises:
         ValueError: content that does not fit the taxonomy (a path that is not a leaf, a criterion the leaf does
-            not list, a difficulty the leaf does not define, a score outside the scale, a missing remark).
+            not list, a difficulty the leaf does not define, a score token that is not one level or two different
+            ones, a score outside the scale, a missing remark, a remark for a criterion the item is not scored on).
     """
     phrases, items = load_content()
     rng = random.Random(seed)
@@ -297,15 +315,20 @@ def build_records(seed: int = SEED) -> list[JudgeRecord]:
             criteria.append(tax.criterion(cid))
             if criteria[-1].base_id not in phrases.aspects:
                 raise ValueError(f"{where}: criterion {cid} has no phrases (phrases.aspects.{criteria[-1].base_id})")
+        scored = {key for crit in criteria for key in (crit.id, crit.base_id)}
         for answer in item.answers:
             tokens = answer.scores.split()
             if len(tokens) != len(criteria):
                 raise ValueError(f"{where}: {answer.model_id} has {len(tokens)} scores for {len(criteria)} criteria")
+            for key in answer.notes:
+                if key not in scored:  # a typo of a criterion's id, or a criterion taken off the item
+                    raise ValueError(f"{where}: {answer.model_id} has a remark for {key}, a criterion the item is "
+                                     f"not scored on (its criteria: {', '.join(item.criteria)})")
             for crit, token in zip(criteria, tokens):
                 note = answer.notes.get(crit.id) or answer.notes.get(crit.base_id)
                 if not note:
                     raise ValueError(f"{where}: {answer.model_id} has no remark for {crit.base_id}")
-                scores = _expert_scores(token, crit, rng)
+                scores = _expert_scores(token, crit, rng, f"{where}: {answer.model_id}")
                 records.append(
                     JudgeRecord(
                         id=f"s{len(records) + 1:04d}",

@@ -170,3 +170,44 @@ def test_block_scalar_layout_is_not_content(tmp_path):
                         encoding="utf-8")
         loaded.append(make_sample.load_content(path)[1][0].answers[0].text)
     assert loaded == [text, text, text]
+
+
+def _build_one(monkeypatch, scores: str, notes: dict[str, str]):
+    """build_records over one Editing item scored by one answer on the two critical criteria (levels 0 and 1)."""
+    phrases, _items = make_sample.load_content()
+    answer = make_sample.Answer(model_id="m", scores=scores, text="ответ", notes=notes)
+    item = make_sample.Item(path=("Editing",), difficulty="easy", instruction="Исправь ошибки.",
+                            criteria=("narushenie_formata", "censor"), answers=(answer,),
+                            reference="Исправленный текст.")
+    monkeypatch.setattr(make_sample, "load_content", lambda path=None: (phrases, (item,)))
+    return make_sample.build_records()
+
+
+@pytest.mark.parametrize("token, problem", [
+    ("0/1/0", "one level or two different levels split evenly"),
+    ("1/1", "one level or two different levels split evenly"),
+    ("x", "one level or two different levels split evenly"),
+    ("0.5", "one level or two different levels split evenly"),
+    ("-1", "one level or two different levels split evenly"),
+    ("3", "outside the scale (0, 1)"),
+    ("0/3", "outside the scale (0, 1)"),
+])
+def test_a_malformed_score_token_is_refused_naming_the_item_answer_and_criterion(monkeypatch, token, problem):
+    """A score token is one level ("1") or two different levels of an evenly split panel ("0/1"): three levels, the
+    same level twice, a non-integer or an off-scale level is refused naming the item, the model and the criterion,
+    never read as some other panel."""
+    with pytest.raises(ValueError) as refused:
+        _build_one(monkeypatch, f"0 {token}", {"narushenie_formata": "читаемо", "censor": "отказа нет"})
+    said = str(refused.value)
+    assert said.startswith("Editing: 'Исправь ошибки.': m: score ") and f"{token!r} for censor: " in said, said
+    assert problem in said, said
+
+
+def test_a_remark_for_a_criterion_the_item_is_not_scored_on_is_refused(monkeypatch):
+    """A remark keyed by a criterion the item does not list (a typo of its id, or a criterion dropped from the item)
+    would never reach the data: refused naming the item, the model and the key."""
+    assert len(_build_one(monkeypatch, "0 0", {"narushenie_formata": "читаемо", "censor": "отказа нет"})) == 2
+    with pytest.raises(ValueError, match=re.escape(
+            "Editing: 'Исправь ошибки.': m has a remark for cenzor, a criterion the item is not scored on "
+            "(its criteria: narushenie_formata, censor)")):
+        _build_one(monkeypatch, "0 0", {"narushenie_formata": "читаемо", "censor": "нет", "cenzor": "нет"})
