@@ -374,8 +374,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.out.is_dir():  # refused before any work, not a traceback from the final rename
         parser.error(f"--out {args.out}: a folder, not a file; give the JSONL file to write")
+    try:  # its folder made before any work, as the writer would make it after it
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        parser.error(f"--out {args.out}: cannot be written ({err.strerror or err})")
     records = build_records(SEED)
-    write_jsonl(records, args.out)
+    try:
+        write_jsonl(records, args.out)
+    except OSError as err:  # a folder that cannot be written in: one line, not the writer's traceback
+        parser.error(f"--out {args.out}: cannot be written ({err.strerror or err})")
     counts = summary(records)
     print(f"wrote {args.out} (seed {SEED})")
     for key, value in counts.items():

@@ -106,6 +106,23 @@ def test_make_sample_refuses_a_folder_as_out_before_building(tmp_path, capsys, m
         f"python scripts/make_sample.py: error: --out {tmp_path}: a folder, not a file; give the JSONL file to write")
 
 
+def test_make_sample_refuses_an_out_it_cannot_write_in_one_line(tmp_path, capsys, monkeypatch):
+    """`--out` under a file (no folder can be made there): one line naming the flag and the reason, exit 2, before the
+    sample is built, instead of a traceback from the writer."""
+    from scripts import make_sample
+
+    built = []
+    monkeypatch.setattr(make_sample, "build_records", lambda seed: built.append(seed) or [])
+    (tmp_path / "plain").write_text("x", encoding="utf-8")
+    out = tmp_path / "plain" / "sample.jsonl"
+    with pytest.raises(SystemExit) as exited:
+        make_sample.main(["--out", str(out)])
+    assert exited.value.code == 2 and built == []
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].startswith(f"python scripts/make_sample.py: error: --out {out}: cannot be written ("), err
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize("under", ["", "sub"], ids=["out-is-a-file", "out-under-a-file"])
 def test_an_out_that_is_a_file_is_one_line_and_exit_code_2(tmp_path, capsys, monkeypatch, under):
     """`--out FILE` (or `FILE/sub`) stopped in mkdir with a FileExistsError (NotADirectoryError) traceback, exit 1;
