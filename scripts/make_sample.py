@@ -11,7 +11,9 @@ criteria set with the real rubric text. Every answer carries the level the exper
 the panel size (2-5), the occasional dissenting expert one level away, and assembles each expert's rationale from
 per-criterion phrases and the answer-specific remark. Each panel is drawn from a pool of eight named experts
 (``EXPERTS``, stable ids in ``expert_ids``) by a generator of its own, so the scores do not depend on the names and
-every expert scores enough items for the alternative annotator test (eval/validity). The content (instructions, answers, remarks, phrases) is data,
+every expert scores enough items for the alternative annotator test (eval/validity). Panel sizes ignore the
+paper's overlap per criterion group and its one-annotator Technical Problems items, and no expert abstains
+(docs/contract.md, "Sample data"). The content (instructions, answers, remarks, phrases) is data,
 ``sample_content.yaml``; this module is the logic that turns it into records.
 """
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -216,3 +218,26 @@ def test_a_remark_for_a_criterion_the_item_is_not_scored_on_is_refused(monkeypat
             "Editing: 'Исправь ошибки.': m has a remark for cenzor, a criterion the item is not scored on "
             "(its criteria: narushenie_formata, censor)")):
         _build_one(monkeypatch, "0 0", {"narushenie_formata": "читаемо", "censor": "нет", "cenzor": "нет"})
+
+
+def _sample_section() -> str:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "contract.md").read_text(encoding="utf-8")
+    return " ".join(text.split("\n## Sample data\n", 1)[1].split("\n## ", 1)[0].split())
+
+
+def test_the_docs_say_how_the_sample_departs_from_the_release_and_the_data_holds_to_it(records, taxonomy):
+    """docs/contract.md's Sample data section says where the sample is not the release (project JSONL with English
+    task names and lower-case difficulty, none of the benchmark's marker columns, 2-5 experts on every row whatever
+    the criterion group, one-annotator items and abstentions absent) and each statement holds for the shipped file."""
+    said = _sample_section()
+    for statement in ("English names", "`easy` / `medium` / `hard`", "`is_provocative`", "`criteria_description`",
+                      "`rubrics_example`", "2–5 experts", "Table 20", "Technical Problems", "no expert abstains"):
+        assert statement in said, statement
+    raw = [json.loads(line) for line in judge.sample_data_path().read_text(encoding="utf-8").splitlines()]
+    assert not {"is_provocative", "criteria_description", "rubrics_example", "annotations"} & {k for r in raw for k in r}
+    assert all(s is not None and s >= 0 for r in raw for s in r["expert_scores"])  # no abstention, null or -1
+    assert {r.difficulty for r in records} == {"easy", "medium", "hard"}
+    assert {r.task_type for r in records} <= set(taxonomy.task_types)  # the taxonomy's English names
+    assert {len(r.expert_scores) for r in records} == {2, 3, 4, 5}
+    technical = [r for r in records if taxonomy.find_tasks(*_path(r))[0].group == "Technical Problems"]
+    assert technical and min(len(r.expert_scores) for r in technical) >= 2
