@@ -863,9 +863,9 @@ GRPO_REFUSED_ARGUMENTS: dict[str, str] = {
     "num_generations_eval": "the grpo recipe holds no validation set: trl would never sample for one",
 }  # fmt: skip
 #: Sampling keys that trl's ``generation_kwargs`` would set over what trl builds from the recipe's own settings
-#: (trl/trainer/grpo_trainer.py, ``GRPOTrainer.__init__``, for transformers' generate; trl/generation/
-#: vllm_generation.py for vLLM, colocated and served) -> the setting to use instead, which the config checks and
-#: run.json records.
+#: (trl/trainer/grpo_trainer.py, ``GRPOTrainer.__init__``: its ``generation_kwargs`` literal, for transformers'
+#: generate; trl/generation/vllm_generation.py for vLLM, colocated and served) -> the setting to use instead, which
+#: the config checks and run.json records.
 GRPO_GENERATION_KWARGS_SET: dict[str, str] = {
     "temperature": "temperature", "do_sample": "temperature (the recipe always samples: a group of identical "
                                                "greedy completions has every advantage 0)",
@@ -874,6 +874,10 @@ GRPO_GENERATION_KWARGS_SET: dict[str, str] = {
     "top_p": "trainer_args.top_p", "top_k": "trainer_args.top_k", "min_p": "trainer_args.min_p",
     "repetition_penalty": "trainer_args.repetition_penalty",
     "logprobs": "nothing: trl asks vLLM for the log-probabilities its importance sampling reads",
+    "eos_token_id": "nothing: trl ends completions at the tokenizer's end tokens, which the rewards read",
+    "pad_token_id": "nothing: trl takes it from the tokenizer, which renders the prompts and decodes the completions",
+    "bos_token_id": "nothing: trl takes it from the tokenizer, which renders the prompts and decodes the completions",
+    "cache_implementation": "trainer_args.cache_implementation",
 }  # fmt: skip
 
 

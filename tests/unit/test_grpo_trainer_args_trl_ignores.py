@@ -29,6 +29,10 @@ from tests.support.train_grpo import TINY_GRPO
     ("num_return_sequences", 8, "num_generations"),
     ("do_sample", False, "temperature"),
     ("top_p", 0.5, "trainer_args.top_p"),
+    ("eos_token_id", [0], "end tokens"),
+    ("pad_token_id", 0, "tokenizer"),
+    ("bos_token_id", 0, "tokenizer"),
+    ("cache_implementation", "static", "trainer_args.cache_implementation"),
 ])  # fmt: skip
 def test_generation_kwargs_overriding_a_setting_of_the_recipe_is_refused_naming_the_setting(key, value, field):
     """``{"generation_kwargs": {"temperature": 0.0}}`` was taken at load (the config's own ``temperature > 0`` check
