@@ -850,16 +850,21 @@ GRPO_RECIPE_ARGUMENTS: dict[str, str] = {
     "remove_unused_columns": "false: the reward functions read the rows' scale and reference columns",
 }  # fmt: skip
 #: trl ``GRPOConfig`` keys that act on what the grpo recipe builds itself, or on a validation set it never holds ->
-#: why each is refused: trl would record them in run.json and apply none (``GRPORecipeConfig.validate`` refuses a
-#: value other than trl's default at load). The recipe hands trl prompts already rendered through the chat template
-#: (``train.grpo.grpo_dataset``), a loaded model and its tokenizer (trl/trainer/grpo_trainer.py,
-#: ``GRPOTrainer.__init__``: ``model_init_kwargs`` only for a model named by path, ``chat_template_kwargs`` only for
-#: conversational prompts).
+#: why each is refused: trl would record them in run.json and apply none to what the recipe trains
+#: (``GRPORecipeConfig.validate`` refuses a value other than trl's default at load). The recipe hands trl prompts
+#: already rendered through the chat template (``train.grpo.grpo_dataset``), a loaded model and its tokenizer
+#: (trl/trainer/grpo_trainer.py, ``GRPOTrainer.__init__``: ``model_init_kwargs`` and ``trust_remote_code`` only for
+#: a model named by path and for the reference model it loads at beta above 0 without PEFT, which they would load
+#: otherwise than the policy and so skew the KL term; ``chat_template_kwargs`` only for conversational prompts).
 GRPO_REFUSED_ARGUMENTS: dict[str, str] = {
     "chat_template_kwargs": "the grpo recipe hands trl its prompts rendered already (thinking on or off as "
                             "verdict_format says), and trl applies these only to conversational prompts",
-    "model_init_kwargs": "the grpo recipe loads the base model itself: trl would ignore them",
-    "trust_remote_code": "the grpo recipe loads the base model and its tokenizer itself: trl would ignore it",
+    "model_init_kwargs": "the grpo recipe loads the base model itself: trl would apply them only to the reference "
+                         "model it loads at beta above 0 without lora, which would then be loaded otherwise than "
+                         "the policy, and ignore them otherwise",
+    "trust_remote_code": "the grpo recipe loads the base model and its tokenizer itself: trl would apply it only to "
+                         "the reference model it loads at beta above 0 without lora, which would then be loaded "
+                         "otherwise than the policy, and ignore it otherwise",
     "num_generations_eval": "the grpo recipe holds no validation set: trl would never sample for one",
 }  # fmt: skip
 #: Sampling keys that trl's ``generation_kwargs`` would set over what trl builds from the recipe's own settings

@@ -68,6 +68,14 @@ def test_a_grpo_config_key_trl_ignores_in_this_recipe_is_refused_at_load(key, va
         load_config(TINY_GRPO, {"trainer_args": {key: value}})
 
 
+@pytest.mark.parametrize("key, value", [("model_init_kwargs", {"dtype": "bfloat16"}), ("trust_remote_code", True)])
+def test_model_loading_keys_are_refused_at_beta_above_zero_naming_the_reference_model(key, value):
+    """At beta above 0 without LoRA trl loads a reference model itself with these keys: applied to it alone, so the
+    reason says the reference model would be loaded otherwise than the policy."""
+    with pytest.raises(ConfigError, match=rf"^trainer_args\.{key}: .*reference model.*; remove it$"):
+        load_config(TINY_GRPO, {"beta": 0.1, "trainer_args": {key: value}})
+
+
 def test_those_keys_at_trl_s_defaults_are_taken():
     """At trl's default value each changes nothing, and is taken."""
     defaults = {"chat_template_kwargs": None, "model_init_kwargs": None, "trust_remote_code": "false",
