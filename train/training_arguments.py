@@ -4,6 +4,11 @@ passes to ``transformers.TrainingArguments`` (or a trl subclass), and torch.dist
 All but ``stand_in_for_a_launcher`` and ``init_distributed`` are pure functions of the config (and ``$WORLD_SIZE``).
 ``train.recipe_steps.PreparedRun.training_arguments`` calls them for every recipe, ``bench/train_throughput.py`` to
 time the same arguments.
+
+Why one module of ~530 lines: what ``training_kwargs`` sets and what ``check_trainer_args`` refuses in
+``trainer_args`` are two sides of one table (``RECIPE_SET``), and the check builds the arguments through
+``training_kwargs`` and the batch arithmetic (``check_training_arguments``); apart, each half would read the other's
+private rules.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ TrainConfig = Any
 
 __all__ = ["Launch", "launch_arithmetic", "check_warmup", "warmup_within_the_run", "use_bf16", "weights_dtype", "training_kwargs", "arguments_fields", "check_trainer_args",
            "recipe_arguments_class", "check_training_arguments", "check_transformers_names",
-           "DERIVED_ONLY", "stand_in_for_a_launcher", "init_distributed", "is_main_process", "launched_world_size"]
+           "DERIVED_ONLY", "RECIPE_SET", "RECIPE_FIXED", "stand_in_for_a_launcher", "init_distributed", "is_main_process", "launched_world_size"]
 
 
 @dataclass(frozen=True)
@@ -168,6 +173,26 @@ def weights_dtype(config: TrainConfig):
 _SPELT_DIFFERENTLY = frozenset({"bf16", "report_to", "run_name"})
 #: The one key ``trainer_args`` may not set: it is derived from ``global_batch_size`` and the world size.
 DERIVED_ONLY = frozenset({"gradient_accumulation_steps"})
+#: Keys ``training_kwargs`` sets itself, which ``trainer_args`` would otherwise write over while run.json records
+#: the settings they follow -> what decides each. ``check_trainer_args`` refuses them at any value but the one in
+#: ``RECIPE_FIXED``. ``save_strategy`` is left out on purpose: it is the user's to set (docs/training.md).
+RECIPE_SET: dict[str, str] = {
+    "fp16": "bf16 ('auto', 'true' or 'false'): the recipes train in bfloat16 or float32 only",
+    "data_seed": "seed, which orders the data as it seeds the model",
+    "eval_strategy": "eval_fraction or eval_data: evaluated every save_steps whenever there is a validation set",
+    "eval_steps": "save_steps, so each checkpoint holds its validation loss",
+    "metric_for_best_model": "eval_fraction or eval_data: the validation loss whenever there is a validation set, "
+                             "so checkpoint rotation keeps the best checkpoint",
+    "greater_is_better": "eval_fraction or eval_data: false, for the validation loss, whenever there is a "
+                         "validation set",
+    "use_cpu": "the machine: on where no GPU is visible",
+    "logging_first_step": "the recipe: always true (the first step's loss is logged whatever logging_steps says)",
+    "gradient_checkpointing_kwargs": "gradient_checkpointing: non-reentrant checkpointing, which works with LoRA's "
+                                     "frozen embeddings and ZeRO-3 without extra hooks",
+}  # fmt: skip
+#: The ``RECIPE_SET`` keys ``training_kwargs`` gives one value whatever the config -> that value, which
+#: ``trainer_args`` may repeat.
+RECIPE_FIXED: dict[str, Any] = {"fp16": False, "logging_first_step": True}
 
 
 def arguments_fields(arguments_cls: Any = None) -> frozenset[str]:
@@ -230,7 +255,7 @@ def check_trainer_args(config: TrainConfig, sft_fields: frozenset[str] = frozens
 
     Raises:
         ConfigError: a key that is not a ``TrainingArguments`` (or ``sft_fields``) field, a key the config sets
-            itself or derives (``fp16``: ``bf16``'s), one that would train on another global batch than
+            itself or derives (``RECIPE_SET``: ``fp16`` from ``bf16``, ``data_seed`` from ``seed``, ...), one that would train on another global batch than
             ``global_batch_size`` (``auto_find_batch_size``, ``accelerator_config`` ``split_batches``,
             ``parallelism_config``) or save checkpoints a resume cannot use, or values ``TrainingArguments`` rejects
             (its own message, with the key named).
@@ -298,11 +323,13 @@ def check_trainer_args(config: TrainConfig, sft_fields: frozenset[str] = frozens
     # each field's annotation, resolved: trl's and transformers' dataclasses annotate with ``float | None``
     hints = typing.get_type_hints(recipe_arguments_class(config.recipe))
     config.trainer_args = {key: _typed_value(key, value, hints) for key, value in config.trainer_args.items()}
-    # The precision is bf16's alone (training_kwargs passes fp16=False): beside bf16, TrainingArguments refuses fp16
-    # only in the job, as the check below (and judge-train submit's) builds the arguments with bf16 off.
-    if config.trainer_args.get("fp16") not in (False, None):
-        raise ConfigError(f"trainer_args: 'fp16' {config.trainer_args['fp16']!r}: the recipes train in bfloat16 or "
-                          "float32 only, set by bf16 ('auto', 'true' or 'false'); remove fp16")
+    # Checked once typed ('false' is False). training_kwargs writes trainer_args over what it sets, so such a key
+    # would train otherwise than run.json's settings say; fp16 beside bf16 TrainingArguments refuses only in the job,
+    # as the check below (and judge-train submit's) builds the arguments with bf16 off.
+    for key, value in config.trainer_args.items():
+        if key in RECIPE_SET and (key not in RECIPE_FIXED or value != RECIPE_FIXED[key]):
+            raise ConfigError(f"trainer_args: {key!r} {value!r}: the recipe sets it itself, from {RECIPE_SET[key]}; "
+                              f"remove {key}")
     check_training_arguments(config)
 
 

@@ -32,3 +32,30 @@ def test_fp16_in_trainer_args_is_refused_at_load_naming_bf16(recipe):
 def test_fp16_false_in_trainer_args_is_what_the_recipe_passes_and_is_taken():
     config = load_config(str(REPO / "configs/train/tiny/seq2seq.yaml"), {"trainer_args": {"fp16": "false"}})
     assert config.trainer_args == {"fp16": False}
+
+
+@pytest.mark.parametrize("key, value, setting", [
+    ("data_seed", 5, "seed"),
+    ("eval_strategy", "no", "eval_fraction"),
+    ("eval_steps", 10, "save_steps"),
+    ("metric_for_best_model", "loss", "eval_fraction"),
+    ("greater_is_better", True, "eval_fraction"),
+    ("use_cpu", True, "GPU"),
+    ("logging_first_step", False, "logging_steps"),
+    ("gradient_checkpointing_kwargs", {"use_reentrant": True}, "gradient_checkpointing"),
+])  # fmt: skip
+def test_a_key_the_recipe_sets_itself_is_refused_naming_the_setting_that_decides_it(key, value, setting):
+    """training_kwargs derives these (or fixes them) and then writes trainer_args over them: run.json would record
+    the config's seed, validation or checkpoint settings while the trainer followed the given key."""
+    with pytest.raises(ConfigError, match=rf"^trainer_args: '{key}' .*{setting}"):
+        config = load_config(str(REPO / "configs/train/tiny/seq2seq.yaml"), {"trainer_args": {key: value}})
+        check_training_arguments(config)
+
+
+def test_a_fixed_key_at_the_recipe_s_own_value_is_taken_and_save_strategy_stays_the_user_s():
+    """logging_first_step true is what the recipe passes; save_strategy is the user's to set (docs/training.md's
+    ``--trainer-args`` example sets it to epoch)."""
+    given = {"logging_first_step": "true", "save_strategy": "epoch"}
+    config = load_config(str(REPO / "configs/train/tiny/seq2seq.yaml"), {"trainer_args": given})
+    check_training_arguments(config)
+    assert config.trainer_args == {"logging_first_step": True, "save_strategy": "epoch"}
