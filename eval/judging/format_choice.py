@@ -23,7 +23,7 @@ from typing import Any, Iterable
 # N_FIRST_MISREAD: how many of a chat run's first answers, all unreadable in the format the run guessed and all
 # readable in the other, stop it (FormatWatch); defined beside verdict_format's help, which says it
 from eval.judging.config import N_FIRST_MISREAD
-from judge.checkpoints import export_weights_fingerprint, is_hub_id
+from judge.checkpoints import EXPORT_MANIFEST, export_weights_fingerprint, is_hub_id, names_generator_model
 from judge.plumbing.config_files import ConfigError
 from judge.prompts import PromptTemplate
 from judge.verdicts import VerdictFormat, split_at_last_think_close
@@ -33,7 +33,7 @@ __all__ = ["RECORDED_SERVED_FORMAT_WHY", "SERVED_FORMAT_WHY", "SETTING_TEMPLATE_
            "chosen_verdict_format", "resolve_verdict_format",
            "run_verdict_format", "resolve_prompt_template", "earlier_record", "earlier_prompt_version",
            "earlier_verdict_format", "earlier_max_tokens", "earlier_model", "held_model", "held_root",
-           "held_fingerprint", "same_weights",
+           "held_fingerprint", "same_weights", "judged_export",
            "FormatWatch", "N_FIRST_MISREAD", "verdict_shaped"]
 
 log = logging.getLogger("judge_eval.run")
@@ -243,6 +243,26 @@ def same_weights(recorded: Any, fingerprint: str | None, export: Path | None = N
     except (OSError, ValueError):
         return False
     return recorded in now and fingerprint in now
+
+
+def judged_export(judge_ref: Any, server_args: Any, starts_judge_serve: bool = True) -> Path | None:
+    """The judge-train export on this machine whose weights a judge's fingerprint is of, for ``same_weights``: the
+    judge ``judge_ref`` as an absolute folder holding its manifest (a relative path names a folder only against the
+    working directory of the run that recorded it). None for any other judge (a URL, a hub id, a released folder),
+    and where the server is judge-serve (``starts_judge_serve``; a run's record cannot tell, so True) and its
+    arguments ``server_args`` name a generating model of its own, or cannot say (no list, a ``--config`` that cannot
+    be read): judge-serve then fingerprints the export's folder with that model's (``serve.layout.weights_fingerprint``),
+    which neither formula of ``export_weights_fingerprint`` gives. judge-eval run's resume, the merge of shards and
+    the comparison of two runs all ask this one rule."""
+    if not isinstance(judge_ref, str) or not judge_ref or judge_ref.startswith(("http://", "https://")):
+        return None
+    folder = Path(judge_ref)
+    if not folder.is_absolute() or not (folder / EXPORT_MANIFEST).is_file():
+        return None
+    if starts_judge_serve and server_args and (not isinstance(server_args, list)
+                                               or names_generator_model(server_args)):
+        return None
+    return folder
 
 
 def held_root(out: Path, n_written: int, root: str | None, judge_ref: str, asking: bool,

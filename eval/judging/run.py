@@ -74,7 +74,8 @@ from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals,
 from eval.judging.contact import base_of, detect_backend, first_contact, fit_max_tokens, root_of, weights_fingerprint
 from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_max_tokens, earlier_model,
                                         earlier_prompt_version, earlier_record, held_fingerprint, held_model, held_root,
-                                        resolve_prompt_template, resolve_verdict_format, run_verdict_format)
+                                        judged_export, resolve_prompt_template, resolve_verdict_format,
+                                        run_verdict_format)
 from eval.judging.local_server import local_server, served_name, starts_judge_serve
 from eval.judging.special_tokens import special_token_rows, special_token_warning
 from eval.judging.predictions import (REQUEST_FAILED, PredictionRow, iter_predictions, log_failed_requests,
@@ -84,8 +85,7 @@ from eval.judging.run_settings import (RUN_FOLDER_JOBS, clear_score_outputs, dat
 from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, iter_pairwise_rows, judge_pairs,
                                    pending_judgments, selected_pairs)
 from judge.plumbing.api_keys import client_api_key
-from judge.checkpoints import (EXPORT_MANIFEST, export_training_record, export_weights_fingerprint, is_hub_id,
-                               names_generator_model)
+from judge.checkpoints import export_training_record, export_weights_fingerprint, is_hub_id
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter
@@ -266,12 +266,12 @@ def _hold_local_weights(out: Path, n_written: int, judge_ref: str, folder: Path 
 def _served_export(judge_ref: str, config: RunConfig) -> Path | None:
     """The judge-train export on this machine whose weights the judge's fingerprint is of (``judge_ref`` a folder
     with its manifest, served alone), by which a fingerprint recorded by either formula is held
-    (``eval.judging.format_choice.same_weights``); None for any other judge, and for judge-serve given a generating
-    model of its own (any ``--generator-model`` it may be given), which fingerprints that model, not the export's."""
-    folder = Path(judge_ref)
-    if not judge_ref or not (folder / EXPORT_MANIFEST).is_file():
+    (``eval.judging.format_choice.same_weights``), by ``eval.judging.format_choice.judged_export``'s rule (a relative
+    ``judge_ref`` read against this launch's working directory); None for any other judge, and for judge-serve given
+    a generating model of its own (any ``--generator-model`` it may be given), which fingerprints that model too."""
+    if not judge_ref or judge_ref.startswith(("http://", "https://")):
         return None
-    return None if starts_judge_serve(config) and names_generator_model(config.server_args) else folder
+    return judged_export(str(Path(judge_ref).absolute()), config.server_args, starts_judge_serve(config))
 
 
 def _judge_training(judge_ref: str) -> dict[str, Any]:

@@ -125,23 +125,6 @@ def _root(record: dict) -> Any:
     return limits.get("root") if isinstance(limits, dict) else None
 
 
-def _export_judged(record: dict) -> Path | None:
-    """The judge-train export on this machine whose weights a shard's fingerprint is of (its ``config.judge``, with
-    its manifest, served alone), as ``judge-eval run`` holds a resume to it; None for any other judge, and where the
-    server's arguments may name a generating model of its own, whose weights the fingerprint is then of."""
-    from judge.checkpoints import EXPORT_MANIFEST, names_generator_model
-
-    config = record["config"]
-    judge, server_args = config.get("judge"), config.get("server_args")
-    if not isinstance(judge, str) or not judge or _is_url(judge) or not Path(judge).is_absolute():
-        return None
-    if not (Path(judge) / EXPORT_MANIFEST).is_file():
-        return None
-    if server_args and (not isinstance(server_args, list) or names_generator_model(server_args)):
-        return None
-    return Path(judge)
-
-
 def _other_weights(first: dict, record: dict) -> str | None:
     """``"weights_fingerprint"`` or ``"server_limits.root"`` where two shards' servers said they served other
     weights, by the rules a resume of one folder is held to (``eval.judging.format_choice.held_fingerprint``,
@@ -150,11 +133,14 @@ def _other_weights(first: dict, record: dict) -> str | None:
     one folder (``judge.wire.root_identity``: a path and judge-serve's digest of it are one), or when both shards'
     fingerprints agree (a new serve job loading the same weights by another path). One side saying none where the
     other says one is a difference, as any key one record lacks."""
-    from eval.judging.format_choice import same_weights
+    from eval.judging.format_choice import judged_export, same_weights
     from judge.wire import root_identity
 
     prints = first.get("weights_fingerprint"), record.get("weights_fingerprint")
-    export = _export_judged(first) if first["config"].get("judge") == record["config"].get("judge") else None
+    judge = first["config"].get("judge")
+    # the shards' server_args agree (no key a shard may set alone), so the first's tell for both
+    export = judged_export(judge, first["config"].get("server_args")) if judge == record["config"].get("judge") \
+        else None
     one_print = prints[0] == prints[1] or same_weights(prints[0], prints[1], export)
     if not one_print:
         return "weights_fingerprint"

@@ -289,22 +289,22 @@ def weights_differences(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str,
     if all(prints) and prints[0] != prints[1]:
         one_judge = a.get("judge") == b.get("judge") and a.get("judge") not in (None, "<url>")
         one_folder = a.get("judge") == b.get("judge") == "<url>" and same_folder
-        if not (one_judge and _one_exports_files(prints, str(a.get("judge")))):
+        if not (one_judge and _one_exports_files(prints, str(a.get("judge")), [a.get("server_args"),
+                                                                           b.get("server_args")])):
             (refused if (one_judge or one_folder) and not same_revision else notes)["weights_fingerprint"] = prints
     return refused, notes
 
 
-def _one_exports_files(prints: list[Any], judge_ref: str) -> bool:
+def _one_exports_files(prints: list[Any], judge_ref: str, server_args: list[Any]) -> bool:
     """Whether two fingerprints are, each by one formula or the other, those of the judge-train export ``judge_ref``
     on this machine now (``eval.judging.format_choice.same_weights``): its files fingerprinted by a judge-serve that
-    did not read their ``weights_sha256.json`` and by one that did. No such export here tells nothing."""
-    from eval.judging.format_choice import same_weights
-    from judge.checkpoints import EXPORT_MANIFEST
+    did not read their ``weights_sha256.json`` and by one that did. The export is the one both runs' servers
+    fingerprinted alone (``eval.judging.format_choice.judged_export`` of each run's ``server_args``, the rule a resume
+    and a merge hold too); no such export here tells nothing."""
+    from eval.judging.format_choice import judged_export, same_weights
 
-    folder = Path(judge_ref)
-    if not folder.is_absolute() or not (folder / EXPORT_MANIFEST).is_file():
-        return False
-    return same_weights(prints[0], prints[1], folder)
+    exports = {judged_export(judge_ref, args) for args in server_args}
+    return None not in exports and len(exports) == 1 and same_weights(prints[0], prints[1], exports.pop())
 
 
 def judge_note_lines(notes: dict[str, list[Any]], prefix: str = "") -> list[str]:
