@@ -241,7 +241,7 @@ def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path,
         config["judge"] = judges[0]
     configs = [record["config"] for _, record in compared if isinstance(record.get("config"), dict)]
     differing = []
-    for key in (key for key in PER_SHARD_CONFIG if key not in _LAUNCH_CONFIG and key != "judge"):
+    for key in (key for key in RESUME_FREE if key not in _LAUNCH_CONFIG):
         values = [c[key] for c in configs if key in c]
         if values and len(values) == len(configs) and all(v == values[0] for v in values):
             config[key] = values[0]
