@@ -28,7 +28,7 @@ their index and the array's size): a shard left off is refused, naming it and th
 says so. A shard still being written (its folder's lock held) or unfinished (fewer rows than its ``n_items``) is
 refused either way: rerun it, or leave it out.
 
-Why one module of ~510 lines: every check reads the same shard folders and records once, and the refusals name
+Why one module of ~500 lines: every check reads the same shard folders and records once, and the refusals name
 them alike; split, the order of the checks (all before anything is written) would be spread over modules.
 """
 
@@ -346,7 +346,7 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
             shard left off, or shards of two arrays (``eval.judging.shard_array.shard_array``).
     """
     from judge.plumbing.atomic_write import write_atomically
-    from judge.plumbing.json_reading import counted, lone_surrogate_at
+    from judge.plumbing.json_reading import lone_surrogate_at
     from judge.plumbing.provenance import PROVENANCE_FILE, read_provenance
     from judge.plumbing.run_folder import run_folder_holder
 
@@ -391,11 +391,11 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
             raise ShardMismatch(f"{shard / PROVENANCE_FILE}: no such file beside the shard's predictions; the "
                                 "merged run would not say which judge made them (judge-eval run writes it: rerun "
                                 "the shard)")
-        elif (cut := shard / "data.jsonl").is_file() and (held := sum(1 for _ in record_lines(cut))):
-            # eval.sbatch leaves an empty block so; one with records its task never judged is no empty shard
-            raise ValueError(f"{shard}: its data.jsonl holds {counted(held, 'record')}, but it has no run.json and no "
-                             "rows: its array task judged none of them; rerun it, or leave it out with "
-                             "--allow-missing-shards")
+        elif (cut := shard / "data.jsonl").is_file() and any(True for _ in record_lines(cut)):
+            # eval.sbatch leaves an empty block so; one with records its task never judged is no empty shard. The
+            # first record tells: shard_array counts the block's records against its size.
+            raise ValueError(f"{shard}: its data.jsonl holds records, but it has no run.json and no rows: its array "
+                             "task judged none of them; rerun it, or leave it out with --allow-missing-shards")
     array = shard_array([Path(shard) for shard in shard_dirs], data)
     _refuse_out_among_shards(out, list(seen_dirs.items()), array)
     refuse_missing(array, allow_missing_shards)

@@ -245,12 +245,12 @@ def test_a_shard_whose_block_holds_records_and_that_judged_none_is_refused(tmp_p
     """An empty predictions.jsonl and no run.json is how eval.sbatch leaves a shard past the records (more tasks than
     records), which merges as nothing; a folder so left by an earlier array whose block now holds records (its task
     refused by judge-eval: nothing judged) merged too, exit 0, its items in no shard. Refused, naming the shard's cut
-    and its records, with or without --allow-missing-shards (leave it out instead, which the record then says)."""
+    (whether it holds records is all the refusal reads; the array's count of them follows), with or without --allow-missing-shards (leave it out instead, which the record then says)."""
     data, dirs = eval_array(tmp_path, 8, 2)
     (dirs[1] / "run.json").unlink()
     (dirs[1] / "predictions.jsonl").write_text("")
-    _refused_unless_left_out(tmp_path, data, dirs, capsys, f"{dirs[1]}: its data.jsonl holds 4 records, but it has "
-                             "no run.json and no rows: its array task judged none of them; rerun it, or leave it out "
+    _refused_unless_left_out(tmp_path, data, dirs, capsys, f"{dirs[1]}: its data.jsonl holds records, but it has no "
+                             "run.json and no rows: its array task judged none of them; rerun it, or leave it out "
                              "with --allow-missing-shards")
 
 
