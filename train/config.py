@@ -654,11 +654,9 @@ class Seq2SeqConfig(TrainConfig):
         if self.trainer_args:
             from trl import SFTConfig
 
-            defaults = {f.name: f.default for f in dataclasses.fields(SFTConfig)}
-            for key, value in self.trainer_args.items():
-                redundant = key == "padding_free" and self.packing  # bfd packing trains padding-free anyway
-                if key in SEQ2SEQ_REFUSED_ARGUMENTS and value not in (None, False, defaults[key]) and not redundant:
-                    raise ConfigError(f"trainer_args.{key}: {SEQ2SEQ_REFUSED_ARGUMENTS[key]}; remove it")
+            # bfd packing trains padding-free anyway
+            _refuse_unapplied(self.trainer_args, SEQ2SEQ_REFUSED_ARGUMENTS, SFTConfig,
+                              spared={"padding_free"} if self.packing else set())
             # trl packs the validation rows on eval_packing alone, but its collator is padding-free only beside
             # packing (SFTTrainer.__init__): a packed block would reach the model with an all-ones attention mask and
             # no position_ids, each row attending to the rows packed before it
@@ -886,15 +884,22 @@ GRPO_GENERATION_KWARGS_SET: dict[str, str] = {
 }  # fmt: skip
 
 
+def _refuse_unapplied(trainer_args: dict[str, Any], refused: dict[str, str], trl_config_cls: Any,
+                      spared: set[str] = frozenset()) -> None:
+    """Refuse each key of ``refused`` (-> why) that ``trainer_args`` gives at a value other than trl's default for it
+    in ``trl_config_cls`` (None and False count as the default too), but those in ``spared``."""
+    defaults = {f.name: f.default for f in dataclasses.fields(trl_config_cls)}
+    for key, value in trainer_args.items():
+        if key in refused and key not in spared and value not in (None, False, defaults[key]):
+            raise ConfigError(f"trainer_args.{key}: {refused[key]}; remove it")
+
+
 def _refuse_what_trl_would_not_apply(trainer_args: dict[str, Any]) -> None:
     """Refuse ``GRPO_REFUSED_ARGUMENTS`` at a value other than trl's default, and ``generation_kwargs`` keys among
     ``GRPO_GENERATION_KWARGS_SET`` (a JSON text read as trl's ``GRPOConfig`` reads it)."""
     from trl import GRPOConfig
 
-    defaults = {f.name: f.default for f in dataclasses.fields(GRPOConfig)}
-    for key, why in GRPO_REFUSED_ARGUMENTS.items():
-        if key in trainer_args and trainer_args[key] not in (None, False, defaults[key]):
-            raise ConfigError(f"trainer_args.{key}: {why}; remove it")
+    _refuse_unapplied(trainer_args, GRPO_REFUSED_ARGUMENTS, GRPOConfig)
     given = trainer_args.get("generation_kwargs")
     if isinstance(given, str):
         try:
