@@ -1118,7 +1118,7 @@ def trl_reward_function(
         for i, (prompt, completion) in enumerate(zip(prompts, completions)):
             if instruction_column:
                 instruction = _text_or_none(columns[instruction_column][i], f"{instruction_column}[{i}]")
-                if instruction is None:
+                if instruction is None or is_blank(instruction):
                     raise ValueError(f"{instruction_column}[{i}]: no instruction (null or empty)")
             else:
                 try:
@@ -1284,7 +1284,7 @@ def sample_from_verl(solution_str: str, ground_truth: Any, extra_info: Mapping[s
                              "extra_info['reference_answer'] gives the reference (\"\" for none)") from None
     instruction = _text_or_none(source.get("instruction"),
                                 "verl sample: instruction (extra_info['instruction'] or the ground_truth label)")
-    if instruction is None:
+    if instruction is None or is_blank(instruction):
         raise ValueError("verl sample: no instruction in extra_info['instruction'] or the ground_truth label")
     task = _task(source, lambda name: f"verl sample: {name} (extra_info['{name}'] or the ground_truth label)")
     where = "verl sample: criteria (extra_info['criteria'] or the ground_truth label)"

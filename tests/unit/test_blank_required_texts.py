@@ -5,7 +5,8 @@ as a blank one is, naming the field and row in each reader's own words.
 Covered: pairwise data (``eval.pairwise``), ``judge-eval rank``'s instructions (``eval.ranking``), ``criteria: auto``
 rows (``judge.criteria_auto``), the synthetic stages' inputs and answers (``train.synthetic``), judge-serve's
 ``/v1/judge`` items, pairs and custom criteria (``serve.schema``, ``judge.criteria``) and ``/get_reward``'s answers
-(``judge.rewards.policy_answer``: a policy answer that shows nothing is one with nothing to judge).
+(``judge.rewards.policy_answer``: a policy answer that shows nothing is one with nothing to judge) and the reward
+client's instructions, from a prompt, a dataset column or a verl label (``judge.reward_clients``).
 """
 
 from __future__ import annotations
@@ -148,3 +149,29 @@ def test_a_reward_prompt_whose_last_user_turn_shows_nothing_is_refused_before_an
         with pytest.raises(ValueError, match=r"^prompts\[1\]: the last user turn has no text to judge the answer against$"):
             asyncio.run(reward(prompts=prompts, completions=[completion, completion]))
     assert endpoint.requests == []
+
+
+def test_a_reward_instruction_column_text_that_shows_nothing_is_refused_before_anything_is_sent():
+    """An instruction taken from a dataset column is refused as the prompt's last user turn is: judge-serve would
+    refuse the item, failing the whole batch."""
+    from judge.plumbing.retry import RetryPolicy
+    from judge.reward_clients import trl_reward_function
+    from tests.support.scripted_endpoint import ScriptedEndpoint
+
+    no_wait = RetryPolicy(max_retries=0, backoff_s=0.0, max_backoff_s=0.0, asleep=lambda s: asyncio.sleep(0),
+                          sleep=lambda s: None)
+    prompts = [[{"role": "user", "content": "Опиши кота."}]] * 2
+    completion = [{"role": "assistant", "content": "Кот спит."}]
+    with ScriptedEndpoint(lambda path, body: (500, {})) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=["A"], instruction_column="instruction", retry=no_wait)
+        with pytest.raises(ValueError, match=r"^instruction\[1\]: no instruction \(null or empty\)$"):
+            asyncio.run(reward(prompts=prompts, completions=[completion, completion],
+                               instruction=["Опиши кота.", SHOWS_NOTHING]))
+    assert endpoint.requests == []
+
+
+def test_a_verl_instruction_that_shows_nothing_is_no_instruction():
+    from judge.reward_clients import sample_from_verl
+
+    with pytest.raises(ValueError, match=r"^verl sample: no instruction in extra_info\['instruction'\]"):
+        sample_from_verl("Ответ.", None, {"instruction": SHOWS_NOTHING, "criteria": ["Грамотность"]})
