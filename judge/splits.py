@@ -29,7 +29,6 @@ Zero-Shot rows unless told otherwise. ``SPLIT_TITLES`` names the splits in repor
 from __future__ import annotations
 
 import hashlib
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -246,8 +245,9 @@ def _criterion_split(record, spec: SplitSpec, taxonomy: Taxonomy, strict: bool) 
 
 
 def _loose(name: str) -> str:
-    """A criterion name's letters and digits only, compatibility-composed (NFKC), case-folded, "ё" read as "е"."""
-    folded = unicodedata.normalize("NFKC", name).casefold().replace("ё", "е")
+    """A criterion name's letters and digits only, compatibility-composed (NFKC) with the characters that show nothing
+    dropped first (one between a letter and its mark would keep the two apart), case-folded, "ё" read as "е"."""
+    folded = composed_visible(name).casefold().replace("ё", "е")
     return "".join(ch for ch in folded if ch.isalnum())
 
 

@@ -81,6 +81,16 @@ def test_a_held_out_criterion_written_decomposed_or_respelt_is_still_zero_shot()
     assert split_of(_record("Editing", "Качество рифмы в прозе")) == STANDARD
 
 
+def test_a_respelt_held_out_criterion_whose_mark_an_invisible_character_split_off_is_still_zero_shot():
+    """A soft hyphen between "и" and its breve (U+0306) keeps the two from composing: the lookalike key drops the
+    invisible character before composing, or it keeps "и" and the respelt held-out name reads as a custom one."""
+    emphasis = "Наличие акцентов, характерных для литературных направлений / писателей"
+    name = emphasis.replace("й", "и\u00ad\u0306") + "!"  # the "!" keeps the taxonomy itself from finding it
+    assert split_of(_record("Editing", name)) == ZERO_SHOT
+    with pytest.raises(LeakageError):
+        check_no_leakage([_record("Editing", name)])
+
+
 @pytest.mark.parametrize("task_type,subtype,what,allowed", [
     ("Unknown task", "", "unknown task type 'Unknown task'", UNKNOWN),
     # no task type, and no criteria: auto choice saying it was judged on the fallback set: it may be of a held-out
