@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 
-import judge
 from eval.cli import main
 from eval.judging.predictions import read_predictions
 from tests.support.fixtures_models import FAST_ENGINE_ENV, copy_of
@@ -39,7 +38,7 @@ def test_end_to_end_tiny_judge_run_score_compare(vllm_tiny_server, tmp_path, mon
                      *extra]) == 0  # fmt: skip
         assert len(read_predictions(tmp_path / name)) == n_records
         run_record = json.loads((tmp_path / name / "run.json").read_text(encoding="utf-8"))
-        assert run_record["config"]["data"] == str(judge.sample_data_path())  # no --data: the bundled sample
+        assert run_record["config"]["data"] == "sample"  # no --data: the bundled sample, by name
         png = ["--png"] if name == "tiny-ru" else []  # PNGs are opt-in: drawn for one run, absent for the other
         assert main(["score", "--predictions", str(tmp_path / name), "--n-boot", "100", *png]) == 0
         metrics = json.loads((tmp_path / name / "metrics.json").read_text(encoding="utf-8"))
