@@ -808,11 +808,16 @@ def write_items(rows: Sequence[InstructionRow], answers: Mapping[Any, AnswerRow]
             rubrics=rubrics, reference_answer=row.reference_answer,
             extra={"prompt_id": row.prompt_id, "meta": row.meta}) for k, (name, rubrics) in enumerate(row.criteria)]
 
+    def why_unjudged(row: InstructionRow) -> str | None:
+        """Why ``row`` has no items (``no_answer``, ``empty_answer``), or None where its answer is judged: the one
+        rule for this run's rows and the marked ones of ``others``."""
+        answer = answers.get(row.prompt_id)
+        return ("no_answer" if answer is None or not answer.answers(row) else
+                "empty_answer" if is_blank(answer.answer) else None)  # shows nothing: load_records refuses it
+
     records, counts, left_out = [], {"n_no_answer": 0, "n_empty_answer": 0}, []
     for row in rows:
-        answer = answers.get(row.prompt_id)
-        why = ("no_answer" if answer is None or not answer.answers(row) else
-               "empty_answer" if is_blank(answer.answer) else None)  # shows nothing: load_records refuses it
+        why = why_unjudged(row)
         if why is None:
             records.extend(items_of(row))
             continue
@@ -821,8 +826,7 @@ def write_items(rows: Sequence[InstructionRow], answers: Mapping[Any, AnswerRow]
                          "reference_answer": row.reference_answer, "criteria_name": name, "rubrics": rubrics,
                          "status": why} for name, rubrics in row.criteria)
     kept = [dataclasses.replace(record, extra={**record.extra, "selected": False})
-            for row in others
-            if (a := answers.get(row.prompt_id)) is not None and a.answers(row) and not is_blank(a.answer)
+            for row in others if why_unjudged(row) is None
             for record in items_of(row) if record.id in judged]
     judge.write_jsonl([*records, *kept], path)
     if unjudged is not None:

@@ -175,3 +175,19 @@ def test_a_verl_instruction_that_shows_nothing_is_no_instruction():
 
     with pytest.raises(ValueError, match=r"^verl sample: no instruction in extra_info\['instruction'\]"):
         sample_from_verl("Ответ.", None, {"instruction": SHOWS_NOTHING, "criteria": ["Грамотность"]})
+
+
+def test_a_rank_answer_outside_the_selection_that_shows_nothing_is_not_kept_either(tmp_path):
+    """The items of instructions outside the run's selection kept for their verdicts follow the same rule as the
+    run's own: one whose answer shows nothing has no item, which judge.load_records would refuse."""
+    from eval.ranking.rank import AnswerRow, InstructionRow, content_key, item_id, write_items
+
+    rows = [InstructionRow(prompt_id=k, instruction=f"Вопрос {k}?", reference_answer="", meta="m",
+                           criteria=(("Грамотность", "0: плохо\n\n1: хорошо"),)) for k in (1, 2, 3)]
+    texts = ("Ответ.", "Другой ответ.", SHOWS_NOTHING)
+    answers = {row.prompt_id: AnswerRow(prompt_id=row.prompt_id, model="m", answer=text,
+                                        instruction_key=content_key(row.instruction))
+               for row, text in zip(rows, texts)}
+    judged = {item_id(row, 0, text) for row, text in zip(rows, texts)}
+    counts = write_items(rows[:1], answers, tmp_path / "items.jsonl", others=rows[1:], judged=judged)
+    assert counts == {"n_no_answer": 0, "n_empty_answer": 0, "n_items": 1, "n_kept": 1}
