@@ -49,7 +49,7 @@ from eval.validity.scale_reading import read_scales
 from eval.validity.section import ValiditySettings, validity_section
 from judge.metrics_json.metrics import Metrics, Notes, RunInfo
 from judge.plumbing.atomic_write import write_atomically
-from judge.sample_data import data_source
+from judge.sample_data import data_source, sample_data_path
 
 __all__ = ["one_blas_thread", "score"]
 
@@ -405,7 +405,7 @@ def score(
         if data_from_run and str(err).startswith(lost):
             # an older run.json names the bundled sample by its path in the install that judged it
             sample = (" sample (the bundled sample of an earlier install: this install's)"
-                      if Path(data).parts[-3:] == ("judge", "data", "sample.jsonl") else "")
+                      if Path(data).parts[-3:] == sample_data_path().parts[-3:] else "")
             raise FileNotFoundError(f"{run_dir / 'run.json'} names --data {data}, which is not here (moved, or "
                                     f"judged on another machine); pass --data{sample}{str(err)[len(lost):]}") from None
         raise
