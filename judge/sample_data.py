@@ -40,7 +40,7 @@ def data_source(data: str | None, flag: str = "--data") -> str | None:
     return str(sample_data_path()) if data == SAMPLE_DATA else data
 
 
-def data_name(data: str | None) -> str | None:
+def data_name(data: str | None) -> str:
     """``data`` as a run's record (run.json's ``config.data``) names it: the bundled sample, however it was given
     (unset, ``sample``, or its path in this install), as ``sample``; anything else as given.
 

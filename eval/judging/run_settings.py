@@ -42,7 +42,7 @@ def run_key(config: RunConfig) -> dict[str, Any]:
 
     A judge given as a URL is left out: a requeued Slurm shard reaches its server at a new address, and the served
     model's name is checked against the rows already written instead. The bundled sample is one key (""), however
-    ``data`` names it: unset, ``sample`` or its path (the one run.json records).
+    ``data`` names it: unset, ``sample`` (what run.json records) or its path (an older run.json's).
     """
     key = {k: v for k, v in dataclasses.asdict(config).items() if k not in RESUME_FREE}
     if key["prompt_version"] == "auto":  # today's rule: folders keyed before the setting existed resume as they were
