@@ -10,7 +10,7 @@ does not define is an error, as is a flag that belongs only to another recipe. E
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 
-Why one module of ~1,280 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Why one module of ~1,360 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
 Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
 recipe would scatter one table of hyperparameters over five files.
 """
@@ -544,6 +544,11 @@ class TrainConfig:
         """The trainer-arguments keys the recipe passes itself beside this config's fields -> what it makes each
         (``validate`` refuses them in ``trainer_args``); none here. The grpo recipe refuses its own
         (``GRPO_RECIPE_ARGUMENTS``) before the shared checks."""
+        return {}
+
+    def launch_notes(self) -> dict[str, Any]:
+        """What run.json's ``launch`` records of this config beside the launch's own facts (none here; GRPO lists
+        the settings its generation ignores, ``GRPORecipeConfig.ignored_settings``)."""
         return {}
 
 
@@ -1107,6 +1112,53 @@ class GRPORecipeConfig(TrainConfig):
             raise ConfigError(f"trainer_args: 'label_smoothing_factor' {self.trainer_args['label_smoothing_factor']} "
                               "has no effect in the grpo recipe: trl's GRPOTrainer computes its own policy loss, "
                               "without label smoothing; remove it")
+        self._warn_of_ignored_settings()  # last: a config refused above is not warned of as well
+
+    def ignored_settings(self) -> list[str]:
+        """The vLLM settings given other than their defaults that this run's generation never reads
+        (``_VLLM_MODE_SETTINGS``): the server's under ``vllm_mode: colocate``, the colocated engine's under
+        ``server``, and every one of them (``vllm_mode`` too) under ``use_vllm: false``, where transformers generates.
+
+        Accepted rather than refused: a server config switched to colocate by ``--vllm-mode colocate`` alone keeps
+        its server's tensor parallel size. ``validate`` names them in a warning; run.json lists them.
+        """
+        if not self.use_vllm:
+            names = ("vllm_mode", *_VLLM_MODE_SETTINGS["server"], *_VLLM_MODE_SETTINGS["colocate"])
+        else:
+            names = _VLLM_MODE_SETTINGS["server" if self.vllm_mode == "colocate" else "colocate"]
+        return [name for name, (value, default) in zip(names, map(self._vllm_setting, names)) if value != default]
+
+    def launch_notes(self) -> dict[str, Any]:
+        """run.json's ``launch.ignored_settings``: per launch, as a resume may change ``vllm_mode``."""
+        return {"ignored_settings": self.ignored_settings()}
+
+    def _vllm_setting(self, name: str) -> tuple[Any, Any]:
+        """(value, default) of a ``_VLLM_MODE_SETTINGS`` name."""
+        if name.startswith("trainer_args."):
+            key = name.removeprefix("trainer_args.")
+            default = _TRL_VLLM_DEFAULTS[key]
+            value = self.trainer_args.get(key, default)
+        else:
+            default = next(f.default for f in dataclasses.fields(self) if f.name == name)
+            value = getattr(self, name)
+        return value, default
+
+    def _warn_of_ignored_settings(self) -> None:
+        ignored = self.ignored_settings()
+        if not ignored:
+            return
+        import logging
+
+        given = ", ".join(f"{name} {self._vllm_setting(name)[0]!r}" for name in ignored)
+        recorded = "(run.json lists them in launch.ignored_settings)"
+        if not self.use_vllm:
+            message = (f"use_vllm false ignores the vLLM settings {given}: transformers generates {recorded}; "
+                       "remove them, or set use_vllm true")
+        else:
+            other = "server" if self.vllm_mode == "colocate" else "colocate"
+            message = (f"vllm_mode {self.vllm_mode!r} ignores {other} mode's {given}: nothing reads them {recorded}; "
+                       f"remove them, or set vllm_mode {other!r}")
+        logging.getLogger(__name__).warning("%s", message)
 
     def _validate_vespo(self) -> None:
         """trl's refusal of VESPO with vLLM's sequence-level importance sampling, made at load.
@@ -1195,6 +1247,25 @@ RECIPES: dict[str, type[TrainConfig]] = {
     "classifier": ClassifierConfig,
     "grpo": GRPORecipeConfig,
 }
+
+
+#: The GRPO vLLM settings only one of trl's two modes reads (trl 1.16, trl/generation/vllm_generation.py): the
+#: trainer reaches a server at its host and port (or ``vllm_server_base_url``), waits ``vllm_server_timeout`` for it
+#: and joins it on the group port; a colocated engine is sized by its GPU share, tensor parallelism, sleep mode and
+#: model implementation, which a server takes from its own command line. ``vllm_server_tensor_parallel_size`` is
+#: no trl setting: ``judge-train submit`` renders it into the server's command line. ``trainer_args.`` names are
+#: compared with trl's defaults (``_TRL_VLLM_DEFAULTS``), the others with this config's.
+_VLLM_MODE_SETTINGS: dict[str, tuple[str, ...]] = {
+    "server": ("vllm_server_host", "vllm_server_port", "vllm_group_port", "vllm_server_tensor_parallel_size",
+               "trainer_args.vllm_server_base_url", "trainer_args.vllm_server_timeout"),
+    "colocate": ("vllm_gpu_memory_utilization", "trainer_args.vllm_tensor_parallel_size",
+                 "trainer_args.vllm_enable_sleep_mode", "trainer_args.vllm_model_impl"),
+}
+#: trl 1.16 ``GRPOConfig``'s defaults of the ``trainer_args`` keys above (trl/trainer/grpo_config.py).
+_TRL_VLLM_DEFAULTS: dict[str, Any] = {
+    "vllm_server_base_url": None, "vllm_server_timeout": 240.0, "vllm_tensor_parallel_size": 1,
+    "vllm_enable_sleep_mode": False, "vllm_model_impl": "vllm",
+}  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -275,9 +275,9 @@ class PreparedRun:
         if not is_main_process():
             return
         # bf16 as resolved here ('auto' follows whether CUDA is available), what the model card reports beside the
-        # config's spelling.
+        # config's spelling; the config's launch notes (GRPO's ignored vLLM settings: a resume may change them).
         launch = {**self.launch.__dict__, "base_model": self.base_model, "bf16": use_bf16(self.config),
-                  "resume_from": str(self.resume_from) if self.resume_from else None}  # fmt: skip
+                  "resume_from": str(self.resume_from) if self.resume_from else None, **self.config.launch_notes()}
         folder = Path(self.config.output_dir)
         if self.config.overwrite_output_dir and not self.config.resume and any(folder.glob("checkpoint-*")):
             # From here run.json holds this launch's config while the earlier run's checkpoints stay until
