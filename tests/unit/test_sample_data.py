@@ -193,6 +193,7 @@ def _build_one(monkeypatch, scores: str, notes: dict[str, str]):
 @pytest.mark.parametrize("token, problem", [
     ("0/1/0", "one level or two different levels split evenly"),
     ("1/1", "one level or two different levels split evenly"),
+    ("1/01", "one level or two different levels split evenly"),
     ("x", "one level or two different levels split evenly"),
     ("0.5", "one level or two different levels split evenly"),
     ("-1", "one level or two different levels split evenly"),
