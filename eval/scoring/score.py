@@ -163,7 +163,7 @@ def _data_of_run(run_info: dict, run_dir: Path) -> str | None:
                          f"{json.dumps(config)[:80]} (not an object); pass --data")
     data = config.get("data")
     if data is None or isinstance(data, str):
-        return data_source(data) if data else data  # "sample" in a run.json written by hand or by an older run
+        return data_source(data) if data else data  # "sample": how judge-eval run and the shard merge record the bundled sample
     raise ValueError(f"{run_dir / 'run.json'}: config.data: expected a path, got {json.dumps(data)[:80]}; pass --data")
 
 
