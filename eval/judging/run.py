@@ -269,8 +269,6 @@ def _served_export(judge_ref: str, config: RunConfig) -> Path | None:
     (``eval.judging.format_choice.same_weights``), by ``eval.judging.format_choice.judged_export``'s rule (a relative
     ``judge_ref`` read against this launch's working directory); None for any other judge, and for judge-serve given
     a generating model of its own (any ``--generator-model`` it may be given), which fingerprints that model too."""
-    if not judge_ref or judge_ref.startswith(("http://", "https://")):
-        return None
     return judged_export(str(Path(judge_ref).absolute()), config.server_args, starts_judge_serve(config))
 
 
