@@ -156,18 +156,17 @@ def main(argv: list[str] | None = None) -> int:
             if n >= first:
                 out.write(raw if raw.endswith(b"\n") else raw + b"\n")
         return 0
-    if command == "overwrite":
-        # Imported here: the other commands run on every task start and need neither the config classes nor YAML.
-        from eval.judging.config import RunConfig
-        from judge.plumbing.config_files import ConfigError, resolve_config
+    # overwrite, the one command left. Imported here: the others run on every task start and need neither the
+    # config classes nor YAML.
+    from eval.judging.config import RunConfig
+    from judge.plumbing.config_files import ConfigError, resolve_config
 
-        try:
-            print("yes" if resolve_config(RunConfig, path, {}).overwrite else "no")
-        except ConfigError as err:
-            print(err, file=sys.stderr)
-            return 2
-        return 0
-    return _refused(f"unknown command {command!r}")
+    try:
+        print("yes" if resolve_config(RunConfig, path, {}).overwrite else "no")
+    except ConfigError as err:
+        print(err, file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":
