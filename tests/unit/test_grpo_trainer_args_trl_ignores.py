@@ -13,11 +13,14 @@ Run: .venv/bin/python -m pytest tests/unit/test_grpo_trainer_args_trl_ignores.py
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import json
 
 import pytest
 
-from train.config import ConfigError, load_config
+from train.config import GRPO_GENERATION_KWARGS_SET, ConfigError, load_config
 from tests.support.train_grpo import TINY_GRPO
 
 
@@ -53,6 +56,28 @@ def test_generation_kwargs_of_other_keys_pass_as_given():
     to add: taken as given."""
     config = load_config(TINY_GRPO, {"trainer_args": {"generation_kwargs": {"no_repeat_ngram_size": 4}}})
     assert config.trainer_args["generation_kwargs"] == {"no_repeat_ngram_size": 4}
+
+
+def _generation_kwargs_literal_keys(module) -> list[set[str]]:
+    """The constant keys of each ``generation_kwargs = {...}`` dict literal in ``module``'s source."""
+    literals = []
+    for node in ast.walk(ast.parse(inspect.getsource(module))):
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+                and any(isinstance(t, ast.Name) and t.id == "generation_kwargs" for t in node.targets)):
+            literals.append({k.value for k in node.value.keys if isinstance(k, ast.Constant)})
+    return literals
+
+
+@pytest.mark.parametrize("module_name", ["trl.trainer.grpo_trainer", "trl.generation.vllm_generation"])
+def test_every_sampling_key_trl_sets_itself_is_in_the_refused_table(module_name):
+    """The table restates the keys of trl's own ``generation_kwargs`` literals (transformers' generate in
+    ``GRPOTrainer.__init__``, vLLM's colocated sampling): a key a trl upgrade adds there would otherwise pass the
+    load and override the recipe's settings. Read from the installed trl's source, so the upgrade turns this red."""
+    module = importlib.import_module(module_name)
+    literals = _generation_kwargs_literal_keys(module)
+    assert literals, f"{module_name} holds no generation_kwargs dict literal: find where trl builds it now"
+    for keys in literals:
+        assert keys <= set(GRPO_GENERATION_KWARGS_SET), sorted(keys - set(GRPO_GENERATION_KWARGS_SET))
 
 
 @pytest.mark.parametrize("key, value, says", [
