@@ -207,8 +207,10 @@ def arguments_fields(arguments_cls: Any = None) -> frozenset[str]:
 def training_kwargs(config: TrainConfig, launch: Launch, *, has_eval: bool) -> dict[str, Any]:
     """Keyword arguments for ``transformers.TrainingArguments`` / ``trl.SFTConfig`` shared by every recipe.
 
-    No list of keys is kept here (a hand-copied list drifts with every transformers release): every config field that is also a field of the installed
-    ``TrainingArguments`` goes through under its own name; the few settings the recipes derive follow; then
+    No config field is copied by hand here (a hand-copied list drifts with every transformers release): every config
+    field that is also a field of the installed ``TrainingArguments`` goes through under its own name; the few
+    settings the recipes derive follow (``RECIPE_SET`` names them all but ``save_strategy`` and
+    ``load_best_model_at_end``, and a test holds it to this literal); then
     ``config.trainer_args`` (any other key of the installed transformers, or of trl's ``SFTConfig`` for seq2seq and
     ``GRPOConfig`` for grpo) goes through as given, over the derived ones.
 

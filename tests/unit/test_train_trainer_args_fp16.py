@@ -9,12 +9,14 @@ Run: .venv/bin/python -m pytest tests/unit/test_train_trainer_args_fp16.py -q -n
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from train.config import ConfigError, load_config
-from train.training_arguments import check_training_arguments
+from train.training_arguments import (DERIVED_ONLY, RECIPE_FIXED, RECIPE_SET, check_training_arguments,
+                                      launch_arithmetic, training_kwargs)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,3 +61,18 @@ def test_a_fixed_key_at_the_recipe_s_own_value_is_taken_and_save_strategy_stays_
     config = load_config(str(REPO / "configs/train/tiny/seq2seq.yaml"), {"trainer_args": given})
     check_training_arguments(config)
     assert config.trainer_args == {"logging_first_step": True, "save_strategy": "epoch"}
+
+
+@pytest.mark.parametrize("has_eval", [True, False])
+def test_recipe_set_and_recipe_fixed_follow_what_training_kwargs_sets(has_eval):
+    """RECIPE_SET names the keys training_kwargs sets beyond the config's own fields: a key added to its literal and
+    not to the table would pass trainer_args and be written over what run.json records. Two stay outside on purpose:
+    load_best_model_at_end, refused on its own, and save_strategy, the user's. RECIPE_FIXED's values are the ones
+    training_kwargs passes, so the value trainer_args may repeat is the one the trainer gets."""
+    config = load_config(str(REPO / "configs/train/tiny/seq2seq.yaml"))
+    kwargs = training_kwargs(config, launch_arithmetic(config, 1), has_eval=has_eval)
+    own = {field.name for field in dataclasses.fields(config)}
+    assert set(kwargs) - own - set(RECIPE_SET) - DERIVED_ONLY == {"load_best_model_at_end", "save_strategy"}
+    assert set(RECIPE_SET) <= set(kwargs)
+    for key, value in RECIPE_FIXED.items():
+        assert kwargs[key] == value, key
