@@ -141,13 +141,12 @@ def test_an_invisible_character_between_a_letter_and_its_mark_leaves_one_letter(
 
 
 def test_the_instructions_stage_drops_a_copy_spelt_apart():
-    """Stage 1's exact-duplicate filter folds what the splits' key folds: the four copies below are one problem."""
-    from train.synthetic.generation import _normalise
-
+    """Stage 1's exact-duplicate filter is the splits' key (``judge.splits.instruction_text_key``), so what that key
+    folds the stage drops: the four copies below are one problem."""
     text = "Напиши 5 коротких рассказов о моём дне."
     for twin in (unicodedata.normalize("NFD", text), BOM + text, text.replace("рассказов", f"рас{SHY}сказов"),
                  text.replace("5", "\uff15")):
-        assert _normalise(twin) == _normalise(text), twin
+        assert instruction_text_key(twin) == instruction_text_key(text), twin
 
 
 @pytest.mark.parametrize("name", [BOM + "Грамотность", "Грамотность" + LRM, f"Грамот{SHY}ность",

@@ -18,6 +18,7 @@ import hashlib
 import re
 from pathlib import Path
 
+from judge.splits import instruction_text_key
 from train.synthetic.client import (ChatClient, EndpointWatch, generator_seed, job_seed, seed_suffix, stable_endpoint,
                                     unusable_endpoints)
 from train.synthetic.config import EndpointConfig, InstructionsConfig
@@ -201,15 +202,6 @@ def non_russian_share(text: str, ignore_code: bool = True) -> float:
     return foreign / len(words)
 
 
-def _normalise(text: str) -> str:
-    """A problem as the exact-duplicate filter compares it: the splits' instruction key
-    (``judge.splits.instruction_text_key``: compatibility-composed, invisible characters dropped, whitespace
-    collapsed, case-folded), so that a copy the split stage would group with its twin is a duplicate here too."""
-    from judge.splits import instruction_text_key
-
-    return instruction_text_key(text)
-
-
 def generation_jobs(config: InstructionsConfig) -> list[tuple[str, dict]]:
     """(key, payload) for every (leaf, complexity level, index) selected by the config, in taxonomy order."""
     from judge import load_taxonomy
@@ -306,7 +298,8 @@ def run_instructions(config: InstructionsConfig, out_dir: Path) -> dict:
         if share > config.max_non_russian:
             dropped.append({**row, "drop_reason": "non_russian", "non_russian_share": share})
             continue
-        norm = _normalise(problem)
+        # the splits' key, so that a copy the split stage would group with its twin is a duplicate here too
+        norm = instruction_text_key(problem)
         if norm in seen:
             dropped.append({**row, "drop_reason": "exact_duplicate"})
             continue
