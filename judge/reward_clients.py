@@ -849,12 +849,7 @@ def _instruction(prompt: Any) -> str:
     if isinstance(prompt, list):
         users = [m for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
         if users:
-            text = content_text(users[-1].get("content"))
-            # an image alone, or text that shows nothing: the judge would rate the answer against nothing (and
-            # judge-serve refuses a blank instruction, failing the whole batch)
-            if is_blank(text):
-                raise ValueError("the last user turn has no text to judge the answer against")
-            return text
+            return content_text(users[-1].get("content"))
     raise ValueError("a prompt must be text or a list of chat messages with a user turn")
 
 
@@ -1123,6 +1118,10 @@ def trl_reward_function(
             else:
                 try:
                     instruction = _instruction(prompt)
+                    # an image alone, or text that shows nothing, in any prompt shape: the judge would rate the
+                    # answer against nothing (and judge-serve refuses a blank instruction, failing the whole batch)
+                    if is_blank(instruction):
+                        raise ValueError("the last user turn has no text to judge the answer against")
                 except ValueError as err:
                     raise ValueError(f"prompts[{i}]: {err}") from None
             reference = _text_or_none(columns[reference_column][i], f"{reference_column}[{i}]") if reference_column \

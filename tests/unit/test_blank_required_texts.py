@@ -151,6 +151,24 @@ def test_a_reward_prompt_whose_last_user_turn_shows_nothing_is_refused_before_an
     assert endpoint.requests == []
 
 
+@pytest.mark.parametrize("prompt", ["<|im_start|>user\n\u200b<|im_end|>\n<|im_start|>assistant\n", "   ",
+                                    "<|im_start|>system\nТы поэт.<|im_end|>\n<|im_start|>user\n \u2060<|im_end|>\n"])
+def test_a_reward_text_prompt_whose_user_turn_shows_nothing_is_refused_before_anything_is_sent(prompt):
+    """A text prompt, templated or not, is refused as a conversation's blank last user turn is: judge-serve would
+    refuse the item's instruction as blank, failing the whole batch."""
+    from judge.plumbing.retry import RetryPolicy
+    from judge.reward_clients import trl_reward_function
+    from tests.support.scripted_endpoint import ScriptedEndpoint
+
+    no_wait = RetryPolicy(max_retries=0, backoff_s=0.0, max_backoff_s=0.0, asleep=lambda s: asyncio.sleep(0),
+                          sleep=lambda s: None)
+    with ScriptedEndpoint(lambda path, body: (500, {})) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=["A"], retry=no_wait)
+        with pytest.raises(ValueError, match=r"^prompts\[0\]: the last user turn has no text to judge the answer against$"):
+            asyncio.run(reward(prompts=[prompt, "Опиши кота."], completions=["Кот спит.", "Кот спит."]))
+    assert endpoint.requests == []
+
+
 def test_a_reward_instruction_column_text_that_shows_nothing_is_refused_before_anything_is_sent():
     """An instruction taken from a dataset column is refused as the prompt's last user turn is: judge-serve would
     refuse the item, failing the whole batch."""
