@@ -29,10 +29,11 @@ reads them): a reasoning judge served with less room than it learned to think in
 ``names_generator_model`` tells when its arguments make it report another one: judge-serve reports it, judge-eval run
 records and checks it, judge-train card checks a run against its export. ``record_weights_digests`` writes, beside an
 export's weights, their content digests, by which ``folders_fingerprint`` knows the same weights exported again;
-``fingerprint_formula`` is the one rule by which a fingerprint a run recorded names the weights in a folder now, by
-either formula judge-serve has used.
+``fingerprint_formula`` tells by which formula judge-serve has used a fingerprint a run recorded names the
+weights in a folder now (judge-train card asks it), and ``export_fingerprints`` gives an export's fingerprint by
+each (judge-eval compares a run's against them): both read the one list of formulas.
 
-Why one module of ~831 lines: each part reads the same folder and its manifest, and each is read by serving,
+Why one module of ~850 lines: each part reads the same folder and its manifest, and each is read by serving,
 evaluation and training alike; split, the manifest's keys would be spelled in several places.
 """
 
@@ -96,6 +97,7 @@ __all__ = [
     "BY_METADATA",
     "fingerprint_formula",
     "export_fingerprint_formula",
+    "export_fingerprints",
     "names_generator_model",
     "generator_model_named",
     "export_training_record",
@@ -736,17 +738,22 @@ def fingerprint_formula(recorded: str | None, folders: Sequence[str | Path]) -> 
     fingerprint of the weights files in ``folders`` now: ``BY_DIGESTS`` (their recorded content digests, what
     judge-serve reports where it reads ``WEIGHTS_DIGESTS``), ``BY_METADATA`` (their names, sizes and modification
     times, what a judge-serve that did not read it reported; also the answer where both formulas agree, a folder
-    without a record), or None: other weights, or none recorded. A check of a run against the weights asks this,
-    so that the same files are the same weights by either formula and only other files are refused.
+    without a record), or None: other weights, or none recorded. judge-train card's check of a run against its
+    export asks this, so that the same files are the same weights by either formula and only other files are
+    refused; judge-eval's compares against ``export_fingerprints``, over the same formulas.
 
     Raises:
         OSError: a weights file cannot be looked at."""
     if not recorded:
         return None
-    by_metadata = folders_fingerprint(folders, digests=False)
-    if recorded == by_metadata:
-        return BY_METADATA
-    return BY_DIGESTS if recorded == folders_fingerprint(folders) else None
+    return next((formula for formula, now in _fingerprints(folders).items() if now == recorded), None)
+
+
+def _fingerprints(folders: Sequence[str | Path]) -> dict[str, str | None]:
+    """``folders``' fingerprint now by each formula judge-serve has used, ``BY_METADATA`` first (the answer where both
+    agree): the formulas ``fingerprint_formula`` and ``export_fingerprints`` both read, so a formula added here
+    reaches every check of a run against its weights."""
+    return {BY_METADATA: folders_fingerprint(folders, digests=False), BY_DIGESTS: folders_fingerprint(folders)}
 
 
 def _export_folders(export: str | Path) -> list[Path]:
@@ -762,6 +769,18 @@ def export_weights_fingerprint(export: str | Path, *, digests: bool = True) -> s
     export, and a regression judge's generating model (its manifest's ``generator``), as judge-serve serving the
     export alone (no ``--generator-model``) fingerprints it. ``digests`` is ``folders_fingerprint``'s."""
     return folders_fingerprint(_export_folders(export), digests=digests)
+
+
+def export_fingerprints(export: str | Path) -> dict[str, str | None]:
+    """A judge-train export's fingerprint now by each formula judge-serve has used (``BY_METADATA``, ``BY_DIGESTS``;
+    ``export_weights_fingerprint`` without and with ``digests``), over the folders judge-serve serving it alone loads:
+    what a fingerprint a run recorded of the export's weights is compared against. None for a formula where no
+    folder holds a weights file.
+
+    Raises:
+        OSError: a weights file cannot be looked at.
+        ValueError: the export's manifest cannot be read."""
+    return _fingerprints(_export_folders(export))
 
 
 def export_fingerprint_formula(recorded: str | None, export: str | Path) -> str | None:

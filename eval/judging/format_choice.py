@@ -23,7 +23,7 @@ from typing import Any, Iterable
 # N_FIRST_MISREAD: how many of a chat run's first answers, all unreadable in the format the run guessed and all
 # readable in the other, stop it (FormatWatch); defined beside verdict_format's help, which says it
 from eval.judging.config import N_FIRST_MISREAD
-from judge.checkpoints import EXPORT_MANIFEST, export_weights_fingerprint, is_hub_id, names_generator_model
+from judge.checkpoints import EXPORT_MANIFEST, export_fingerprints, is_hub_id, names_generator_model
 from judge.plumbing.config_files import ConfigError
 from judge.prompts import PromptTemplate
 from judge.verdicts import VerdictFormat, split_at_last_think_close
@@ -228,18 +228,17 @@ def held_model(out: Path, n_written: int, model: str | None, judge_ref: str, ask
 def same_weights(recorded: Any, fingerprint: str | None, export: Path | None = None) -> bool:
     """Whether a weights fingerprint a run recorded and the one this launch has name the same weights: equal, or,
     where the launch's weights are those of the judge-train ``export`` on this machine (judge-eval serves it alone),
-    each the export's fingerprint now by one formula or the other (``judge.checkpoints.export_weights_fingerprint``
-    with and without ``digests``: a judge-serve that did not read the export's ``weights_sha256.json`` recorded its
-    files' names, sizes and modification times, one that reads it their content digests). An export that cannot be
-    read tells nothing."""
+    each the export's fingerprint now by one formula or another (``judge.checkpoints.export_fingerprints``: a
+    judge-serve that did not read the export's ``weights_sha256.json`` recorded its files' names, sizes and
+    modification times, one that reads it their content digests). An export that cannot be read tells nothing."""
     if not isinstance(recorded, str) or not recorded or not fingerprint:
         return False
     if recorded == fingerprint:
         return True
     if export is None:
         return False
-    try:  # each formula once: both values are compared against the two
-        now = {export_weights_fingerprint(export, digests=False), export_weights_fingerprint(export)} - {None}
+    try:  # each formula once: both values are compared against all of them
+        now = set(export_fingerprints(export).values()) - {None}
     except (OSError, ValueError):
         return False
     return recorded in now and fingerprint in now
@@ -252,8 +251,8 @@ def judged_export(judge_ref: Any, server_args: Any, starts_judge_serve: bool = T
     and where the server is judge-serve (``starts_judge_serve``; a run's record cannot tell, so True) and its
     arguments ``server_args`` name a generating model of its own, or cannot say (no list, a ``--config`` that cannot
     be read): judge-serve then fingerprints the export's folder with that model's (``serve.layout.weights_fingerprint``),
-    which neither formula of ``export_weights_fingerprint`` gives. judge-eval run's resume, the merge of shards and
-    the comparison of two runs all ask this one rule."""
+    which no formula of ``judge.checkpoints.export_fingerprints`` gives. judge-eval run's resume, the merge of
+    shards and the comparison of two runs all ask this one rule."""
     if not isinstance(judge_ref, str) or not judge_ref or judge_ref.startswith(("http://", "https://")):
         return None
     folder = Path(judge_ref)

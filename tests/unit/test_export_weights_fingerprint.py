@@ -114,11 +114,12 @@ def test_the_digests_record_reads_each_weights_file_once(tmp_path, monkeypatch):
 
 
 def test_a_recorded_fingerprint_is_told_by_which_formula_it_is_the_folders_now(tmp_path):
-    """``fingerprint_formula``, the one rule every check of a run against its weights asks: the content digests'
+    """``fingerprint_formula`` (judge-train card's check of a run against its export): the content digests'
     fingerprint, the metadata's (also where the two agree, a folder without a record), and neither for other
-    files, nothing recorded, or the same files touched since (their digests then no longer trusted)."""
-    from judge.checkpoints import BY_DIGESTS, BY_METADATA, export_fingerprint_formula, fingerprint_formula, \
-        folders_fingerprint, write_manifest
+    files, nothing recorded, or the same files touched since (their digests then no longer trusted).
+    ``export_fingerprints`` (judge-eval's) gives the export's fingerprint by the same formulas."""
+    from judge.checkpoints import BY_DIGESTS, BY_METADATA, export_fingerprint_formula, export_fingerprints, \
+        fingerprint_formula, folders_fingerprint, write_manifest
 
     folder = tmp_path / "export"
     folder.mkdir()
@@ -130,6 +131,7 @@ def test_a_recorded_fingerprint_is_told_by_which_formula_it_is_the_folders_now(t
     by_digests, by_metadata = folders_fingerprint([folder]), folders_fingerprint([folder], digests=False)
     assert by_digests != by_metadata == bare
     assert fingerprint_formula(by_digests, [folder]) == BY_DIGESTS == export_fingerprint_formula(by_digests, folder)
+    assert export_fingerprints(folder) == {BY_METADATA: by_metadata, BY_DIGESTS: by_digests}
     assert fingerprint_formula(by_metadata, [folder]) == BY_METADATA
     assert fingerprint_formula("0" * 64, [folder]) is None and fingerprint_formula(None, [folder]) is None
     _later(folder)

@@ -377,7 +377,7 @@ def test_shards_whose_servers_loaded_other_weights_are_still_refused(tmp_path, c
 def test_one_exports_fingerprints_by_either_formula_merge_and_a_retrained_one_is_refused(tmp_path, capsys):
     """A judge-train export judged by a judge-serve that fingerprinted its files by name, size and modification time
     and, for another shard, by one reading its weights_sha256.json: each fingerprint the export's own now by one
-    formula (judge.checkpoints.fingerprint_formula), the same weights to `judge-eval run`'s resume and to compare,
+    formula (judge.checkpoints.export_fingerprints), the same weights to `judge-eval run`'s resume and to compare,
     refused by the merge. Merged; the export retrained since the first shard is refused as before."""
     export = tmp_path / "runs" / "judge" / "export"
     old, new = two_formula_export(export)
