@@ -70,6 +70,7 @@ __all__ = [
     "content_id",
     "kind_words",
     "row_place",
+    "check_unicode",
     "value_words",
     "records_from_rows",
     # shared with the column-wise reader, the record columns, the loaders and the criteria expansion
@@ -526,7 +527,7 @@ class JudgeRecord:
         elif not isinstance(rid, (str, int)) or isinstance(rid, bool):  # true is no id: it would read "True"
             raise fail("id", f"must be text or an integer, got {value_words(rid)}")
         elif isinstance(rid, str):
-            _check_unicode(rid, "id", fail)
+            check_unicode(rid, "id", fail)
         values["id"] = str(rid)
 
         values["extra"] = {k: v for k, v in row.items() if k not in KNOWN_FIELDS}
@@ -789,12 +790,12 @@ def _shown(value: Any) -> str:
     return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
-#: The record's own texts read from a row, checked for lone surrogates (``_check_unicode``).
+#: The record's own texts read from a row, checked for lone surrogates (``check_unicode``).
 _UNICODE_CHECKED = (*REQUIRED_TEXT_FIELDS, "reference_answer", *OPTIONAL_TEXT_FIELDS)
 
 
 def _check_texts(values: Mapping[str, Any], annotations: tuple[Annotation, ...], comments_field: str, fail) -> None:
-    """``_check_unicode`` on every text of a row: one encode of them all (a Python string keeps lone surrogates
+    """``check_unicode`` on every text of a row: one encode of them all (a Python string keeps lone surrogates
     apart, so joining makes none and hides none), field by field only when it fails."""
     joined = "".join([*(values[name] for name in _UNICODE_CHECKED), *map(_COMMENT, annotations),
                       *(a.expert_id for a in annotations if a.expert_id is not None)])
@@ -808,11 +809,11 @@ def _check_texts(values: Mapping[str, Any], annotations: tuple[Annotation, ...],
     except UnicodeEncodeError:
         pass
     for name in _UNICODE_CHECKED:
-        _check_unicode(values[name], name, fail)
+        check_unicode(values[name], name, fail)
     for annotation in annotations:
-        _check_unicode(annotation.comment, comments_field, fail)
+        check_unicode(annotation.comment, comments_field, fail)
         if annotation.expert_id is not None:
-            _check_unicode(annotation.expert_id, "expert_ids", fail)
+            check_unicode(annotation.expert_id, "expert_ids", fail)
 
 
 def _check_lengths(values: Mapping[str, Any], annotations: tuple[Annotation, ...], comments_field: str, fail) -> None:
@@ -827,9 +828,11 @@ def _check_lengths(values: Mapping[str, Any], annotations: tuple[Annotation, ...
                              "hold (judge.records.MAX_TEXT_CHARS)")
 
 
-def _check_unicode(text: str, name: str, fail) -> None:
+def check_unicode(text: str, name: str, fail) -> None:
     """Raise ``fail(name, ...)`` for a text holding a lone surrogate (JSON can escape one, ``"\\ud800"``; no UTF-8
-    holds it): it would fail far from its row, where a content id is hashed or a record is written."""
+    holds it): it would fail far from its row, where a content id is hashed or a record is written. ``fail`` takes
+    the field's name and the reason and returns the exception to raise, so each reader names the row its own way
+    while every one words the reason alike."""
     if (at := lone_surrogate_at(text)) is not None:
         raise fail(name, f"is not valid Unicode text: a lone surrogate (U+{ord(text[at]):04X}) at character {at}")
 

@@ -18,8 +18,7 @@ from pathlib import Path
 
 from judge.criteria_auto.policy import LABEL_SEPARATOR, label_of, leaf_of
 from judge.plumbing.invisible_text import composed_visible, is_blank
-from judge.plumbing.json_reading import lone_surrogate_at
-from judge.records import row_place, value_words
+from judge.records import check_unicode, row_place, value_words
 from judge.splits import STANDARD, ZERO_SHOT, load_split_spec
 from judge.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 
@@ -211,9 +210,8 @@ def _labelled(rows, source, include_zero_shot, taxonomy, indices, labels_seen: d
         instruction = (row.get("instruction") or "").strip()
         if is_blank(instruction):  # white space and characters that show nothing: judge.load_records' rule
             raise ValueError(f"{source}: {row_place(index)}: empty or missing 'instruction'")
-        if (at := lone_surrogate_at(instruction)) is not None:  # as JudgeRecord.from_row says it of a judged row
-            raise ValueError(f"{source}: {row_place(index)}: field 'instruction': is not valid Unicode text: a lone "
-                             f"surrogate (U+{ord(instruction[at]):04X}) at character {at}")
+        check_unicode(instruction, "instruction",
+                      lambda name, why: ValueError(f"{source}: {row_place(index)}: field {name!r}: {why}"))
         try:
             label = label_of(leaf_of(row["label"], taxonomy)) if row.get("label") else _label_from_columns(row, taxonomy)
         except TaxonomyError as err:

@@ -226,6 +226,24 @@ def test_a_lone_surrogate_in_an_auto_row_is_named_by_file_line_and_field(tmp_pat
     assert clf.asked == []
 
 
+def test_a_lone_surrogate_in_a_labelled_row_is_worded_as_a_judged_rows():
+    """The labelled-set reader refuses a lone surrogate in the instruction with the record loader's reason, word for
+    word, naming its own source and row."""
+    from judge import JudgeRecord, RecordError
+    from judge.criteria_auto.labelled import labelled_rows
+
+    text = "Напиши стих \ud800 о весне"
+    with pytest.raises(ValueError) as labelled:
+        labelled_rows([{"instruction": "Опиши кота.", "task_type": "Advice"},
+                       {"instruction": text, "task_type": "Advice"}], "labels.jsonl")
+    with pytest.raises(RecordError) as judged:
+        JudgeRecord.from_row({"instruction": text, "answer": "a", "criteria_name": "c", "rubrics": "0: н\n\n1: д",
+                              "human_score": 1})
+    reason = "field 'instruction': is not valid Unicode text: a lone surrogate (U+D800) at character 12"
+    assert str(labelled.value) == f"labels.jsonl: row 1: {reason}"
+    assert str(judged.value).endswith(f": {reason}")
+
+
 @pytest.mark.parametrize("columns, message", [
     ({"criteria": ["censor", "value"]}, "data.jsonl: row 0: field 'criteria' is judge-serve's item field"),
     ({"rubrics": "0: плохо\n\n1: хорошо"}, "data.jsonl: row 0: field 'rubrics' describes one criterion, but the row "
