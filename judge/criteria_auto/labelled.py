@@ -52,9 +52,16 @@ def normalise_instruction(text: str) -> str:
     ``composed_visible``), then lower case, "ё" as "е", punctuation as spaces, runs of whitespace as one space: what
     near-duplicate checks compare (quotes, dashes and spacing do not make two instructions different). Composed before
     punctuation goes: a decomposed "й" ("и" + U+0306) or "ё" ("е" + U+0308) would otherwise have its combining mark,
-    no word character, read as a space inside the word."""
-    text = composed_visible(text)
+    no word character, read as a space inside the word. A combining diacritic NFKC leaves apart (a stress mark on a
+    Cyrillic vowel, U+0301, has no precomposed form) is then dropped, for the same reason: "Пра́вильно" is
+    "правильно", as ``judge.verdicts`` counts it one word."""
+    text = _UNCOMPOSED_MARK.sub("", composed_visible(text))
     return " ".join(re.sub(r"[^\w\s]|_", " ", text.lower().replace("ё", "е")).split())
+
+
+#: The combining diacritics (U+0300-U+036F) NFKC leaves uncomposed in ``normalise_instruction``'s text: every mark
+#: with a precomposed form with its letter is composed before this is applied.
+_UNCOMPOSED_MARK = re.compile("[\u0300-\u036f]")
 
 
 def _shingles(text: str) -> frozenset[str]:

@@ -132,6 +132,14 @@ def test_a_decomposed_copy_is_a_near_duplicate_of_its_labelled_instruction():
     assert [(i, j, jaccard) for i, j, jaccard, _ in found] == [(0, 0, 1.0), (0, 1, 1.0), (0, 2, 1.0)]
 
 
+@pytest.mark.parametrize("text", ["Пра\u0301вильно ли?", "Пра\u0300вильно ли?",
+                                  "Правильно\u0301 ли?"])
+def test_a_mark_with_no_composed_form_leaves_the_word_whole(text):
+    """A stress mark on a Cyrillic vowel (U+0301 has no precomposed Cyrillic form, so NFKC leaves it apart) is no
+    word character: read as a space, it split "Пра́вильно" in two and the copy was no near duplicate of the text."""
+    assert normalise_instruction(text) == normalise_instruction("Правильно ли?") == "правильно ли"
+
+
 @pytest.mark.parametrize("between", [SHY, ZWSP, LRM])
 def test_an_invisible_character_between_a_letter_and_its_mark_leaves_one_letter(between):
     """An invisible character between "и" and its breve (U+0306) kept the two apart when composing, and dropping it
