@@ -393,7 +393,7 @@ def test_data_split_refuses_an_input_with_no_records(tmp_path, capsys):
     source.write_text("", encoding="utf-8")
     assert data_main(["split", "--input", str(source), "--output", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert f"judge-train data split: error: --input {source}: holds no records" in err and "Traceback" not in err
+    assert f"judge-train data split: error: --input: {source}: no rows (an empty file" in err and "Traceback" not in err
     assert not (tmp_path / "out" / "train.jsonl").exists()
 
 

@@ -1257,8 +1257,6 @@ def test_a_number_out_of_its_range_is_refused_before_the_folder_is_made(stage, f
     # no row to work on: the stage ran, wrote its folder and exited 0 with "0 answers for 0 instructions"
     ("answers", "answer_models: [{model: m}]\n", "blank.jsonl", "--input: {tmp}/blank.jsonl: no rows (an empty file, "
                                                                 "or blank lines only)"),
-    ("annotate", "teacher: {model: t}\n", "kept", "--input: {tmp}/kept/answers.jsonl: no rows (an empty file, or blank "
-                                                  "lines only)"),
     ("dedup", "reference: {tmp}/blank.jsonl\n", None, "reference: {tmp}/blank.jsonl: no rows (an empty file, or blank "
                                                       "lines only)"),
     ("answers", "answer_models: [{model: m}]\n", "empty.parquet", "--input: {tmp}/empty.parquet: no rows (a Parquet "
