@@ -23,6 +23,7 @@ from judge.criteria_auto import (
     default_classifier_path,
     label_of,
 )
+from judge.criteria_auto.tfidf import WEIGHTS_DIGEST_KEY, weights_digest
 from judge.taxonomy import load_taxonomy
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
@@ -41,8 +42,12 @@ def _copy_shipped(folder):
 
 
 def _write(folder, spec, arrays):
-    (folder / "model.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")  # NaN as NaN
+    """The two files as one build saves them: the weights, then model.json recording their digest (so that a load
+    reaches the check a test is about, not the refusal of another build's weights)."""
     np.savez_compressed(folder / "weights.npz", **arrays)
+    if WEIGHTS_DIGEST_KEY in spec:
+        spec = {**spec, WEIGHTS_DIGEST_KEY: weights_digest(folder / "weights.npz")}
+    (folder / "model.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")  # NaN as NaN
 
 
 #: A field left out of model.json (not written as null).
