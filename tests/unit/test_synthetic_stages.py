@@ -1259,6 +1259,8 @@ def test_a_number_out_of_its_range_is_refused_before_the_folder_is_made(stage, f
                                                                 "or blank lines only)"),
     ("dedup", "reference: {tmp}/blank.jsonl\n", None, "reference: {tmp}/blank.jsonl: no rows (an empty file, or blank "
                                                       "lines only)"),
+    ("traces", "teacher: {model: t}\n", "blank.jsonl", "--input: {tmp}/blank.jsonl: no rows (an empty file, or blank "
+                                                     "lines only)"),
     ("answers", "answer_models: [{model: m}]\n", "empty.parquet", "--input: {tmp}/empty.parquet: no rows (a Parquet "
                                                                   "table of none)"),
 ])

@@ -188,13 +188,14 @@ def check_input(source: str, reads: str | None, name: str = "--input") -> None:
 
 
 def _refuse_no_rows(name: str, path: Path, reads: str | None) -> None:
-    """Refuse a stage's input file (``reads`` given), JSONL or Parquet as ``read_input`` reads it, that holds no row:
-    the stage would do nothing and exit 0. A Parquet file's row count is read from its footer, not its rows.
+    """Refuse a stage's input file, JSONL or Parquet, that holds no row: the stage would do nothing and exit 0. A
+    Parquet file's row count is read from its footer, not its rows. The traces stage (``reads`` None) takes any file
+    ``judge.load_records`` reads: only those two kinds are looked at here.
 
     Raises:
         ConfigError: naming the setting and the file.
     """
-    if reads is None:
+    if reads is None and path.suffix not in (".jsonl", ".parquet"):
         return
     if path.suffix == ".parquet":
         import pyarrow as pa
