@@ -46,11 +46,13 @@ def test_without_a_script_beside_the_interpreter_it_runs_the_installed_serve_pac
 def test_the_module_command_is_this_installs_judge_serve_not_a_serve_py_in_the_working_folder(tmp_path, monkeypatch):
     """``-P``: a ``serve.py`` in the user's working folder cannot stand in for the package (``python -m`` puts the
     working folder first on the module path)."""
+    python = sys.executable  # this environment's interpreter: the stand-in below, a bare link, finds no packages
     _interpreter_without_scripts(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "serve.py").write_text("raise SystemExit('the working folder serve.py ran')\n")
     command = local_server_module._judge_serve_command()
-    done = subprocess.run([sys.executable, *command[1:], "--help"], cwd=tmp_path, capture_output=True, text=True,
+    done = subprocess.run([python, *command[1:], "--help"], cwd=tmp_path, capture_output=True, text=True,
+                          env={key: value for key, value in os.environ.items() if key != "PYTHONPATH"},
                           timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: judge-serve")
