@@ -251,6 +251,8 @@ def test_a_run_fingerprinted_by_metadata_beside_recorded_digests_is_accepted_say
             export / "README.md").read_text(encoding="utf-8")
 
         other = _export(tmp_path / mode / "other", mode)
+        # other weights of another size: told apart by the metadata formula whatever the filesystem's clock resolution
+        (other / "model.safetensors").write_bytes(b"retrained weights of " + mode.encode())
         stale = _scored_run(tmp_path / mode / "stale", str(export.resolve()),
                             _by_metadata(*((other, other / "generator") if mode == "regression" else (other,))))
         code, err = _card(export, stale, capsys)
