@@ -574,12 +574,10 @@ def pairwise_scale_error(rubrics: str) -> str | None:
     comparison's levels after a criterion's own); else its level lines state another scale, refused with the reader's
     words.
     """
-    # Stripped here as well as in scale_of, so that the level lines read below are the ones scale_of read
-    rubrics = without_invisible(rubrics)
     try:
         levels = scale_of(rubrics).levels
     except ScaleError as err:
-        lines = _level_like_lines(rubrics)[0]
+        lines = _level_like_lines(without_invisible(rubrics))[0]  # the level lines scale_of read
         if not lines or any(line.number == "-1" for line in lines):
             return None
         return f"{err}; a pairwise verdict is read as -1 (answer 1 better), 0 (a tie) or 1 (answer 2 better)"
