@@ -171,7 +171,9 @@ def _rate(num: np.ndarray, den: np.ndarray, n_boot: int, seed: int, key: str, wh
     if replaced_by:
         block.update(ci_method=replaced_by, n_units=int(keep.sum()))
     if ci is None:  # said beside the value: the reports' column is headed "value [95% CI]"
-        block["why_no_ci"] = NO_RESAMPLES if n_boot <= 0 else ONE_PAIR
+        # The pairs first, as the ranking's why_no_ci: a rate on one pair gets no interval whatever --n-boot says, and
+        # "--n-boot 0" would send the reader to a flag that is not the cause.
+        block["why_no_ci"] = ONE_PAIR if keep.sum() < 2 else NO_RESAMPLES
     return block
 
 

@@ -193,9 +193,12 @@ def test_a_rate_without_an_interval_says_why_in_metrics_and_reports():
     md, html = pairwise_markdown(one), pairwise_html(one)
     for page in (md, html):
         assert "No interval" in page and "Agreement with labels (per judgment)" in page.split("No interval")[1]
-    none_drawn = pairwise_metrics([pair], rows, n_boot=0)
-    assert "--n-boot 0" in none_drawn["tie_rate"]["why_no_ci"] and "--n-boot 0" in pairwise_markdown(none_drawn)
+    # one pair with --n-boot 0: more resamples would still give no interval, so the reason is the pair, not the flag
+    assert "one pair" in pairwise_metrics([pair], rows, n_boot=0)["tie_rate"]["why_no_ci"]
     two = [pair, PairRecord("p2", "q", "c", "d", "r", 1)]
-    both = pairwise_metrics(two, rows + [_row(two[1], "original", 1.0), _row(two[1], "swapped", -1.0)], n_boot=50)
+    two_rows = rows + [_row(two[1], "original", 1.0), _row(two[1], "swapped", -1.0)]
+    none_drawn = pairwise_metrics(two, two_rows, n_boot=0)
+    assert "--n-boot 0" in none_drawn["tie_rate"]["why_no_ci"] and "--n-boot 0" in pairwise_markdown(none_drawn)
+    both = pairwise_metrics(two, two_rows, n_boot=50)
     assert both["agreement"]["ci"] is not None and "why_no_ci" not in both["agreement"]
     assert "No interval" not in pairwise_markdown(both)
