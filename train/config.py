@@ -1136,12 +1136,12 @@ class GRPORecipeConfig(TrainConfig):
         """(value, default) of a ``_VLLM_MODE_SETTINGS`` name."""
         if name.startswith("trainer_args."):
             key = name.removeprefix("trainer_args.")
-            default = _TRL_VLLM_DEFAULTS[key]
-            value = self.trainer_args.get(key, default)
-        else:
-            default = next(f.default for f in dataclasses.fields(self) if f.name == name)
-            value = getattr(self, name)
-        return value, default
+            if key not in self.trainer_args:
+                return None, None  # not given: nothing to name
+            from trl import GRPOConfig  # only where trainer_args gives one: trl is a heavy import
+
+            return self.trainer_args[key], next(f.default for f in dataclasses.fields(GRPOConfig) if f.name == key)
+        return getattr(self, name), next(f.default for f in dataclasses.fields(self) if f.name == name)
 
     def _warn_of_ignored_settings(self) -> None:
         ignored = self.ignored_settings()
@@ -1254,18 +1254,13 @@ RECIPES: dict[str, type[TrainConfig]] = {
 #: and joins it on the group port; a colocated engine is sized by its GPU share, tensor parallelism, sleep mode and
 #: model implementation, which a server takes from its own command line. ``vllm_server_tensor_parallel_size`` is
 #: no trl setting: ``judge-train submit`` renders it into the server's command line. ``trainer_args.`` names are
-#: compared with trl's defaults (``_TRL_VLLM_DEFAULTS``), the others with this config's.
+#: compared with trl ``GRPOConfig``'s defaults, the others with this config's.
 _VLLM_MODE_SETTINGS: dict[str, tuple[str, ...]] = {
     "server": ("vllm_server_host", "vllm_server_port", "vllm_group_port", "vllm_server_tensor_parallel_size",
                "trainer_args.vllm_server_base_url", "trainer_args.vllm_server_timeout"),
     "colocate": ("vllm_gpu_memory_utilization", "trainer_args.vllm_tensor_parallel_size",
                  "trainer_args.vllm_enable_sleep_mode", "trainer_args.vllm_model_impl"),
 }
-#: trl 1.16 ``GRPOConfig``'s defaults of the ``trainer_args`` keys above (trl/trainer/grpo_config.py).
-_TRL_VLLM_DEFAULTS: dict[str, Any] = {
-    "vllm_server_base_url": None, "vllm_server_timeout": 240.0, "vllm_tensor_parallel_size": 1,
-    "vllm_enable_sleep_mode": False, "vllm_model_impl": "vllm",
-}  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------------------------
