@@ -1125,7 +1125,7 @@ class GRPORecipeConfig(TrainConfig):
         if not self.use_vllm:
             names = ("vllm_mode", *_VLLM_MODE_SETTINGS["server"], *_VLLM_MODE_SETTINGS["colocate"])
         else:
-            names = _VLLM_MODE_SETTINGS["server" if self.vllm_mode == "colocate" else "colocate"]
+            names = _VLLM_MODE_SETTINGS[self._other_vllm_mode()]
         return [name for name, (value, default) in zip(names, map(self._vllm_setting, names)) if value != default]
 
     def launch_notes(self) -> dict[str, Any]:
@@ -1143,6 +1143,10 @@ class GRPORecipeConfig(TrainConfig):
             return self.trainer_args[key], next(f.default for f in dataclasses.fields(GRPOConfig) if f.name == key)
         return getattr(self, name), next(f.default for f in dataclasses.fields(self) if f.name == name)
 
+    def _other_vllm_mode(self) -> str:
+        """The vLLM mode this run is not in, whose settings it ignores and which the warning offers."""
+        return "server" if self.vllm_mode == "colocate" else "colocate"
+
     def _warn_of_ignored_settings(self) -> None:
         ignored = self.ignored_settings()
         if not ignored:
@@ -1155,7 +1159,7 @@ class GRPORecipeConfig(TrainConfig):
             message = (f"use_vllm false ignores the vLLM settings {given}: transformers generates {recorded}; "
                        "remove them, or set use_vllm true")
         else:
-            other = "server" if self.vllm_mode == "colocate" else "colocate"
+            other = self._other_vllm_mode()
             message = (f"vllm_mode {self.vllm_mode!r} ignores {other} mode's {given}: nothing reads them {recorded}; "
                        f"remove them, or set vllm_mode {other!r}")
         logging.getLogger(__name__).warning("%s", message)
