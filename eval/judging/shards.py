@@ -236,10 +236,10 @@ def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path,
     if isinstance(merged.get("server_limits"), dict) and "root" in first["server_limits"]:
         merged["server_limits"]["root"] = first["server_limits"]["root"]
     config = dict(merged.get("config") or {})
-    judges = [record.get("config", {}).get("judge") for _, record in compared if isinstance(record.get("config"), dict)]
+    configs = [record["config"] for _, record in compared if isinstance(record.get("config"), dict)]
+    judges = [c.get("judge") for c in configs]
     if judges and all(j == judges[0] for j in judges):  # one address for every shard: the run's; else each shard's
         config["judge"] = judges[0]
-    configs = [record["config"] for _, record in compared if isinstance(record.get("config"), dict)]
     differing = []
     for key in (key for key in RESUME_FREE if key not in _LAUNCH_CONFIG):
         values = [c[key] for c in configs if key in c]
