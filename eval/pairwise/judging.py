@@ -221,7 +221,8 @@ def load_pairs(path: str | Path, unscored_labels: list[str] | None = None) -> li
         if (why := pairwise_scale_error(row["rubrics"])) is not None:  # judge-serve refuses it alike
             raise ConfigError(f"{where}.rubrics: {why}")
         winner = _winner(row.get("winner"), where)
-        if winner and row["answer_1"] == row["answer_2"] and unscored_labels is None:
+        same_text_win = bool(winner) and row["answer_1"] == row["answer_2"]
+        if same_text_win and unscored_labels is None:
             # Both orders are then one prompt: a judge reading the answers gives both one raw answer, verdicts s and
             # -s, so a win label agrees with one judgment at most and never with the orders combined. A data error
             # (a column copied), refused as any other bad label; unlabelled or a tie, the pair is a position probe.
@@ -237,7 +238,7 @@ def load_pairs(path: str | Path, unscored_labels: list[str] | None = None) -> li
             # judge.load_records' rule: a list or an object would be its Python repr, true "True", 1.0 "1.0"
             raise ConfigError(f"{where}: field 'id': must be text or an integer, got {value_words(text_id)}")
         text_id = str(text_id)
-        if winner and row["answer_1"] == row["answer_2"]:  # unscored_labels given: the label is counted, not used
+        if same_text_win:  # unscored_labels given: the label is counted, not used
             unscored_labels.append(text_id)
             winner = None
         if text_id in seen:
