@@ -211,9 +211,9 @@ def _token_levels(token: str, crit: Criterion, where: str) -> list[int]:
     """
     levels = crit.scale.levels
     said = f"{where}: score {token!r} for {crit.id}"
-    if not re.fullmatch(r"[0-9]+(/[0-9]+)?", token) or len({int(p) for p in token.split("/")}) != len(token.split("/")):
+    parts = [int(p) for p in token.split("/")] if re.fullmatch(r"[0-9]+(/[0-9]+)?", token) else []
+    if not parts or len(set(parts)) != len(parts):
         raise ValueError(f"{said}: a token is one level or two different levels split evenly (\"2\", \"0/1\")")
-    parts = [int(p) for p in token.split("/")]
     if any(p not in levels for p in parts):
         raise ValueError(f"{said}: outside the scale {levels}")
     return parts
