@@ -303,39 +303,39 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
     try:
         jobs = {"preempted": _submit(slurm_cluster, env, runs["preempted"], data, tiny_causal_dir, root,
                                      partition=slurm_cluster.preemptible_partition), "zero3": zero3}  # fmt: skip
-        high = None
-        preempted_at_step = requeued_at_step = None
+        # Held mid-training, as the ZeRO-3 run is, until Slurm's SIGTERM is pending in it: a scheduling pass (2 s)
+        # is long enough for a 4-step run to finish, and PreemptTime shows before slurmd delivers the signal. Frozen
+        # by the log-only wait, before anything is asked of Slurm: on a loaded machine a few `scontrol show job`
+        # between its first logged step and the freeze took longer than its remaining steps.
+        preempted_frozen = _freeze_after_steps(runs["preempted"], jobs["preempted"], SIGNAL_AFTER_STEPS,
+                                               PREEMPTION_TIMEOUT_S)
+        preempted_at_step = _logged_steps(runs["preempted"], jobs["preempted"])
+        # Both nodes' CPUs are taken (one per node by each run): the high-priority job fits only by preempting the
+        # run of the lower partition (the ZeRO-3 run is in the same tier: not preemptible).
+        records: dict[str, dict[str, str]] = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
+        assert all(r["JobState"] == "RUNNING" for r in records.values()), {
+            n: r["JobState"] for n, r in records.items()}
+        high = slurm_cluster.sbatch(
+            ["-N2", "--ntasks-per-node=1", "--cpus-per-task=1", f"--output={root}/high-%j.out",
+             "--wrap", f"sleep {HIGH_PRIORITY_SLEEP_S}"], cwd=root,
+        )  # fmt: skip
+        requeued_at_step = None
         preemption_decided = False
         decided_at = requeued_at = 0.0
-        records: dict[str, dict[str, str]] = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
         ask_slurm = _Every(1.0)
         deadline = time.monotonic() + PREEMPTION_TIMEOUT_S
         while time.monotonic() < deadline:
             if ask_slurm():
                 records = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
             # PreemptTime is set once Slurm decides to preempt, and cleared again by the rerun: remember it was seen.
-            preemption_decided = preemption_decided or high is not None and (
+            preemption_decided = preemption_decided or (
                 records["preempted"].get("PreemptTime", "None") != "None"
                 or records["preempted"].get("Restarts", "0") != "0")
-            if high is None and _logged_steps(runs["preempted"], jobs["preempted"]) >= SIGNAL_AFTER_STEPS:
-                # Both nodes' CPUs are taken (one per node by each run): the high-priority job fits only by
-                # preempting the run of the lower partition (the ZeRO-3 run is in the same tier: not preemptible).
-                records = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
-                assert all(r["JobState"] == "RUNNING" for r in records.values()), {
-                    n: r["JobState"] for n, r in records.items()}
-                # Held mid-training until Slurm's SIGTERM is pending in it: a scheduling pass (2 s) is long enough
-                # for a 4-step run to finish, and PreemptTime shows before slurmd delivers the signal.
-                preempted_frozen = freeze_processes(job_processes(str(runs["preempted"])))
-                high = slurm_cluster.sbatch(
-                    ["-N2", "--ntasks-per-node=1", "--cpus-per-task=1", f"--output={root}/high-%j.out",
-                     "--wrap", f"sleep {HIGH_PRIORITY_SLEEP_S}"], cwd=root,
-                )  # fmt: skip
-                preempted_at_step = _logged_steps(runs["preempted"], jobs["preempted"])
             if preemption_decided:
                 decided_at = decided_at or time.monotonic()
                 preempted_frozen = _thaw_once_signalled(preempted_frozen, decided_at, "preempted run (since its "
                                                         "preemption showed)")
-            if high is not None and zero3_frozen is not None and preemption_decided:
+            if zero3_frozen is not None and preemption_decided:
                 if requeued_at_step is None:
                     # Requeued while frozen, thawed once the SIGTERM reached it: thawed before the requeue, the run
                     # could take its remaining steps before slurmd's signal came.
