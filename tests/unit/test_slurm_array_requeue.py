@@ -159,6 +159,43 @@ def test_the_requeues_own_sigterm_does_not_cut_the_answer_short(tmp_path, script
     assert "could not ask" not in proc.stderr
 
 
+# sleep: the SIGTERM Slurm sends every process of the job, here while this command runs: the batch shell (its parent)
+# gets it, and so does the command itself, which dies of it (143), as a preempted task's poll or `module load` does.
+KILLED_SLEEP = 'kill -TERM "$PPID"; kill -TERM $$\n'
+
+
+@pytest.mark.parametrize("script", ["eval.sbatch", "rank.sbatch"])
+def test_a_task_preempted_while_its_env_script_runs_requeues_itself(tmp_path, script):
+    """Slurm signals every process of the job, not only the batch shell: the env script's command (a `module load`)
+    died of the SIGTERM and set -e ended the task there, exit 143, FAILED inside the grace with the rule never
+    asked, so never requeued. Now that exit asks the rule, once, and the preempted task is requeued (0)."""
+    write_executables(tmp_path / "bin", {"sleep": KILLED_SLEEP})
+    (tmp_path / "env.sh").write_text("sleep 1  # a module load, signalled with the job\n")
+    env = _env(tmp_path, FAKE_JOB_RECORD=PREEMPTED, JUDGE_ENV_SCRIPT=str(tmp_path / "env.sh"))
+    proc = _run(script, env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "requeues").read_text() == "requeue 7\n"
+    assert _module_calls(tmp_path) == [_asked(script)]
+    assert not (tmp_path / "srun_args").exists()
+
+
+@pytest.mark.parametrize(("record", "code", "requeues"), [(PREEMPTED, 0, "requeue 7\n"), (CANCELLED, 143, None)],
+                         ids=["preempted", "scancel"])  # fmt: skip
+def test_an_eval_task_stopped_while_it_waits_for_its_serve_job_asks_the_rule(tmp_path, record, code, requeues):
+    """The wait for a serve job (JUDGE_EVAL_ENDPOINT_FILE) lasts up to JUDGE_EVAL_WAIT_S, an hour: a preemption
+    then killed the poll's sleep, and set -e ended the task before the trap's note was looked at. The rule is
+    asked: a preempted task is requeued, a cancelled one ends 143."""
+    write_executables(tmp_path / "bin", {"sleep": KILLED_SLEEP, "squeue": "echo PENDING\n", "curl": "exit 7\n"})
+    env = _env(tmp_path, FAKE_JOB_RECORD=record,
+               JUDGE_EVAL_ENDPOINT_FILE=str(tmp_path / "judge-serve-4242.endpoint"))
+    proc = _run("eval.sbatch", env, tmp_path)
+    assert proc.returncode == code, proc.stderr
+    requeued = tmp_path / "requeues"
+    assert (requeued.read_text() if requeued.exists() else None) == requeues
+    assert _module_calls(tmp_path) == [_asked("eval.sbatch")]
+    assert not (tmp_path / "srun_args").exists()
+
+
 def test_the_scripts_keep_no_copy_of_the_rule():
     """The rule lives once, in judge.plumbing.slurm_requeue: neither script reads a job record or requeues itself."""
     for script in RESUMES:
