@@ -85,6 +85,37 @@ def test_no_overwrite_last_wins_over_overwrite(tmp_path):
     assert (tmp_path / "eval" / "shards" / "count").read_text(encoding="utf-8") == "4\n"
 
 
+@pytest.mark.parametrize(("script_args", "recut"), [
+    (["--overwrite=true"], True), (["--overwrite", "yes"], True), (["--overwrite=OFF"], False),
+    (["--overwrite", "false"], False), (["--overwrite", "0", "--criteria", "given"], False),
+    (["--no-overwrite", "--overwrite=1"], True), (["--overwrite", "--no-progress"], True),
+])  # fmt: skip
+def test_overwrite_with_a_value_after_the_script_is_read_as_judge_eval_reads_it(tmp_path, script_args, recut):
+    """judge-eval's --overwrite takes an optional truth value (`--overwrite false`, `--overwrite=yes`). Read as the
+    bare flag, `--overwrite false` re-cut the earlier array's 4 shards into 1 (count rewritten) for a judge-eval
+    that then resumed them, and `--overwrite=true` was refused as if no --overwrite were given."""
+    _earlier_array_of_four(tmp_path)
+    proc = _one_task_array(tmp_path, 0, *script_args)
+    shards = tmp_path / "eval" / "shards"
+    if recut:
+        assert proc.returncode == 0, proc.stderr
+        assert (shards / "count").read_text(encoding="utf-8") == "1\n"
+    else:
+        assert proc.returncode == 2, proc.stderr
+        assert "says the earlier array had 4 shards" in proc.stderr
+        assert (shards / "count").read_text(encoding="utf-8") == "4\n"
+        assert (shards / "0" / "data.jsonl").read_text(encoding="utf-8") == '{"id": "0"}\n{"id": "1"}\n'
+
+
+def test_an_overwrite_value_judge_eval_refuses_stops_the_task_before_the_cut(tmp_path):
+    _earlier_array_of_four(tmp_path)
+    proc = _one_task_array(tmp_path, 0, "--overwrite=maybe")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("eval.sbatch: --overwrite 'maybe' after the script: judge-eval takes true or false "
+                                   "there, or --overwrite alone")
+    assert (tmp_path / "eval" / "shards" / "count").read_text(encoding="utf-8") == "4\n"
+
+
 @pytest.mark.parametrize("line", ["overwrite: true", "overwrite: On  # judge everything again", "overwrite: 'yes'",
                                   "overwrite : TRUE", "\ufeffoverwrite: 1"])
 def test_overwrite_in_the_config_recuts_the_data_in_the_new_count(tmp_path, line):
