@@ -308,3 +308,32 @@ def test_the_deadline_message_says_what_ready_last_answered(tmp_path):
     assert proc.stderr == (f"eval.sbatch: no ready judge-serve at {URL} after 0 s; serve job {SERVE_JOB} is RUNNING; "
                            '/ready last answered 503: {"status": "starting"} (the serve job\'s log says why it is not '
                            "ready)\n")
+
+
+def test_an_endpoint_file_removed_as_it_is_read_is_the_next_polls_to_judge(tmp_path):
+    """The serve job removes its file when it ends: between the task's test of the file and its read, the read
+    failed and set -e ended the task, exit 1, with head's bare "cannot open". The next poll now says what became of
+    the serve job. (head here removes the file first, as the serve job's EXIT trap would in that moment.)"""
+    env = _eval_env(tmp_path, ["RUNNING", "CANCELLED"], JUDGE_EVAL_WAIT_S="10")
+    _leave_endpoint_file(env)
+    write_executables(tmp_path / "bin", {"head": 'rm -f -- "${@: -1}"\necho "head: cannot open \'${@: -1}\' for '
+                                                 'reading: No such file or directory" >&2\nexit 1\n'})
+    proc = _run_eval(env, tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"eval.sbatch: serve job {SERVE_JOB} is CANCELLED: it serves no judge ("), proc.stderr
+    assert not (tmp_path / "curl_calls").exists() and not (tmp_path / "srun_args").exists()
+
+
+def test_an_endpoint_file_the_task_cannot_read_stops_it_naming_why(tmp_path):
+    """A file the task may not read (a serve job of another user's umask) ended the task under set -e with head's
+    error alone; it now stops at once (exit 2), naming the file and the serve job, before /ready is asked."""
+    env = _eval_env(tmp_path, ["RUNNING"], JUDGE_EVAL_WAIT_S="10")
+    _leave_endpoint_file(env)
+    write_executables(tmp_path / "bin", {"head": 'echo "head: cannot open \'${@: -1}\' for reading: Permission '
+                                                 'denied" >&2\nexit 1\n'})
+    proc = _run_eval(env, tmp_path)
+    endpoint = env["JUDGE_EVAL_ENDPOINT_FILE"]
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (f"eval.sbatch: cannot read JUDGE_EVAL_ENDPOINT_FILE={endpoint}, serve job {SERVE_JOB}'s "
+                           f"URL: head: cannot open '{endpoint}' for reading: Permission denied\n")
+    assert not (tmp_path / "curl_calls").exists() and not (tmp_path / "srun_args").exists()
