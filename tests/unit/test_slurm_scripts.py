@@ -842,6 +842,10 @@ def test_serve_sbatch_lets_judge_serve_answer_the_host_it_publishes(tmp_path):
     (["--allowed-hosts", "flag.example.org"], "allowed_hosts: [judge.example.org]\n",
      ["flag.example.org", "192.0.2.2"]),  # the flag replaces the config's list, as judge-serve reads them
     (["--allowed-hosts", "192.0.2.2"], None, ["192.0.2.2"]),
+    # JSON only when the text starts with "[", as judge-serve reads a list flag: a quoted host is one host, not a
+    # JSON string refused as no list
+    (["--allowed-hosts", '"judge.example.org"'], None, ["judge.example.org", "192.0.2.2"]),
+    (["--allowed-hosts", "2001"], None, ["2001", "192.0.2.2"]),
 ])  # fmt: skip
 def test_serve_sbatch_keeps_the_allowed_hosts_given_beside_its_own(tmp_path, flags, config, allowed):
     """Hosts the config or a flag after the script allow are kept: a second --allowed-hosts would replace one list
