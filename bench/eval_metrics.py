@@ -3,9 +3,10 @@
     .venv/bin/python bench/eval_metrics.py
     .venv/bin/python bench/eval_metrics.py --items 40000 --regression --end-to-end   # example override
 
-A synthetic table (seeded) with the POLLUX shape: 2-5 experts per item (mean ~2.94), scales 0-1 / 0-2 / 0-3 / 0-4,
-11 evaluated models, the taxonomy's 35 task types and 60 criterion names (Zero-Shot by the real rule: about
-30 % of the items), 3 % parse failures, experts named from a pool of ``EXPERT_POOL`` (``expert_ids``, for the
+A synthetic table (seeded) with the POLLUX shape: 2-5 experts per item (mean ~2.94), scales 0-1 / 0-2 / 0-3 / 0-4
+(each item's criterion one the taxonomy scores on that scale, each record's rubric that scale), 11 evaluated models,
+the taxonomy's 35 task types and 60 criterion names (Zero-Shot by the real rule: about 30 % of the items), 3 % parse
+failures, experts named from a pool of ``EXPERT_POOL`` (``expert_ids``, for the
 validity section's alternative annotator test). The timed step is `eval.scoring.item_table.evaluate`, with BLAS on one
 thread as `judge-eval score` runs it: every metric cell of the report (3 splits x overall / model /
 task type / criterion), the 100-fold Verdict Confidence, 1,000-resample bootstrap intervals for MAE and Spearman,
@@ -82,7 +83,7 @@ def synthetic_table(n_items: int, seed: int = 0, regression: bool = False):
     status = np.where(rng.random(n_items) < 0.03, "parse_failed", "ok").astype(object)
     judge_scores[status != "ok"] = np.nan
     task_idx = rng.integers(0, len(task_types), n_items)
-    crit_idx = rng.integers(0, len(criteria), n_items)
+    crit_idx = _on_their_scale(rng.integers(0, len(criteria), n_items), top, criteria, taxonomy, seed)
     # The split comes from the real rule (judge.split_of), once per (task type, criterion) pair.
     spec = judge.load_split_spec()
     split_of_pair = np.array([[judge.split_of(SimpleNamespace(id="", task_type=t, task_subtype="", criteria_name=c),
@@ -108,16 +109,49 @@ def synthetic_table(n_items: int, seed: int = 0, regression: bool = False):
         judge_name="synthetic",
         expert_ids=expert_ids,
         instruction_key=np.arange(n_items) % 5000,  # the instructions write_files gives the items
+        # what `judge-eval score` reads from each record's rubric (write_files writes the rubric of 0..top) and name
+        scale_low=np.zeros(n_items),
+        scale_high=top.astype(float),
+        best_low=np.array([taxonomy.is_best_at_lowest(name) for name in criteria])[crit_idx],
     )
+
+
+def _on_their_scale(crit_idx: np.ndarray, top: np.ndarray, criteria: np.ndarray, taxonomy, seed: int) -> np.ndarray:
+    """``crit_idx`` with each item whose criterion has no taxonomy scale 0..top (a Critical 0/1 flag drawn 0..4) given
+    one that has, drawn by a generator of its own, so that every other column stays as drawn: an item's criterion and
+    its scale come together, as in the POLLUX test."""
+    scales = {}
+    for criterion in taxonomy.criteria.values():
+        scales.setdefault(criterion.name["ru"], set()).add(criterion.scale.levels[-1])
+    fits = np.array([[t in scales[name] for t in range(5)] for name in criteria])
+    wrong = np.flatnonzero(~fits[crit_idx, top])
+    redraw = np.random.default_rng(seed + 2)
+    crit_idx = crit_idx.copy()
+    for i in wrong:
+        crit_idx[i] = redraw.choice(np.flatnonzero(fits[:, top[i]]))
+    return crit_idx
 
 
 # A rationale of the length a POLLUX judge writes (several hundred characters of Russian), for --rationale-chars.
 _RATIONALE_WORDS = "Ответ по существу верен, но рассуждение местами неполно и не опирается на условие задачи. "
 
 
+#: The levels' words of the bench's rubrics: an item on 0..top has the first top + 1 of them.
+_RUBRIC_LINES = ("0: плохо", "1: средне", "2: хорошо", "3: очень хорошо", "4: отлично")
+#: A Critical criterion's (a yes/no question about a violation, best at 0; its name says so, not its words).
+_FLAG_RUBRIC = "0: нарушения нет\n\n1: есть нарушение"
+
+
+def rubric_of(top: int, best_low: bool = False) -> str:
+    """The rubric text of the scale 0..``top`` (1 to 4), one level a line as the taxonomy writes them; ``best_low``:
+    a Critical criterion's 0/1."""
+    return _FLAG_RUBRIC if best_low and top == 1 else "\n\n".join(_RUBRIC_LINES[:top + 1])
+
+
 def write_files(table, folder: Path, rationale_chars: int = 0) -> tuple[Path, Path]:
     """The table as POLLUX-format JSONL records and a predictions JSONL (what `run` writes, each row's
-    ``content_key`` included, which `score` checks against the data); each raw output's
+    ``content_key`` included, which `score` checks against the data); each record's rubric is its item's scale
+    (``rubric_of``), read back as ``synthetic_table`` carries it; each raw output's
     rationale is one short sentence, or ``rationale_chars`` characters of one repeated. bench/experts_tables.py
     times `judge-eval experts` on the same records."""
     rationale = "Обоснование." if not rationale_chars else (
@@ -125,9 +159,9 @@ def write_files(table, folder: Path, rationale_chars: int = 0) -> tuple[Path, Pa
     from judge.plumbing.run_folder import content_key
 
     data, preds = folder / "data.jsonl", folder / "predictions.jsonl"
-    rubric = "0: плохо\n\n1: средне\n\n2: хорошо\n\n3: очень хорошо\n\n4: отлично"
     with data.open("w", encoding="utf-8") as d, preds.open("w", encoding="utf-8") as p:
         for i in range(len(table)):
+            rubric = rubric_of(int(table.scale_high[i]), bool(table.best_low[i]))
             scores = [float(v) for v in table.experts[i] if not np.isnan(v)]
             row = {
                 "id": table.ids[i], "instruction": f"задание {i % 5000}", "answer": f"ответ {i}",

@@ -1,0 +1,99 @@
+"""The benches' synthetic items keep the contract a real run keeps: each item's rubric reads (``judge.scale_of``) as
+its criterion's scale in the taxonomy (``judge.taxonomy``), and every score it carries (the experts', the judge's) is
+a level of that scale. A bench whose rubric and scores disagree times a path no real run takes: scores read as off
+their scale, a scale inferred where the real one is written, a verdict on levels its rubric does not have."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import judge
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.fixture
+def bench_module(monkeypatch):
+    """A bench script imported as a module; what it adds to ``sys.path`` is undone after the test."""
+    monkeypatch.setattr(sys, "path", [str(BENCH), *sys.path])
+    return importlib.import_module
+
+
+def _scales_by_name() -> dict[str, set[tuple[tuple[int, ...], int]]]:
+    """Each taxonomy criterion name (Russian): the (levels, best) of every criterion carrying it."""
+    scales = defaultdict(set)
+    for criterion in judge.load_taxonomy().criteria.values():
+        scales[criterion.name["ru"]].add((criterion.scale.levels, criterion.scale.best))
+    return scales
+
+
+def _off_contract(name: str, rubrics: str, scores) -> str | None:
+    """Why an item breaks the contract, or None: its rubric, read as a real run reads it (oriented by its name), is
+    no scale of its criterion, or a score is no level of it."""
+    scale = judge.oriented_scale(name, rubrics)
+    if (scale.levels, scale.best) not in _scales_by_name()[name]:
+        return f"{name!r}: rubric levels {scale.levels} (best {scale.best}), taxonomy {_scales_by_name()[name]}"
+    off = [s for s in scores if s is not None and not (isinstance(s, float) and math.isnan(s))
+           and not scale.is_level(s)]
+    return f"{name!r} on {scale.levels}: scores {off}" if off else None
+
+
+def test_eval_metrics_items_carry_their_criterion_scale_and_score_on_it():
+    """bench/eval_metrics.py's table drew each item's scale apart from its criterion (a Critical 0/1 flag scored 0-4)
+    and carried no scale ends, so the timed metrics step inferred them from the experts, which `judge-eval score`
+    never does on records with rubrics."""
+    from bench.eval_metrics import synthetic_table
+
+    table = synthetic_table(3000)
+    assert table.scale_low is not None and table.scale_high is not None and table.best_low is not None
+    taxonomy, scales = judge.load_taxonomy(), _scales_by_name()
+    wrong = []
+    for i in range(len(table)):
+        name, low, high = table.criteria_name[i], table.scale_low[i], table.scale_high[i]
+        levels = tuple(range(int(low), int(high) + 1))
+        if not any(levels == known for known, _ in scales[name]):
+            wrong.append(f"{table.ids[i]}: {name!r} on {levels}")
+        scores = [v for v in (*table.experts[i], table.judge[i]) if np.isfinite(v)]
+        if any(v not in levels for v in scores):
+            wrong.append(f"{table.ids[i]}: {scores} on {levels}")
+        if bool(table.best_low[i]) != taxonomy.is_best_at_lowest(name):
+            wrong.append(f"{table.ids[i]}: best_low {table.best_low[i]} for {name!r}")
+    assert wrong == []
+    # the scale mix the docstring states: 0-1 / 0-2 / 0-3 / 0-4, the 0-2 criteria most of them
+    tops = {int(t): int((table.scale_high == t).sum()) for t in (1, 2, 3, 4)}
+    assert all(tops.values()) and tops[2] > 0.75 * len(table), tops
+
+
+def test_eval_metrics_records_read_back_as_the_table_they_were_written_from(tmp_path):
+    """Written as records and predictions (what --end-to-end and bench/experts_tables.py time), read as
+    `judge-eval score` reads them: no record off its rubric's scale, every verdict in scale, and the item table
+    built from them carries the synthetic table's scales."""
+    from bench.eval_metrics import synthetic_table, write_files
+
+    from eval.judging.predictions import read_prediction_table
+    from eval.scoring.item_table import build_table
+
+    table = synthetic_table(600)
+    data, predictions = write_files(table, tmp_path)
+    records = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()]
+    rows = [json.loads(line) for line in predictions.read_text(encoding="utf-8").splitlines()]
+    wrong = [why for record, row in zip(records, rows) if (why := _off_contract(
+        record["criteria_name"], record["rubrics"], [*record["expert_scores"], row["score"]]))]
+    assert wrong == []
+    columns, report = judge.load_record_columns(data)
+    assert report.n_off_scale == 0
+    built, notes = build_table(columns, read_prediction_table(predictions))
+    assert "n_no_scale" not in notes
+    np.testing.assert_array_equal(built.scale_low, table.scale_low)
+    np.testing.assert_array_equal(built.scale_high, table.scale_high)
+    np.testing.assert_array_equal(built.best_low, table.best_low)
+    ok = built.status == "ok"
+    assert ok.any() and (built.in_scale[ok] == 1.0).all()
