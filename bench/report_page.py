@@ -5,9 +5,9 @@
 
 Builds a seeded synthetic run shaped like the POLLUX test (``bench/eval_metrics.py``'s table: 11 evaluated
 models, 35 task types, 60 criteria, 2-5 experts, 3 % parse failures), with texts of realistic length in Cyrillic
-(instructions ~400 characters and answers ~1,200 shared by the ~10 criteria of one answer, rubrics per criterion,
-a ~150-character comment per expert, ~250 characters of judge feedback), scores it (``evaluate`` with a small
-bootstrap: the metric step is benchmarked in ``bench/eval_metrics.py``), writes the page with
+(instructions ~400 characters and answers ~1,200 shared by the ~10 criteria of one answer, rubrics per criterion
+and scale, a ~150-character comment per expert, ~250 characters of judge feedback), scores it (``evaluate`` with a
+small bootstrap: the metric step is benchmarked in ``bench/eval_metrics.py``), writes the page with
 ``eval.reports.html_report.write_report_page`` and opens it from disk in headless chromium (Debian's, via selenium).
 
 Printed: the page's size, the time to write it, and the time until the explorer shows its first page, both as
@@ -56,15 +56,19 @@ def build_run(n_items: int, folder: Path, seed: int = 0):
     (folder / "metrics.json").write_text(item_table.dumps(result) + "\n", encoding="utf-8")
 
     answers = [(_text(rng, 400), _text(rng, 1200), _text(rng, 600)) for _ in range(n_items // 10 + 1)]
-    rubrics = {name: "0: " + _text(rng, 100) + "\n\n1: " + _text(rng, 100) + "\n\n2: " + _text(rng, 100)
-               for name in set(table.criteria_name)}
+    # One rubric per criterion and scale (a name the taxonomy scores on two scales has two), its levels those of
+    # the item's scale, which its scores lie on (``synthetic_table``'s scale_high); in sorted order, so that the
+    # texts drawn for each do not follow the process's string hashing.
+    tops = table.scale_high.astype(int)
+    rubrics = {(name, top): "\n\n".join(f"{level}: {_text(rng, 100)}" for level in range(top + 1))
+               for name, top in sorted(set(zip(table.criteria_name.tolist(), tops.tolist())))}
     records, predictions = [], []
     for i in range(n_items):
         instruction, answer, reference = answers[i // 10]
         experts = [float(v) for v in table.experts[i] if np.isfinite(v)]
         records.append(judge.JudgeRecord(
             id=str(table.ids[i]), instruction=instruction, answer=answer, reference_answer=reference,
-            criteria_name=str(table.criteria_name[i]), rubrics=rubrics[table.criteria_name[i]],
+            criteria_name=str(table.criteria_name[i]), rubrics=rubrics[table.criteria_name[i], tops[i]],
             expert_scores=tuple(experts), expert_feedback=tuple(_text(rng, 150) for _ in experts),
             model_id=str(table.model_id[i]), task_type=str(table.task_type[i])))
         ok = table.status[i] == "ok"

@@ -97,3 +97,14 @@ def test_eval_metrics_records_read_back_as_the_table_they_were_written_from(tmp_
     np.testing.assert_array_equal(built.best_low, table.best_low)
     ok = built.status == "ok"
     assert ok.any() and (built.in_scale[ok] == 1.0).all()
+
+
+def test_report_page_records_carry_rubrics_their_scores_lie_on(bench_module, tmp_path):
+    """bench/report_page.py wrote one 0-2 rubric per criterion name while its items were scored up to 4: the page
+    showed experts' and the judge's 3s and 4s under rubrics without them."""
+    report_page = bench_module("report_page")
+
+    records, predictions = report_page.build_run(300, tmp_path)
+    wrong = [why for record, row in zip(records, predictions)
+             if (why := _off_contract(record.criteria_name, record.rubrics, [*record.expert_scores, row["score"]]))]
+    assert wrong == []
