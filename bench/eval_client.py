@@ -43,6 +43,8 @@ from measure import children_cpu_s, fmt, machine, machine_line, positive_int, sp
 from judge.plumbing.processes import free_port, start_process  # noqa: E402
 
 VERDICT = "[FEEDBACK] Ответ выполняет требования критерия. [RESULT] 1 [END]"
+#: Every record's rubric: the scale 0..2 of most POLLUX criteria, which the instant server's verdicts are given on.
+RUBRICS = "0: Критерий не выполнен.\n\n1: Выполнен частично.\n\n2: Выполнен полностью."
 
 
 def instant_server(port: int, first_request_file: str) -> None:
@@ -51,12 +53,16 @@ def instant_server(port: int, first_request_file: str) -> None:
 
     models = json.dumps({"object": "list", "data": [{"id": "instant", "object": "model", "max_model_len": 32768}]}).encode()
 
+    from judge.scales import scale_of
     from judge.wire import JudgeResult, ScoreSource
 
-    # What judge-serve sends (the typed wire result judge-eval reads strictly), built once; each result renames it.
-    parsed = JudgeResult(criterion="", criterion_id=None, scale=[0, 1], feedback="Ответ выполняет требования критерия.",
+    # What judge-serve sends (the typed wire result judge-eval reads strictly) for a criterion of RUBRICS, on its
+    # scale, built once; each result renames it.
+    levels = list(scale_of(RUBRICS).levels)
+    parsed = JudgeResult(criterion="", criterion_id=None, scale=levels, feedback="Ответ выполняет требования критерия.",
                          score=1.0, parse_ok=True, score_source=ScoreSource.VERDICT, in_scale=True, output=VERDICT,
-                         expected_score=1.0, confidence=1.0, score_probs={"0": 0.0, "1": 1.0}).to_json()  # fmt: skip
+                         expected_score=1.0, confidence=1.0,
+                         score_probs={str(level): float(level == 1) for level in levels}).to_json()  # fmt: skip
 
     def result(criterion: dict) -> dict:
         return {**parsed, "criterion": criterion.get("name")}
@@ -102,20 +108,20 @@ def instant_server(port: int, first_request_file: str) -> None:
 
 
 def write_data(path: Path, n_items: int, criteria: int, answer_chars: int) -> None:
-    """POLLUX-shaped records: each distinct answer judged on ``criteria`` criteria with their rubrics."""
+    """POLLUX-shaped records: each distinct answer judged on ``criteria`` criteria, the taxonomy's first criteria
+    scored on 0..2 (best at 2: no Critical flag) under distinct names, each with the rubric ``RUBRICS``."""
     import judge
 
-    taxonomy = judge.load_taxonomy()
-    crit = [c for c in taxonomy.criteria.values()][:criteria]
-    names = [c.name["ru"] for c in crit]
-    rubrics = "0: Критерий не выполнен.\n\n1: Выполнен частично.\n\n2: Выполнен полностью."
+    scale = judge.scale_of(RUBRICS)
+    names = list(dict.fromkeys(c.name["ru"] for c in judge.load_taxonomy().criteria.values() if c.scale == scale))
+    names = names[:criteria]
     filler = ("Ответ модели подробно разбирает задачу, приводит примеры и делает выводы. " * 200)[:answer_chars]
     with path.open("w", encoding="utf-8") as handle:
         for i in range(n_items):
             a, c = divmod(i, criteria)
             handle.write(json.dumps({
                 "id": f"item-{i}", "instruction": f"Задание {a}: объясни, как устроен мир.", "answer": f"{a}. {filler}",
-                "criteria_name": names[c % len(names)], "rubrics": rubrics, "model_id": f"model-{a % 11}",
+                "criteria_name": names[c % len(names)], "rubrics": RUBRICS, "model_id": f"model-{a % 11}",
                 "task_type": "Recommendations", "expert_scores": [1, 2, 1],
             }, ensure_ascii=False) + "\n")  # fmt: skip
 

@@ -5,6 +5,7 @@ their scale, a scale inferred where the real one is written, a verdict on levels
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
 import math
@@ -108,3 +109,49 @@ def test_report_page_records_carry_rubrics_their_scores_lie_on(bench_module, tmp
     wrong = [why for record, row in zip(records, predictions)
              if (why := _off_contract(record.criteria_name, record.rubrics, [*record.expert_scores, row["score"]]))]
     assert wrong == []
+
+
+def _instant_app(eval_client, monkeypatch, tmp_path):
+    """The ASGI app ``instant_server`` would serve, caught instead of run."""
+    import uvicorn
+
+    caught = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: caught.setdefault("app", app))
+    eval_client.instant_server(0, str(tmp_path / "first"))
+    return caught["app"]
+
+
+def _call(app, path: str, body: dict) -> dict:
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": json.dumps(body).encode(), "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(app({"type": "http", "method": "POST", "path": path}, receive, send))
+    return json.loads(sent[-1]["body"])
+
+
+def test_eval_client_records_and_the_instant_servers_verdicts_share_one_scale(bench_module, monkeypatch, tmp_path):
+    """bench/eval_client.py's records named the taxonomy's first criteria (two Critical 0/1 flags among them) with a
+    0-2 rubric, and its server answered every one on the scale [0, 1]: what judge-serve never answers for a 0-2
+    rubric."""
+    eval_client = bench_module("eval_client")
+    data = tmp_path / "data.jsonl"
+    eval_client.write_data(data, 32, 16, 200)
+    records = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()]
+    wrong = [why for r in records if (why := _off_contract(r["criteria_name"], r["rubrics"], r["expert_scores"]))]
+    assert wrong == []
+    app = _instant_app(eval_client, monkeypatch, tmp_path)
+    item = {"instruction": records[0]["instruction"], "answer": records[0]["answer"],
+            "criteria": [{"name": r["criteria_name"], "rubrics": r["rubrics"]} for r in records[:16]]}
+    results = _call(app, "/v1/judge", {"items": [item]})["items"][0]["results"]
+    for record, result in zip(records, results):
+        scale = judge.oriented_scale(record["criteria_name"], record["rubrics"])
+        assert result["scale"] == list(scale.levels) and scale.is_level(result["score"]), result
+        assert sorted(map(int, result["score_probs"])) == list(scale.levels)
+    chat = _call(app, "/v1/chat/completions", {"messages": []})["choices"][0]["message"]["content"]
+    verdict = judge.parse_verdict(chat, scale=judge.scale_of(records[0]["rubrics"]))
+    assert verdict.ok and verdict.in_scale
