@@ -38,7 +38,7 @@ else:
     from serve.tokenizer import load_tokenizer
     tokenizer = load_tokenizer(folder)
 item = {"instruction": "Объясни, почему небо голубое.", "answer": "Из-за рэлеевского рассеяния.",
-        "criteria_name": "Креативность", "rubrics": "0: нет\\n1: есть", "reference_answer": None}
+        "criteria_name": "Креативность", "rubrics": "0: нет\\n1: отчасти\\n2: да", "reference_answer": None}
 ids = tokenizer.encode(judge.apply_chat(tokenizer, judge.render_prompt(item)))
 print(json.dumps({"class": type(tokenizer).__name__, "torch": "torch" in sys.modules, "ids": ids}))
 """

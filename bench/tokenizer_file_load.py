@@ -41,7 +41,7 @@ for _ in range(2):
     tokenizer = load_tokenizer(sys.argv[1])
     loads.append(time.process_time() - started)
 item = {"instruction": "Объясни, почему небо голубое.", "answer": "Из-за рэлеевского рассеяния.",
-        "criteria_name": "Креативность", "rubrics": "0: нет\\n1: есть", "reference_answer": None}
+        "criteria_name": "Креативность", "rubrics": "0: нет\\n1: отчасти\\n2: да", "reference_answer": None}
 ids = tokenizer.encode(judge.apply_chat(tokenizer, judge.render_prompt(item)))
 print(json.dumps({"class": type(tokenizer).__name__, "first_s": loads[0], "second_s": loads[1], "ids": ids}))
 """

@@ -5,6 +5,7 @@ their scale, a scale inferred where the real one is written, a verdict on levels
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import importlib
 import json
@@ -155,3 +156,12 @@ def test_eval_client_records_and_the_instant_servers_verdicts_share_one_scale(be
     chat = _call(app, "/v1/chat/completions", {"messages": []})["choices"][0]["message"]["content"]
     verdict = judge.parse_verdict(chat, scale=judge.scale_of(records[0]["rubrics"]))
     assert verdict.ok and verdict.in_scale
+
+
+@pytest.mark.parametrize("name", ["serve_tokenizer_load", "tokenizer_file_load"])
+def test_tokenizer_benches_render_a_criterion_with_its_own_rubric(bench_module, name):
+    """The item both tokenizer benches render: "Креативность" is a 0-2 criterion, written with a two-level rubric."""
+    child = ast.parse(bench_module(name).CHILD)
+    item = next(ast.literal_eval(node.value) for node in ast.walk(child)
+                if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "item")
+    assert _off_contract(item["criteria_name"], item["rubrics"], []) is None
