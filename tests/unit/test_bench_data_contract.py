@@ -165,3 +165,24 @@ def test_tokenizer_benches_render_a_criterion_with_its_own_rubric(bench_module, 
     item = next(ast.literal_eval(node.value) for node in ast.walk(child)
                 if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "item")
     assert _off_contract(item["criteria_name"], item["rubrics"], []) is None
+
+
+def test_serve_large_bodies_verdict_lies_on_its_criterion_scale(bench_module):
+    """The scripted engine's verdict is a level of the criterion the small request names (judge-serve resolves it
+    from the taxonomy), so the timed request is judged, not failed."""
+    module = bench_module("serve_large_bodies")
+    (name,) = module.ITEM["criteria"]
+    scales = _scales_by_name()[name]
+    verdict = "[FEEDBACK] ok [RESULT] 1 [END]"
+    assert verdict in Path(module.__file__).read_text(encoding="utf-8")
+    for levels, best in scales:
+        assert judge.parse_verdict(verdict, scale=judge.Scale(levels, best)).in_scale
+
+
+def test_pollux_matrix_scores_are_levels_of_their_items_scales(bench_module):
+    """bench/pollux_matrix.py's items: every scored verdict a level of the item's own scale (its two binary gates
+    0/1, the rest 0-2), so the timed matrix drops nothing as out of scale that a real ranking would keep."""
+    items = bench_module("pollux_matrix").synthetic_items(200, 5, 12, 6, seed=0)
+    off = [(it.criteria_name, it.levels, it.score) for it in items
+           if it.score is not None and it.score not in it.levels]
+    assert off == [] and {it.levels for it in items} == {(0, 1), (0, 1, 2)}
