@@ -126,6 +126,22 @@ def write_data(path: Path, n_items: int, criteria: int, answer_chars: int) -> No
             }, ensure_ascii=False) + "\n")  # fmt: skip
 
 
+def half_done(out: Path, half: Path, n_rows: int) -> Path:
+    """``half``, made afresh: the run folder ``out`` as an interrupted run would have left it, its first ``n_rows``
+    predictions and its ``run_key.json`` (without the key `judge-eval run` refuses to resume the rows)."""
+    shutil.rmtree(half, ignore_errors=True)
+    half.mkdir()
+    if (out / "run_key.json").exists():  # every `judge-eval run` writes it; a stand-in client may not
+        shutil.copyfile(out / "run_key.json", half / "run_key.json")
+    with (out / "predictions.jsonl").open(encoding="utf-8") as src, \
+            (half / "predictions.jsonl").open("w", encoding="utf-8") as dst:
+        for k, line in enumerate(src):
+            if k >= n_rows:
+                break
+            dst.write(line)
+    return half
+
+
 def run_client(args, url: str, data: Path, out: Path, n_total: int, first_file: Path) -> dict[str, float]:
     """One `judge-eval run` child: wall, CPU, peak RSS, RSS by progress, seconds to its first request."""
     first_file.unlink(missing_ok=True)
@@ -218,14 +234,7 @@ def main(argv=None) -> int:
                 shutil.rmtree(out, ignore_errors=True)
                 result = run_client(args, url, data, out, args.items, first_file)
                 fresh.append(result)
-                half = scratch / f"resume-{r}"
-                shutil.rmtree(half, ignore_errors=True)
-                half.mkdir()
-                with (out / "predictions.jsonl").open(encoding="utf-8") as src, (half / "predictions.jsonl").open("w", encoding="utf-8") as dst:
-                    for k, line in enumerate(src):
-                        if k >= args.items // 2:
-                            break
-                        dst.write(line)
+                half = half_done(out, scratch / f"resume-{r}", args.items // 2)
                 resumed.append(run_client(args, url, data, half, args.items, first_file))
                 print(f"  round {r + 1}: fresh {result['items_per_s']:.0f} items/s, {result['steady_items_per_s']:.0f} from 25 to "
                       f"100 % ({result['wall_s']:.1f} s, CPU "

@@ -127,28 +127,41 @@ def test_eval_client_counts_the_cpu_of_what_the_client_waits_for(bench_module, m
     assert result["judged"] == 4 and result["cpu_s"] >= 0.6, result
 
 
+class _StandInServer:
+    """What eval_client's main asks of the instant server it starts."""
+
+    def wait_ready(self, *args, **kwargs):
+        return None
+
+    def stop(self):
+        return None
+
+
+def _client_result(n_total: int) -> dict:
+    """A `run_client` result of ``n_total`` items judged at once."""
+    return {"wall_s": 1.0, "items_per_s": n_total, "steady_items_per_s": n_total, "cpu_s": 0.5,
+            "peak_rss_mib": 100.0, "rss_mib_by_progress": {}, "first_request_s": 0.1, "judged": n_total}
+
+
+def _stand_in(eval_client, monkeypatch, run_client) -> None:
+    """eval_client's main with the server and the client standing in."""
+    monkeypatch.setattr(eval_client.signal, "signal", lambda *args: None)  # main's SIGTERM handler: not this process's
+    monkeypatch.setattr(eval_client, "start_process", lambda *args, **kwargs: _StandInServer())
+    monkeypatch.setattr(eval_client, "run_client", run_client)
+
+
 def test_eval_client_writes_its_out_file_into_a_folder_it_makes(bench_module, monkeypatch, tmp_path):
     """`--out runs/bench/eval_client.json` in a fresh clone (no runs/bench/) ended, after every round had run, in a
     FileNotFoundError traceback and no file; the folder is made, as the other benches' `--out` does. The server and
     the client stand in here: each run writes its rows at once."""
     eval_client = bench_module("eval_client")
 
-    class Server:
-        def wait_ready(self, *args, **kwargs):
-            return None
-
-        def stop(self):
-            return None
-
     def run_client(args, url, data, out, n_total, first_file):
         out.mkdir(parents=True, exist_ok=True)
         (out / "predictions.jsonl").write_text("{}\n" * n_total, encoding="utf-8")
-        return {"wall_s": 1.0, "items_per_s": n_total, "steady_items_per_s": n_total, "cpu_s": 0.5,
-                "peak_rss_mib": 100.0, "rss_mib_by_progress": {}, "first_request_s": 0.1, "judged": n_total}
+        return _client_result(n_total)
 
-    monkeypatch.setattr(eval_client.signal, "signal", lambda *args: None)  # main's SIGTERM handler: not this process's
-    monkeypatch.setattr(eval_client, "start_process", lambda *args, **kwargs: Server())
-    monkeypatch.setattr(eval_client, "run_client", run_client)
+    _stand_in(eval_client, monkeypatch, run_client)
     out = tmp_path / "runs" / "bench" / "eval_client.json"
     assert eval_client.main(["--items", "32", "--rounds", "1", "--out", str(out)]) == 0
     assert json.loads(out.read_text(encoding="utf-8"))["summary"]["items_per_s"]["median"] == 32
@@ -420,3 +433,24 @@ def test_eval_metrics_end_to_end_stops_where_judge_eval_score_refuses(bench_modu
     message = str(exit_.value.code)
     assert message.startswith("round 1 this checkout: judge-eval score exited 2:")
     assert "--n-boot: must be 0 (no intervals) or at least 10" in message
+
+
+def test_eval_client_resumes_a_half_run_that_judge_eval_run_accepts(bench_module, monkeypatch, tmp_path):
+    """Each round's resumed run was given a folder holding the fresh run's first half of predictions.jsonl but not its
+    run_key.json: `judge-eval run` refuses such a folder ("holds progress files but no run_key.json"), so the bench
+    ended at its first round's resume. The client stands in, claiming its folder by the run's own rule."""
+    eval_client = bench_module("eval_client")
+    from eval.judging.run import PROGRESS_FILES
+    from judge.plumbing.run_folder import claim_run_folder
+
+    resumed = []
+
+    def run_client(args, url, data, out, n_total, first_file):
+        resumed.append(claim_run_folder(out, {"judge": "<url>", "data": str(data)}, PROGRESS_FILES))
+        with (out / "predictions.jsonl").open("a", encoding="utf-8") as rows:
+            rows.write("{}\n" * n_total)
+        return _client_result(n_total)
+
+    _stand_in(eval_client, monkeypatch, run_client)
+    assert eval_client.main(["--items", "32", "--rounds", "1"]) == 0
+    assert resumed == [False, True]  # the fresh run, then the half it left, resumed
