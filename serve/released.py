@@ -212,7 +212,9 @@ def _is_hub_snapshot(root: Path) -> bool:
 def _stamp_matches(base: Path, key: str) -> bool:
     """Whether ``base`` holds whole views of ``key``: the stamp says so and every entry of both views is there, links
     resolving (a view whose ``shared/`` went missing under it would be reused for good, its engines failing to load
-    the head shard at every start; it is rebuilt instead)."""
+    the head shard at every start; it is rebuilt instead), and what the build wrote in ``shared/`` readable here
+    (views another user built with files only they can read are rebuilt, not handed to engines that cannot open
+    them)."""
     try:
         stamp = json.loads((base / STAMP).read_text(encoding="utf-8"))
     except (OSError, ValueError):  # ValueError: bad JSON and bytes no UTF-8 decodes alike; the views are rebuilt
@@ -227,7 +229,10 @@ def _stamp_matches(base: Path, key: str) -> bool:
             return False
         if not (view / "config.json").is_file() or not all(entry.exists() for entry in entries):
             return False
-    return True
+    try:
+        return all(os.access(entry, os.R_OK) for entry in (base / "shared").iterdir())
+    except OSError:
+        return False
 
 
 def _view_config(config: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -246,7 +251,7 @@ def _view_config(config: dict[str, Any], kind: str) -> dict[str, Any]:
 def _write_shared(root: Path, shared: Path, weight_map: dict[str, str], head: dict[str, Any]) -> None:
     """``shared/``: the head's shard(s) rewritten without ``regression_head.*`` (once, for both views), and
     ``HEAD_FILE`` with the head renamed ``score.weight`` / ``score.bias`` (the classifier view's extra file)."""
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import load_file
 
     shared.mkdir()  # not parents: a scratch folder gone under the build is an error, never made again
     for shard in sorted({weight_map[name] for name in _HEAD_RENAMES}):
@@ -254,8 +259,20 @@ def _write_shared(root: Path, shared: Path, weight_map: dict[str, str], head: di
             tensors = load_file(str(root / shard))
         rest = {n: t for n, t in tensors.items() if not n.startswith(REGRESSION_HEAD_PREFIX)}
         if rest:  # a shard that held only the head leaves nothing to rewrite
-            save_file(rest, str(shared / shard), metadata={"format": "pt"})
-    save_file({_HEAD_RENAMES[n]: t.contiguous() for n, t in head.items()}, str(shared / HEAD_FILE), metadata={"format": "pt"})
+            _save(rest, shared / shard)
+    _save({_HEAD_RENAMES[n]: t.contiguous() for n, t in head.items()}, shared / HEAD_FILE)
+
+
+def _save(tensors: dict[str, Any], path: Path) -> None:
+    """``save_file``, the file then given the umask's mode (its folder's, made by mkdir, less the execute bits).
+    safetensors writes a temporary file, created ``0600``, and renames it into place: the rewritten shard and the
+    head were readable by the builder alone, and another user of a group-shared checkpoint (or cache) reused the
+    views, their stamp whole, and had every engine fail to open them."""
+    from safetensors.torch import save_file
+
+    save_file(tensors, str(path), metadata={"format": "pt"})
+    with contextlib.suppress(OSError):  # a filesystem that keeps no modes (some FUSE and SMB mounts) refuses it
+        os.chmod(path, path.parent.stat().st_mode & 0o666)
 
 
 def _write_view(root: Path, base: Path, kind: str, config: dict[str, Any], weight_map: dict[str, str], meta: dict[str, Any]) -> None:

@@ -1,5 +1,5 @@
 """The views judge-serve derives from a released ``-r`` checkpoint (faked with a few tensors): rebuilt when the head's
-shard is rewritten at the same size, and made with the umask's mode."""
+shard is rewritten at the same size, and made with the umask's mode, files and folders alike."""
 
 from __future__ import annotations
 
@@ -33,14 +33,45 @@ def test_views_follow_a_head_shard_rewritten_at_the_same_size(tmp_path):
     assert not prepare_released_regression(root).built  # and unchanged, it is reused
 
 
-def test_views_get_the_umasks_mode_not_mkdtemps(tmp_path):
-    """Another user of a group-shared checkpoint (or cache) can read and remove the views as the umask allows."""
+def _built_under_umask(tmp_path, umask: int):
+    """A released -r checkpoint and its views, built under ``umask``."""
     from serve.released import prepare_released_regression
 
     root = released_r(tmp_path / "r")
-    old = os.umask(0o002)
+    old = os.umask(umask)
     try:
-        views = prepare_released_regression(root)
+        return root, prepare_released_regression(root)
     finally:
         os.umask(old)
+
+
+def test_views_get_the_umasks_mode_not_mkdtemps(tmp_path):
+    """Another user of a group-shared checkpoint (or cache) can read and remove the views as the umask allows."""
+    _, views = _built_under_umask(tmp_path, 0o002)
     assert views.base.stat().st_mode & 0o777 == 0o775
+
+
+def test_the_files_the_build_writes_get_the_umasks_mode_and_views_unreadable_here_are_rebuilt(tmp_path, monkeypatch):
+    """safetensors writes each file through a temporary file created 0600: the rewritten head shard and the score
+    head were the builder's alone, and another user of a group-shared checkpoint (or cache) reused the views, their
+    stamp whole, with engines that could not open them. Every file the build writes gets the umask's mode now, and
+    views whose written files this user cannot read are rebuilt, not reused."""
+    from serve.released import HEAD_FILE, prepare_released_regression
+
+    root, views = _built_under_umask(tmp_path, 0o002)
+    written = {str(p.relative_to(views.base)): p.stat().st_mode & 0o777
+               for p in views.base.rglob("*") if p.is_file() and not p.is_symlink()}
+    assert {"shared/model-00002-of-00002.safetensors", f"shared/{HEAD_FILE}"} <= set(written)
+    assert written == dict.fromkeys(written, 0o664)
+
+    real_access = os.access
+
+    def access(path, mode, *args, **kwargs):  # another user's view of the views: the head not readable
+        if mode == os.R_OK and os.fspath(path) == os.fspath(views.base / "shared" / HEAD_FILE):
+            return False
+        return real_access(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "access", access)
+    assert prepare_released_regression(root).built
+    monkeypatch.setattr(os, "access", real_access)
+    assert not prepare_released_regression(root).built

@@ -12,6 +12,7 @@ from serve.released import STAMP, _stamp_matches
 
 
 def _views(base: Path) -> Path:
+    (base / "shared").mkdir(parents=True)  # what the build writes: the rewritten shard, the head
     for kind in ("causal", "classifier"):
         (base / kind).mkdir(parents=True)
         (base / kind / "config.json").write_text("{}", encoding="utf-8")
