@@ -267,10 +267,21 @@ def _save(tensors: dict[str, Any], path: Path) -> None:
     """``save_file``, the file then given the umask's mode (its folder's, made by mkdir, less the execute bits).
     safetensors writes a temporary file, created ``0600``, and renames it into place: the rewritten shard and the
     head were readable by the builder alone, and another user of a group-shared checkpoint (or cache) reused the
-    views, their stamp whole, and had every engine fail to open them."""
+    views, their stamp whole, and had every engine fail to open them.
+
+    A write that fails (a full disk, a quota, a file-size limit) is an ``OSError`` naming the file: safetensors
+    raises its own error, no ``OSError``, which ended judge-serve in a traceback."""
+    from safetensors import SafetensorError
     from safetensors.torch import save_file
 
-    save_file(tensors, str(path), metadata={"format": "pt"})
+    try:
+        save_file(tensors, str(path), metadata={"format": "pt"})
+    except SafetensorError as err:  # "... (os error 28)"; older releases "IoError(Os { code: 28, ... })"
+        found = re.search(r"\(os error ([0-9]+)\)|\bcode: ([0-9]+)", str(err))
+        if found:
+            code = int(found.group(1) or found.group(2))
+            raise OSError(code, os.strerror(code), str(path)) from err
+        raise OSError(f"{path}: not written ({err})") from err
     with contextlib.suppress(OSError):  # a filesystem that keeps no modes (some FUSE and SMB mounts) refuses it
         os.chmod(path, path.parent.stat().st_mode & 0o666)
 

@@ -134,6 +134,33 @@ def test_the_next_build_sweeps_what_a_killed_build_left_and_spares_one_that_runs
     assert _dot_entries(root) == [elsewhere.name]
 
 
+#: Builds the views of the checkpoint in argv[1] under a file-size limit no shard fits in, as a full disk or a quota
+#: fails the write of the rewritten head shard, and prints what resolve_layout refused it with.
+_FULL_DISK_BUILD = """
+import resource, signal, sys
+from serve.layout import LayoutError, resolve_layout
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails (EFBIG) instead of the signal ending the process
+resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))
+try:
+    resolve_layout(sys.argv[1])
+except LayoutError as err:
+    print(err)
+"""
+
+
+def test_a_write_the_disk_refuses_is_one_line_naming_the_file_and_leaves_nothing(tmp_path):
+    """safetensors' own error on a write that fails (a full disk, a quota, a file-size limit) is no OSError:
+    judge-serve ended in its traceback. Now it is one line naming the file, the scratch folder removed."""
+    root = released_r(tmp_path / "r")
+    done = subprocess.run([sys.executable, "-c", _FULL_DISK_BUILD, str(root)], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = done.stdout.strip()
+    assert "\n" not in said and "File too large" in said, said
+    assert "/shared/model-00002-of-00002.safetensors" in said, said
+    assert _dot_entries(root) == [] and not (root / "pollux_serve_views").exists()
+
+
 def _scratch(folder: Path, hours_unchanged: float = 0.0) -> Path:
     """A scratch folder as a build leaves it, everything in it last changed ``hours_unchanged`` ago."""
     (folder / "shared").mkdir(parents=True)
