@@ -342,12 +342,30 @@ def prepare_released_regression(root: str | Path, cache_dir: str | Path | None =
         return DerivedViews(base, base / "causal", base / "classifier", built=False)
 
     log.info("building the causal and classifier views of released regression judge %s in %s", root, base)
-    base.parent.mkdir(parents=True, exist_ok=True)
-    with _sigterm_cleans_up(), _building(base) as scratch:
-        built = _build(root, scratch, base, key, config, weight_map, meta, head)
+    try:
+        base.parent.mkdir(parents=True, exist_ok=True)
+        with _sigterm_cleans_up(), _building(base) as scratch:
+            built = _build(root, scratch, base, key, config, weight_map, meta, head)
+    except OSError as err:
+        raise _not_built(err, root, base) from err
     if not built:
         log.info("another judge-serve built the same views of %s meanwhile: using those in %s", root, base)
     return DerivedViews(base, base / "causal", base / "classifier", built=built)
+
+
+def _not_built(err: OSError, root: Path, base: Path) -> OSError:
+    """An ``OSError`` of ``err``'s errno, its message followed by what was built where and what to do: a bare
+    ``[Errno 13] Permission denied: '/home/svc/.cache'`` said neither that the views of a released judge were being
+    built there nor that ``derived_cache_dir`` moves them."""
+    if base.parent == root:
+        remedy = ("they go beside a checkpoint whose folder is writable (derived_cache_dir moves only the views "
+                  "of a read-only folder or a hub snapshot)")
+    else:
+        remedy = ("point --derived-cache-dir (judge-serve's derived_cache_dir) at a folder this user can write, with "
+                  "room for a copy of the shard that holds the head")
+    said = OSError(f"{err}; while building the vLLM views of released -r judge {root} in {base.parent}: {remedy}")
+    said.errno = err.errno
+    return said
 
 
 def _build(root: Path, scratch: Path, base: Path, key: str, config: dict[str, Any], weight_map: dict[str, str],

@@ -64,3 +64,19 @@ def test_an_unknown_architecture_is_told_every_kind_judge_serve_serves(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps({"architectures": ["BertModel"], "model_type": "bert"}))
     with pytest.raises(LayoutError, match="Qwen2WithRegressionHead"):
         resolve_layout(tmp_path)
+
+
+def test_views_that_cannot_be_built_where_they_go_say_where_and_how_to_move_them(tmp_path):
+    """A cache judge-serve cannot write (read-only, or under a HOME that is not there) was refused as a bare
+    "[Errno 20] Not a directory: '...'", which said neither that a released judge's views were being built there
+    nor that --derived-cache-dir moves them."""
+    from serve.layout import LayoutError, resolve_layout
+    from tests.support.tiny_released import add_to_hub_cache
+
+    snapshot = add_to_hub_cache(released_r(tmp_path / "r"), tmp_path / "hub", "ai-forever/pollux-judge-7b-r")
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(LayoutError) as caught:
+        resolve_layout(snapshot, derived_cache_dir=tmp_path / "file" / "views")
+    said = str(caught.value)
+    assert "\n" not in said and "Not a directory" in said
+    assert f"released -r judge {snapshot} in {tmp_path / 'file' / 'views'}: " in said and "--derived-cache-dir" in said
