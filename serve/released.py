@@ -1,6 +1,6 @@
 """Serving a released ``-r`` judge (``Qwen2WithRegressionHead``) as it is published, without its custom code.
 
-Why one module of ~545 lines: reading the released folder, deriving its two views and building them in place (the
+Why one module of ~590 lines: reading the released folder, deriving its two views and building them in place (the
 scratch folder, its lock, the sweep of abandoned ones, the placing) are one recipe over one folder; split, the
 build would reach into the layout's reading and the sweep into the build's naming of its folders.
 
@@ -32,9 +32,9 @@ code is never imported: both views name stock architectures and no ``auto_map``)
 **Where the views live.** Beside the checkpoint, in ``<checkpoint>/pollux_serve_views/``, when the folder is
 writable and is not a hub cache snapshot; otherwise in ``<cache>/<key>/`` with ``<cache>`` =
 ``derived_cache_dir`` (judge-serve's setting) or ``$XDG_CACHE_HOME/pollux-judge/released-views`` (default
-``~/.cache/...``). ``<key>`` hashes the checkpoint's ``config.json``, index, shard names and sizes, the head's
-shard(s)' modification times (copied, not linked, so a rewrite of their other tensors must show) and the head's
-tensors, so a changed checkpoint gets fresh views and an unchanged one reuses them (a stamp file,
+``~/.cache/...``). ``<key>`` hashes the folder's resolved path, its ``config.json``, index, shard names and sizes,
+the head's shard(s)' modification times (copied, not linked, so a rewrite of their other tensors must show) and the
+head's tensors, so a changed checkpoint gets fresh views and an unchanged one reuses them (a stamp file,
 ``pollux_views.json``, records the key; only the head's shard is rewritten, once: for the 7B about one shard's
 size on disk, the rest are symlinks).
 """
@@ -187,8 +187,10 @@ def _head_shape_ok(root: Path, config: dict[str, Any], head: dict[str, Any]) -> 
 
 
 def _key(root: Path, weight_map: dict[str, str], head: dict[str, Any]) -> str:
-    # The folder's own path is part of the key: views link to its shards by absolute path.
-    digest = hashlib.sha256(f"views-format-{VIEWS_FORMAT}:{root.absolute()}".encode())
+    # The folder's own path is part of the key: views link to its shards by that path. Resolved: one folder spelled
+    # two ways (through a symlinked home or mount) is one key, where two spellings each found the other's stamp
+    # stale, rewrote the head shard and replaced the views under the other judge-serve's loading engines.
+    digest = hashlib.sha256(f"views-format-{VIEWS_FORMAT}:{root.resolve()}".encode())
     for name in ("config.json", INDEX):
         if (root / name).is_file():
             digest.update((root / name).read_bytes())
@@ -289,18 +291,18 @@ def _save(tensors: dict[str, Any], path: Path) -> None:
 def _write_view(root: Path, base: Path, kind: str, config: dict[str, Any], weight_map: dict[str, str], meta: dict[str, Any]) -> None:
     view = base / kind
     view.mkdir()  # as in _write_shared: the scratch folder must still be there
-    shards = set(weight_map.values())
+    shards, folder = set(weight_map.values()), root.resolve()  # links by the path the key holds (``_key``)
     for entry in sorted(root.iterdir()):
         name = entry.name
         if name in ("config.json", INDEX, VIEWS_DIRNAME) or name in shards or name.endswith(".py") or name.startswith("."):
             continue
         if entry.is_file():  # tokenizer, chat template, generation config, README ...
-            (view / name).symlink_to(entry.absolute())
+            (view / name).symlink_to(folder / name)
     head_shards = {weight_map[name] for name in _HEAD_RENAMES}
     new_map = {t: s for t, s in weight_map.items() if not t.startswith(REGRESSION_HEAD_PREFIX)}
     for shard in sorted(set(new_map.values())):
         # Relative links into shared/ keep a moved views folder valid; other shards link to the checkpoint's own.
-        target = Path("..") / "shared" / shard if shard in head_shards else (root / shard).absolute()
+        target = Path("..") / "shared" / shard if shard in head_shards else folder / shard
         (view / shard).symlink_to(target)
     if kind == "classifier":
         (view / HEAD_FILE).symlink_to(Path("..") / "shared" / HEAD_FILE)

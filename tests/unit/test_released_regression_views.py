@@ -75,3 +75,18 @@ def test_the_files_the_build_writes_get_the_umasks_mode_and_views_unreadable_her
     assert prepare_released_regression(root).built
     monkeypatch.setattr(os, "access", real_access)
     assert not prepare_released_regression(root).built
+
+
+def test_one_folder_spelled_through_a_symlink_is_one_key_and_its_views_are_reused(tmp_path):
+    """The key held the folder's path as given: started as /home/u/ckpt (a link) and as the folder it names, each
+    judge-serve found the other's views stale, rewrote the head shard and replaced the views under the other's
+    loading engines. The resolved folder is the key (and what the views link to)."""
+    from serve.released import prepare_released_regression
+
+    root = released_r(tmp_path / "r")
+    alias = tmp_path / "alias"
+    alias.symlink_to(root)
+    first = prepare_released_regression(alias)
+    assert first.built and (first.causal / "model-00001-of-00002.safetensors").readlink().parent == root.resolve()
+    assert not prepare_released_regression(root).built
+    assert not prepare_released_regression(alias).built
