@@ -1,6 +1,6 @@
 """Serving a released ``-r`` judge (``Qwen2WithRegressionHead``) as it is published, without its custom code.
 
-Why one module of ~590 lines: reading the released folder, deriving its two views and building them in place (the
+Why one module of ~605 lines: reading the released folder, deriving its two views and building them in place (the
 scratch folder, its lock, the sweep of abandoned ones, the placing) are one recipe over one folder; split, the
 build would reach into the layout's reading and the sweep into the build's naming of its folders.
 
@@ -36,7 +36,8 @@ writable and is not a hub cache snapshot; otherwise in ``<cache>/<key>/`` with `
 the head's shard(s)' modification times (copied, not linked, so a rewrite of their other tensors must show) and the
 head's tensors, so a changed checkpoint gets fresh views and an unchanged one reuses them (a stamp file,
 ``pollux_views.json``, records the key; only the head's shard is rewritten, once: for the 7B about one shard's
-size on disk, the rest are symlinks).
+size on disk, the rest are symlinks). Views are rebuilt too when a link in them no longer resolves, when one of
+the folder's files has no link in them (added after the build), or when what the build wrote is not readable here.
 """
 
 from __future__ import annotations
@@ -211,10 +212,12 @@ def _is_hub_snapshot(root: Path) -> bool:
     return resolved.parent.name == "snapshots" and resolved.parent.parent.name.startswith("models--")
 
 
-def _stamp_matches(base: Path, key: str) -> bool:
+def _stamp_matches(base: Path, key: str, linked: list[str] | tuple[str, ...] = ()) -> bool:
     """Whether ``base`` holds whole views of ``key``: the stamp says so and every entry of both views is there, links
     resolving (a view whose ``shared/`` went missing under it would be reused for good, its engines failing to load
-    the head shard at every start; it is rebuilt instead), and what the build wrote in ``shared/`` readable here
+    the head shard at every start; it is rebuilt instead), a link for each of the checkpoint's files the views link
+    (``linked``: a ``generation_config.json`` or chat template put in the folder after the views were built never
+    reached the engines, which read them from the views), and what the build wrote in ``shared/`` readable here
     (views another user built with files only they can read are rebuilt, not handed to engines that cannot open
     them)."""
     try:
@@ -230,6 +233,8 @@ def _stamp_matches(base: Path, key: str) -> bool:
         except OSError:
             return False
         if not (view / "config.json").is_file() or not all(entry.exists() for entry in entries):
+            return False
+        if not all((view / name).exists() for name in linked):
             return False
     try:
         return all(os.access(entry, os.R_OK) for entry in (base / "shared").iterdir())
@@ -288,16 +293,22 @@ def _save(tensors: dict[str, Any], path: Path) -> None:
         os.chmod(path, path.parent.stat().st_mode & 0o666)
 
 
+def _linked_files(root: Path, weight_map: dict[str, str]) -> list[str]:
+    """The checkpoint's files both views link as they are, sorted: tokenizer, chat template, generation config,
+    README ...; not its config, index or shards (each view has its own), its ``*.py`` (never run), hidden files or
+    folders."""
+    shards = set(weight_map.values())
+    return [entry.name for entry in sorted(root.iterdir())
+            if not (entry.name in ("config.json", INDEX, VIEWS_DIRNAME) or entry.name in shards
+                    or entry.name.endswith(".py") or entry.name.startswith(".")) and entry.is_file()]
+
+
 def _write_view(root: Path, base: Path, kind: str, config: dict[str, Any], weight_map: dict[str, str], meta: dict[str, Any]) -> None:
     view = base / kind
     view.mkdir()  # as in _write_shared: the scratch folder must still be there
-    shards, folder = set(weight_map.values()), root.resolve()  # links by the path the key holds (``_key``)
-    for entry in sorted(root.iterdir()):
-        name = entry.name
-        if name in ("config.json", INDEX, VIEWS_DIRNAME) or name in shards or name.endswith(".py") or name.startswith("."):
-            continue
-        if entry.is_file():  # tokenizer, chat template, generation config, README ...
-            (view / name).symlink_to(folder / name)
+    folder = root.resolve()  # links by the path the key holds (``_key``)
+    for name in _linked_files(root, weight_map):
+        (view / name).symlink_to(folder / name)
     head_shards = {weight_map[name] for name in _HEAD_RENAMES}
     new_map = {t: s for t, s in weight_map.items() if not t.startswith(REGRESSION_HEAD_PREFIX)}
     for shard in sorted(set(new_map.values())):
@@ -339,7 +350,7 @@ def prepare_released_regression(root: str | Path, cache_dir: str | Path | None =
     else:
         base = Path(cache_dir or default_cache_dir()) / key
     _sweep_abandoned(base)
-    if _stamp_matches(base, key):
+    if _stamp_matches(base, key, _linked_files(root, weight_map)):
         log.info("reusing the derived views of %s in %s", root, base)
         return DerivedViews(base, base / "causal", base / "classifier", built=False)
 
@@ -385,7 +396,7 @@ def _build(root: Path, scratch: Path, base: Path, key: str, config: dict[str, An
     stamp = {"key": key, "format": VIEWS_FORMAT, "source": str(root.absolute()), "head_bias": bias}
     (scratch / STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
     with _placing(base.parent):
-        return _place(scratch, base, key)
+        return _place(scratch, base, key, _linked_files(root, weight_map))
 
 
 @contextmanager
@@ -572,12 +583,12 @@ def _placing(parent: Path):
         os.close(fd)  # closing the last descriptor of it releases the lock
 
 
-def _place(scratch: Path, base: Path, key: str) -> bool:
+def _place(scratch: Path, base: Path, key: str, linked: list[str]) -> bool:
     """Put the views built in ``scratch`` at ``base``; False, placing nothing, when ``base`` already holds views of
     ``key`` (another judge-serve built them meanwhile: its engines may be opening them, so they are used, not
     replaced). Stale views are first renamed aside, then removed, so ``base`` is at every moment either the old
     views, absent, or the new ones; the placing itself is one rename."""
-    if _stamp_matches(base, key):
+    if _stamp_matches(base, key, linked):
         return False
     stale = base.parent / f".{base.name}-stale-{os.getpid()}-{secrets.token_hex(4)}"
     with contextlib.suppress(FileNotFoundError):
@@ -585,7 +596,7 @@ def _place(scratch: Path, base: Path, key: str) -> bool:
     try:
         os.replace(scratch, base)
     except OSError:
-        if not _stamp_matches(base, key):  # placed by a judge-serve the lock could not hold off: use those
+        if not _stamp_matches(base, key, linked):  # placed by a judge-serve the lock could not hold off: use those
             raise
         return False
     finally:

@@ -90,3 +90,20 @@ def test_one_folder_spelled_through_a_symlink_is_one_key_and_its_views_are_reuse
     assert first.built and (first.causal / "model-00001-of-00002.safetensors").readlink().parent == root.resolve()
     assert not prepare_released_regression(root).built
     assert not prepare_released_regression(alias).built
+
+
+def test_a_file_put_in_the_checkpoint_after_its_views_were_built_reaches_them(tmp_path):
+    """The engines read the tokenizer, chat template and generation config from the views, which link the folder's
+    files as the build found them: a generation_config.json (or chat template) added later was never linked, the
+    views' stamp still whole, and the engines ran without it for good. Views missing a link to one of the folder's
+    files are rebuilt."""
+    from serve.released import prepare_released_regression
+
+    root = released_r(tmp_path / "r")
+    first = prepare_released_regression(root)
+    (root / "generation_config.json").write_text('{"temperature": 0.3}', encoding="utf-8")
+    again = prepare_released_regression(root)
+    assert again.built and again.base == first.base
+    for view in (again.causal, again.classifier):
+        assert (view / "generation_config.json").resolve() == (root / "generation_config.json").resolve()
+    assert not prepare_released_regression(root).built
