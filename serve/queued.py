@@ -149,8 +149,12 @@ class JudgmentQueue:
         waiters = self._live_waiters
         if waiters or not self._fits(n, bound):
             waiting = f" and {waiters} request(s) waiting for room" if waiters else ""
-            raise QueueFull(f"judge-serve has {self.queued} judgments queued across its requests in progress{waiting}; "
-                            f"this request's {n} would pass its bound, max_queued_judgments={bound}. Retry after "
+            held = f"judge-serve has {self.queued} judgments queued across its requests in progress{waiting}; "
+            if self._fits(n, bound):  # room enough, but it would pass the line (the module docstring's order)
+                raise QueueFull(held + f"this request's {n} would fit under its bound, max_queued_judgments={bound}, "
+                                "but would pass the requests waiting for room, and none is passed. Retry after "
+                                f"{QUEUE_FULL_RETRY_AFTER_S} s.")
+            raise QueueFull(held + f"this request's {n} would pass its bound, max_queued_judgments={bound}. Retry after "
                             f"{QUEUE_FULL_RETRY_AFTER_S} s, or send fewer judgments at once.")
         self.queued += n
         return Admitted(self, n)
@@ -196,17 +200,24 @@ class JudgmentQueue:
                 waiter.admitted.set_exception(QueueFull(self._refused(waiter.n, waiter.bound)))
 
     def _refused(self, n: int, bound: int) -> str:
+        # One that fits stood behind one that did not (refuse_waiting refuses the whole line; no other waits for room)
+        why = "would have fit under" if self._fits(n, bound) else "would pass"
+        behind = ", but it waited behind a request that did not" if self._fits(n, bound) else ""
         return (f"{self._refusal}: this request's {n} judgments, with {self.queued} queued across the requests in "
-                f"progress, would pass max_queued_judgments={bound}, and no request waits for room any more. Retry "
+                f"progress, {why} max_queued_judgments={bound}{behind}, and no request waits for room any more. Retry "
                 f"after {QUEUE_FULL_RETRY_AFTER_S} s.")
 
     def _expire(self, waiter: _Waiter) -> None:
         if waiter.admitted.done():
             return
+        # One that fits now is behind one that does not (the head is admitted as soon as it fits): it waited for that.
+        why = (f"its {waiter.n} would have fit under the bound, max_queued_judgments={waiter.bound}, but a request "
+               "ahead of it in line did not, and none is passed" if self._fits(waiter.n, waiter.bound) else
+               f"its {waiter.n} would pass the bound, max_queued_judgments={waiter.bound}")
         waiter.admitted.set_exception(QueueFull(
             f"judge-serve had {self.queued} judgments queued across its requests in progress until this request's "
-            f"deadline; its {waiter.n} would pass the bound, max_queued_judgments={waiter.bound}. Retry after "
-            f"{QUEUE_FULL_RETRY_AFTER_S} s, or raise max_queued_judgments to the judgments a rollout sends at once."))
+            f"deadline; {why}. Retry after {QUEUE_FULL_RETRY_AFTER_S} s, or raise max_queued_judgments to the "
+            "judgments a rollout sends at once."))
         self._hand_on()  # it left the line (dropped when it reaches the head): the next may fit where it did not
 
     def _give_back(self, n: int) -> None:

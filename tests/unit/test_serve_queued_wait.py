@@ -109,6 +109,58 @@ def test_a_waiting_request_is_refused_at_its_deadline_and_the_next_in_line_goes_
     assert refused.retry_after_s == QUEUE_FULL_RETRY_AFTER_S
 
 
+def test_a_request_refused_for_the_line_alone_is_told_so_not_that_it_passes_the_bound():
+    """Bound 4, 3 queued, a request of 4 waiting. One of 1 asking at once fits (3 + 1 = 4) and is refused only because
+    it would pass the one waiting: its 503 says so, not that its 1 would pass the bound, nor to send fewer judgments
+    (a request of 1 is refused the same). One of 1 that waited behind the 4 and is refused at its deadline fit too:
+    its refusal says a request ahead of it did not. One of 2, which does not fit, is still told it passes the bound."""
+    async def scenario():
+        queue = JudgmentQueue()
+        held = queue.admit(3, 4)
+        large = asyncio.ensure_future(queue.admitted_by(4, 4, time.monotonic() + FAR))
+        await _turns()
+        small = asyncio.ensure_future(queue.admitted_by(1, 4, time.monotonic() - 1.0))
+        await asyncio.sleep(0)  # in line behind the 4, its expiry due on the next turn
+        with pytest.raises(QueueFull) as at_once:
+            queue.admit(1, 4)
+        with pytest.raises(QueueFull) as too_many:
+            queue.admit(2, 4)
+        with pytest.raises(QueueFull) as at_deadline:
+            await asyncio.wait_for(small, FAR)
+        held.__exit__()
+        (await asyncio.wait_for(large, FAR)).__exit__()
+        assert queue.queued == 0 and queue.waiting == 0
+        return str(at_once.value), str(too_many.value), str(at_deadline.value)
+
+    at_once, too_many, at_deadline = asyncio.run(scenario())
+    assert "this request's 1 would fit under its bound, max_queued_judgments=4" in at_once, at_once
+    assert "2 request(s) waiting for room" in at_once and "would pass the requests waiting for room" in at_once
+    assert "would pass its bound" not in at_once and "fewer judgments" not in at_once
+    assert "this request's 2 would pass its bound, max_queued_judgments=4" in too_many, too_many
+    assert "its 1 would have fit under the bound, max_queued_judgments=4, but a request ahead of it" in at_deadline
+    assert "would pass the bound" not in at_deadline, at_deadline
+
+
+def test_the_drain_tells_a_waiter_that_fit_it_waited_behind_one_that_did_not():
+    """Bound 4, 3 queued, a request of 4 waiting and one of 1 behind it (3 + 1 = 4 fits). The drain refuses both;
+    the 4 would pass the bound, the 1 would not: it is told it waited behind a request that did not fit."""
+    async def scenario():
+        queue = JudgmentQueue()
+        held = queue.admit(3, 4)
+        waiters = [asyncio.ensure_future(queue.admitted_by(k, 4, time.monotonic() + FAR)) for k in (4, 1)]
+        await _turns()
+        queue.refuse_waiting("judge-serve is shutting down")
+        refused = [str((await asyncio.gather(w, return_exceptions=True))[0]) for w in waiters]
+        held.__exit__()
+        return refused
+
+    large, small = asyncio.run(scenario())
+    assert "this request's 4 judgments, with 3 queued across the requests in progress, would pass " \
+           "max_queued_judgments=4, and no request" in large, large
+    assert "this request's 1 judgments, with 3 queued across the requests in progress, would have fit under " \
+           "max_queued_judgments=4, but it waited behind a request that did not" in small, small
+
+
 def test_a_cancelled_waiter_leaves_the_line_and_room_handed_to_it_goes_on():
     """A waiting request cancelled (its client gone) leaves the line, counted nowhere, and the one behind it moves
     up; one cancelled in the very turn its room was handed over gives the room back."""
