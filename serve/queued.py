@@ -109,12 +109,21 @@ class _Admission(asyncio.Future):
 
 
 class _Waiter:
-    """A request waiting for room: its judgments, its bound, and the future its admission is handed through."""
+    """A request waiting for room: its judgments, its bound, and the future its admission is handed through, let go
+    once the request left the line (``admitted_by``). A waiter stays in the line until it reaches its head, and the
+    future of one refused at its deadline holds its ``QueueFull``, whose traceback holds the frames it was raised
+    through, with their locals: the request's body and judgments, kept for as long as the requests ahead of it wait."""
 
     __slots__ = ("n", "bound", "admitted")
 
     def __init__(self, n: int, bound: int, admitted: _Admission):
-        self.n, self.bound, self.admitted = n, bound, admitted
+        self.n, self.bound = n, bound
+        self.admitted: _Admission | None = admitted
+
+    @property
+    def left(self) -> bool:
+        """Whether it left the line: admitted, refused (its deadline, the drain) or cancelled."""
+        return self.admitted is None or self.admitted.done()
 
 
 class JudgmentQueue:
@@ -187,6 +196,7 @@ class JudgmentQueue:
             raise
         finally:
             expiry.cancel()
+            waiter.admitted = None  # settled: nothing of the request stays in the line (``_Waiter``)
         return Admitted(self, n)
 
     def refuse_waiting(self, reason: str) -> None:
@@ -196,7 +206,7 @@ class JudgmentQueue:
         self._refusal = reason
         while self._waiting:
             waiter = self._waiting.popleft()
-            if not waiter.admitted.done():
+            if not waiter.left:
                 waiter.admitted.set_exception(QueueFull(self._refused(waiter.n, waiter.bound)))
 
     def _refused(self, n: int, bound: int) -> str:
@@ -208,7 +218,7 @@ class JudgmentQueue:
                 f"after {QUEUE_FULL_RETRY_AFTER_S} s.")
 
     def _expire(self, waiter: _Waiter) -> None:
-        if waiter.admitted.done():
+        if waiter.left:
             return
         # One that fits now is behind one that does not (the head is admitted as soon as it fits): it waited for that.
         why = (f"its {waiter.n} would have fit under the bound, max_queued_judgments={waiter.bound}, but a request "
@@ -229,7 +239,7 @@ class JudgmentQueue:
         """Admit the waiting requests that fit, first in line first, stopping at the first that does not."""
         while self._waiting:
             waiter = self._waiting[0]
-            if waiter.admitted.done():  # it left: cancelled, or refused at its deadline
+            if waiter.left:  # cancelled, or refused at its deadline
                 self._waiting.popleft()
                 continue
             if not self._fits(waiter.n, waiter.bound):

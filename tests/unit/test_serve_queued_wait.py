@@ -161,6 +161,45 @@ def test_the_drain_tells_a_waiter_that_fit_it_waited_behind_one_that_did_not():
            "max_queued_judgments=4, but it waited behind a request that did not" in small, small
 
 
+def test_a_request_refused_at_its_deadline_keeps_nothing_of_itself_in_the_line():
+    """Bound 4, 3 queued, a request of 4 waiting (its deadline out of reach). A request of 1 behind it, whose deadline
+    has passed, is refused; it stays in the line until it reaches the head (leaving costs nothing), but its body,
+    which the route's frame held while it waited, is freed once the refusal is answered: the refusal's traceback
+    holds that frame, and the line let go of the refusal. Kept, each such body stayed in memory until the request
+    ahead of it left."""
+    import gc
+    import weakref
+
+    class Body:
+        """What a route's frame holds while its request waits: the body and its parsed judgments."""
+
+    async def request(queue: JudgmentQueue, until: float, kept: list) -> None:
+        body = Body()
+        kept.append(weakref.ref(body))
+        with await queue.admitted_by(1, 4, until):
+            pass
+
+    async def scenario():
+        queue = JudgmentQueue()
+        held = queue.admit(3, 4)
+        large = asyncio.ensure_future(queue.admitted_by(4, 4, time.monotonic() + FAR))
+        await _turns()
+        kept: list = []
+        late = asyncio.ensure_future(request(queue, time.monotonic() - 1.0, kept))
+        await asyncio.wait({late}, timeout=FAR)
+        assert isinstance(late.exception(), QueueFull)  # answered: the route's 503
+        del late
+        gc.collect()
+        in_line, freed = len(queue._waiting), kept[0]() is None
+        held.__exit__()
+        (await asyncio.wait_for(large, FAR)).__exit__()
+        return in_line, freed
+
+    in_line, freed = asyncio.run(scenario())
+    assert in_line == 2  # the request of 4 and the refused one behind it
+    assert freed, "the refused request's body stayed in memory while it stood in the line"
+
+
 def test_a_cancelled_waiter_leaves_the_line_and_room_handed_to_it_goes_on():
     """A waiting request cancelled (its client gone) leaves the line, counted nowhere, and the one behind it moves
     up; one cancelled in the very turn its room was handed over gives the room back."""
