@@ -97,12 +97,17 @@ def _named(name: str, limit: int = 80) -> str:
     return repr(name) if len(name) <= limit else f"{name[:limit]!r}... [{len(name)} characters]"
 
 
-def _shorten(item: Any, criterion_chars: int = 0) -> str:
-    """An over-long item's remedy naming its longest part the client wrote (the answer on a tie; a taxonomy
-    criterion's rubric is none), not always "Shorten the answer"."""
+def _longest_part(item: Any, criterion_chars: int = 0) -> str:
+    """The longest part of an over-long item the client wrote (the answer on a tie; a taxonomy criterion's rubric is
+    none): ``answer``, ``instruction``, ``reference answer`` or ``criterion's rubric``."""
     parts = {"answer": len(item.answer), "instruction": len(item.instruction),
              "reference answer": len(item.reference_answer or ""), "criterion's rubric": criterion_chars}
-    return f"Shorten the {max(parts, key=parts.__getitem__)}"
+    return max(parts, key=parts.__getitem__)
+
+
+def _shorten(item: Any, criterion_chars: int = 0) -> str:
+    """An over-long item's remedy naming its longest part (``_longest_part``), not always "Shorten the answer"."""
+    return f"Shorten the {_longest_part(item, criterion_chars)}"
 
 
 def max_token_chars(tokenizer: Any) -> int:
@@ -124,8 +129,8 @@ def check_sizes(request: JudgeRequest, *, max_model_len: int, max_tokens: int, r
         With ``oversize`` ``fail``: the refusal each such item would have got, by item index (none: empty).
 
     Raises:
-        RequestError: naming the item (``items[i]``) or the custom criterion, with ``context_length_exceeded``
-            (``oversize`` ``refuse``).
+        RequestError: naming the item (``items[i]``), or the custom criterion whose rubric is its longest part
+            (the part to shorten, ``_longest_part``), with ``context_length_exceeded`` (``oversize`` ``refuse``).
     """
     budget = max_model_len - max_tokens - reserve
     limit = budget * chars_per_token
@@ -140,6 +145,8 @@ def check_sizes(request: JudgeRequest, *, max_model_len: int, max_tokens: int, r
                 size += len(getattr(spec, "name", None) or "")  # a custom criterion's name is in its prompt too
                 if size > extra:
                     where, extra = f"items[{i}].criteria[{j}]", size
+        if _longest_part(item, extra) != "criterion's rubric":
+            where = f"items[{i}]"  # the item's own text is what to shorten, whichever criterion it is judged on
         if chars + extra > limit:
             too_long[i] = RequestError(
                 f"{where}: {chars + extra} characters of instruction, answer, reference and criterion cannot fit the "

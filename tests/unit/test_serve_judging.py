@@ -188,6 +188,33 @@ def test_a_refusal_for_length_names_the_part_to_shorten(qwen_tokenizer):
         "Shorten the reference answer.")
 
 
+def test_the_character_check_names_the_item_when_its_own_text_is_the_part_to_shorten():
+    """An item whose answer alone is too long, judged on a custom criterion with a short rubric, is refused naming
+    ``items[0]`` (its field and its message's start), as it is on taxonomy criteria: not the criterion, which has
+    nothing to shorten, while the message says "Shorten the answer". Under ``"oversize": "fail"`` that refusal is
+    every one of its criteria's failure. A rubric that is itself the longest part is named by its criterion."""
+    from serve.jobs import check_sizes
+
+    short = {"name": "Своё", "rubrics": "0: нет\n1: да"}
+    rubric = "\n\n".join(f"{level}: " + "очень подробное описание уровня " * 60 for level in (0, 1))
+
+    def refusal(item, oversize="refuse"):
+        request = parse_judge_request({"items": [item], "oversize": oversize})
+        if oversize == "fail":
+            return check_sizes(request, max_model_len=512, max_tokens=64, reserve=0, chars_per_token=4,
+                               oversize="fail")[0]
+        with pytest.raises(RequestError) as err:
+            check_sizes(request, max_model_len=512, max_tokens=64, reserve=0, chars_per_token=4)
+        return err.value
+
+    long_answer = {**GOOD_ITEM, "answer": "слово " * 600, "criteria": ["Креативность", short]}
+    for err in (refusal(long_answer), refusal(long_answer, "fail")):
+        assert err.param == "items[0]" and err.message.startswith("items[0]: "), err.message
+        assert err.message.endswith("Shorten the answer.")
+    err = refusal({**GOOD_ITEM, "criteria": [short, {"name": "Подробный", "rubrics": rubric}]})
+    assert err.param == "items[0].criteria[1]" and err.message.endswith("Shorten the criterion's rubric."), err.message
+
+
 def test_oversize_fail_marks_the_judgments_that_cannot_fit_and_keeps_the_rest(qwen_tokenizer):
     """``"oversize": "fail"`` (the reward paths): the judgment the default refuses becomes a job marked ``too_long``
     with the refusal's message, the item that fits is judged as before; an item whose text alone is over the
