@@ -41,7 +41,6 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from collections.abc import Mapping
 from typing import Any
@@ -54,6 +53,7 @@ from judge.prompts import PAIRWISE_PROMPT_VERSION, POLLUX_PROMPT, PromptTemplate
 from judge.rewards import prompt_opens_reasoning
 from judge.criteria_auto import TaskChoice, TaskClassifier
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgmentUsage, LmVerdict, PairwiseRequest
+from serve.daemon_threads import DaemonThreads
 from serve.engine_client import EngineClient, EngineFailure, unreadable_answer
 from serve.errors import engine_refused, sanitized, unknown_model_message
 from judge.chat_tokens import chat_ids, chat_parts, prepare_tokenizer
@@ -455,8 +455,9 @@ class Judge:
     ):
         self.settings, self.tokenizer, self.generator, self.pooler, self.limit = settings, tokenizer, generator, pooler, limit
         self.classifier = classifier
-        # The classifier's own threads (started on first use): its calls never occupy the default executor.
-        self._classifying = ThreadPoolExecutor(CLASSIFIER_THREADS, thread_name_prefix="task-classifier")
+        # The classifier's own threads (started on first use): its calls never occupy the default executor, and one
+        # still waiting on its endpoint when judge-serve stops never holds the exit (serve.daemon_threads).
+        self._classifying = DaemonThreads(CLASSIFIER_THREADS, thread_name_prefix="task-classifier")
         self._level_ids: OrderedDict[tuple[int, ...], dict[int, int] | None] = OrderedDict()
         self.queue = JudgmentQueue()  # /v1/judge's and /get_reward's judgments in progress, all requests together
         self._chars_per_token: int | None = None  # max_token_chars, on the first request

@@ -279,6 +279,42 @@ def test_a_cancelled_request_stops_waiting_for_its_classifier_call_at_once(qwen_
     assert following.items[0].task_choice["method"] == "stand-in"
 
 
+#: A Python that builds a judge, starts a task-classifier call that never returns (an llm endpoint that never
+#: answers), says so and ends, as judge-serve's main() returns once its drain and the engines' stop are done.
+_EXIT_WITH_A_CALL_RUNNING = """
+import asyncio, threading
+from serve.judging import Judge, JudgeSettings
+settings = JudgeSettings(model_name="m", kind="seq2seq", engine_models={"generator": "m"}, max_model_len=2048,
+                         max_tokens=16, temperature=0.0, score_logprobs=False, lenient=False, constrained=False,
+                         feedback_max_chars=0, max_judgments=512)
+judge = Judge(settings, object(), object(), None, asyncio.Semaphore(1))
+entered = threading.Event()
+def choose():
+    entered.set()
+    threading.Event().wait()
+judge._classifying.submit(choose)
+assert entered.wait(30)
+print("leaving with the call running", flush=True)
+"""
+
+
+def test_a_classifier_call_still_running_does_not_hold_judge_serves_exit():
+    """Once judge-serve has drained and stopped its engines, main() returns; a task-classifier call still running
+    then (the llm method waiting on its endpoint: up to three requests of 60 s each) must not hold the process: its
+    answer has nobody to go to. On a ThreadPoolExecutor it did (the interpreter joins every such thread at exit,
+    whatever shutdown says), past Slurm's KillWait and past a Ctrl+C. The process here ends as soon as it is done."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    try:
+        done = subprocess.run([sys.executable, "-c", _EXIT_WITH_A_CALL_RUNNING], cwd=Path(__file__).resolve().parents[2],
+                              capture_output=True, text=True, timeout=FAILING_AFTER_S)
+    except subprocess.TimeoutExpired as stuck:
+        raise AssertionError(f"the process did not exit with a classifier call running: {stuck.stdout!r}") from None
+    assert done.returncode == 0 and "leaving with the call running" in done.stdout, done.stderr[-2000:]
+
+
 def test_an_inline_auto_body_over_max_judgments_once_classified_hears_of_its_criteria(qwen_tokenizer):
     """The bound counted once the classifier's choice resolves an ``"auto"`` item's criteria (``JobPlan.complete``,
     after classifying) names what the body sent: an inline body's ``criteria``, a body with ``items`` its ``items``.
