@@ -1,11 +1,22 @@
-"""What tests/unit/test_first_contact.py and tests/integration/serving/test_first_contact.py share."""
+"""What tests/unit/test_first_contact.py, tests/unit/test_first_use.py and tests/integration/serving/test_first_contact.py
+share: a console script started as a process (``start_judge_eval``), or its ``main`` called in this process as the
+console script calls it (``run_console_main``)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
+import signal
 import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 
+from judge.plumbing.console_logging import CHATTY_LOGGERS
 from tests.support.console_scripts import console_script
 
 
@@ -48,3 +59,98 @@ def run_argv(url: str, out: Path, data: Path, *extra: str) -> list[str]:
     return ["run", "--judge", url, "--data", str(data), "--out", str(out), "--no-progress", "--max-retries", "0",
             "--backoff-s", "0.2", *extra]
 
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One console command's exit code, stdout and stderr."""
+
+    code: int
+    out: str
+    err: str
+
+    @property
+    def last_error_line(self) -> str:
+        lines = self.err.strip().splitlines()
+        return lines[-1] if lines else ""
+
+
+def process_outcome(proc: subprocess.Popen, timeout_s: float = 120) -> Outcome:
+    """A started console script's ``Outcome``, once it has exited."""
+    return Outcome(*wait_outcome(proc, timeout_s))
+
+
+#: Threads a library starts once per process and keeps for its next user: tqdm's monitor (its first bar starts it, a
+#: disabled one too, ``--no-progress``).
+PROCESS_WIDE_THREADS = ("tqdm_monitor",)
+#: What a main may change in the process and ``run_console_main`` puts back: the signals it handles while it runs.
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
+
+
+def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = None,
+                     cwd: Path | None = None) -> Outcome:
+    """Console script ``name``'s ``main`` (its ``console_scripts`` entry point) called with ``argv`` in this process,
+    as the script calls it: with ``env`` as the whole environment (default: this one's), ``cwd`` as the current folder,
+    ``sys.argv[0]`` the script's path (argparse's program name), stdout and stderr captured, the root logger without
+    pytest's handlers (so that the main's ``configure_logging`` sets up the console's stderr handler, and its log lines
+    are in ``err`` as a console shows them), and COLUMNS 80 unless ``env`` sets it (a pipe's width: --help wraps as in
+    a console start read by a test). The exit code is the return value, or ``SystemExit``'s (argparse's errors and
+    --help). An exception escaping the main is not caught: the test fails with it, as a traceback on a console would.
+
+    The process is left as found: environment, current folder, ``sys.argv``, the root logger's handlers and level and
+    the HTTP loggers' levels, and the handlers of ``_SIGNALS``; a thread the main started and left running (but
+    ``PROCESS_WIDE_THREADS``) fails the call, naming it.
+    """
+    (main,) = [point.load() for point in entry_points(group="console_scripts", name=name)]
+    environ, folder, argv0 = dict(os.environ), os.getcwd(), sys.argv
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    levels = {logger: logging.getLogger(logger).level for logger in CHATTY_LOGGERS}
+    handled = {sig: signal.getsignal(sig) for sig in _SIGNALS}
+    threads = set(threading.enumerate())
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        _set_environ({"COLUMNS": "80", **(environ if env is None else env)})
+        if cwd is not None:
+            os.chdir(cwd)
+        sys.argv = [console_script(name), *argv]
+        root.handlers = []
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as stop:
+                code = _exit_status(stop.code, err)
+    finally:
+        for handler in root.handlers:
+            handler.close()
+        root.handlers, root.level = handlers, level
+        for logger, was in levels.items():
+            logging.getLogger(logger).setLevel(was)
+        for sig, handler in handled.items():
+            if handler is not None:  # None: a handler not set from Python, which no main here replaces
+                signal.signal(sig, handler)
+        sys.argv = argv0
+        os.chdir(folder)
+        _set_environ(environ)
+    left = [thread.name for thread in set(threading.enumerate()) - threads
+            if thread.is_alive() and thread.name not in PROCESS_WIDE_THREADS]
+    assert not left, f"{name} {' '.join(argv)} left threads running: {left}"
+    return Outcome(code, out.getvalue(), err.getvalue())
+
+
+def _exit_status(code: object, err: io.StringIO) -> int:
+    """The interpreter's exit status for ``sys.exit(code)``: None is 0, a number itself, anything else printed to
+    stderr and 1."""
+    if code is None or isinstance(code, int):
+        return code or 0
+    print(code, file=err)
+    return 1
+
+
+def _set_environ(values: dict[str, str]) -> None:
+    """``os.environ`` made exactly ``values``."""
+    for key in [key for key in os.environ if key not in values]:
+        del os.environ[key]
+    for key, value in values.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value

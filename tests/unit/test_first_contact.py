@@ -3,7 +3,11 @@ documented exit code, no traceback; the client fits its request to what the serv
 
 Stand-in servers (``tests.support.scripted_endpoint``) answer where a real judge-serve is not needed; the token caps
 judge-serve advertises are checked against judge-serve's app (``serve.app.create_app``) in front of a stand-in engine,
-no vLLM. Each test starts its ``judge-eval`` processes side by side: a console start costs 2-4 s here.
+no vLLM. ``judge-eval`` is its ``main`` called in this process as the console script calls it
+(``tests.support.first_contact.run_console_main``: its stderr, stdout and exit code, the environment and folder of
+each case), one command after another; one case, the first contact without a key, starts the real ``judge-eval``
+console script (its exit code and stderr at the interpreter's exit), beside them. The Slurm tests run the real
+``judge-eval merge`` under their scripts.
 
 The tests of this subject that start heavy components are in tests/integration/serving/test_first_contact.py.
 """
@@ -15,6 +19,7 @@ import os
 import re
 import socket
 import subprocess
+from dataclasses import astuple
 from pathlib import Path
 
 import pytest
@@ -23,8 +28,8 @@ from judge.plumbing.api_keys import CLIENT_KEY_ENV, KEY_RULE
 from judge.plumbing.retry import EXIT_UNUSABLE
 from tests.support.console_scripts import console_script
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
-from tests.support.first_contact import (NO_KEY, env_without_keys, console_error_line, wait_outcome,
-                                         sample_records_file, run_argv, start_judge_eval)
+from tests.support.first_contact import (NO_KEY, env_without_keys, console_error_line, process_outcome,
+                                         run_console_main, sample_records_file, run_argv, start_judge_eval)
 from tests.support.serve_in_process import await_bring_up
 
 
@@ -52,7 +57,8 @@ UNSUPPORTED = (400, {"error": {"message": "The model `vllm-judge` does not suppo
 def test_first_contact_failures_say_why_in_one_sentence_with_exit_code_4(tmp_path):
     """No key, a wrong key (401), a server still loading past --connect-timeout-s (503 with Retry-After), a wrong
     path (404) and a closed port each end `judge-eval run` with exit code 4 and one sentence naming the cause; the
-    401s state the key rule; nothing is judged. `judge-eval mera` makes the same first contact."""
+    401s state the key rule; nothing is judged. `judge-eval mera` makes the same first contact. The no-key case
+    starts the console script; the others call its main here meanwhile."""
     data = sample_records_file(tmp_path / "data.jsonl", 2)
     no_key = ScriptedEndpoint(lambda p, b: (500, {}), respond_get=lambda path: UNAUTHORIZED)
     wrong_key = ScriptedEndpoint(lambda p, b: (500, {}), respond_get=lambda path: UNAUTHORIZED)
@@ -83,15 +89,19 @@ def test_first_contact_failures_say_why_in_one_sentence_with_exit_code_4(tmp_pat
     late = ScriptedEndpoint(lambda p, b: ((200, chat_completion("[FEEDBACK] Да. [RESULT] 1 [END]", b["model"]))
                                           if p == "/v1/chat/completions" else (404, {"detail": "Not Found"})),
                             respond_get=loads_then_serves)
+    argvs = {name: run_argv(url, tmp_path / name.replace(" ", "-"), data, *extra)
+             for name, (url, _, extra) in cases.items()}
     try:
-        procs = {name: start_judge_eval(run_argv(url, tmp_path / name.replace(" ", "-"), data, *extra), env)
-                 for name, (url, env, extra) in cases.items()}
-        mera_proc = start_judge_eval(["mera", "rutie", "--endpoint", mera.base_url, "--model", "m", "--data", "sample", "--out",
-                            str(tmp_path / "mera")], env_without_keys(OPENAI_API_KEY="openai-key"))
-        late_proc = start_judge_eval(run_argv(late.base_url, tmp_path / "late", data), env_without_keys())
-        results = {name: wait_outcome(proc) for name, proc in procs.items()}
-        mera_code, _, mera_err = wait_outcome(mera_proc)
-        late_code, late_out, late_err = wait_outcome(late_proc)
+        # "no key" through the console script, in a process of its own; the rest here meanwhile
+        with start_judge_eval(argvs["no key"], cases["no key"][1]) as no_key_proc:
+            results = {name: run_console_main("judge-eval", argvs[name], env)
+                       for name, (_, env, _) in cases.items() if name != "no key"}
+            mera_code, _, mera_err = astuple(run_console_main(
+                "judge-eval", ["mera", "rutie", "--endpoint", mera.base_url, "--model", "m", "--data", "sample",
+                               "--out", str(tmp_path / "mera")], env_without_keys(OPENAI_API_KEY="openai-key")))
+            late_code, late_out, late_err = astuple(run_console_main(
+                "judge-eval", run_argv(late.base_url, tmp_path / "late", data), env_without_keys()))
+            results["no key"] = process_outcome(no_key_proc)
     finally:
         for endpoint in (no_key, wrong_key, loading, wrong_path, mera, late):
             endpoint.close()
@@ -108,8 +118,8 @@ def test_first_contact_failures_say_why_in_one_sentence_with_exit_code_4(tmp_pat
         f"judge-eval mera rutie: error: the endpoint at {mera.base_url} refused the key from $OPENAI_API_KEY (HTTP "
         f"401: {NO_KEY}); {KEY_RULE}"))
     assert mera.headers[0]["authorization"] == "Bearer openai-key"
-    lines = {name: console_error_line(err) for name, (_, _, err) in results.items()}
-    assert {name: code for name, (code, _, _) in results.items()} == dict.fromkeys(cases, EXIT_UNUSABLE), lines
+    lines = {name: console_error_line(outcome.err) for name, outcome in results.items()}
+    assert {name: outcome.code for name, outcome in results.items()} == dict.fromkeys(cases, EXIT_UNUSABLE), lines
     assert lines["no key"] == (f"judge-eval run: error: the judge at {no_key.base_url} refused a request without a key "
                                f"(HTTP 401: {NO_KEY}); {KEY_RULE}")
     assert lines["wrong key"] == (f"judge-eval run: error: the judge at {wrong_key.base_url} refused the key from "
@@ -155,12 +165,13 @@ def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(
                              model="vllm-judge", max_model_len=2048)
     candidate = ScriptedEndpoint(lambda p, b: too_long(b), model="cand", max_model_len=2048)
     try:
-        run = start_judge_eval(run_argv(judge.base_url, tmp_path / "run", data, "--max-tokens", "4096", "--concurrency", "2"),
-                     env_without_keys())
-        bench = start_judge_eval(["rank", "--model", candidate.base_url, "--judge", judge.base_url, "--data", str(instructions),
-                        "--out", str(tmp_path / "bench"), "--no-progress", "--max-retries", "0", "--concurrency", "2"],
-                       env_without_keys())
-        (run_code, _, run_err), (rank_code, _, rank_err) = wait_outcome(run), wait_outcome(bench)
+        run_code, _, run_err = astuple(run_console_main(
+            "judge-eval", run_argv(judge.base_url, tmp_path / "run", data, "--max-tokens", "4096", "--concurrency", "2"),
+            env_without_keys()))
+        rank_code, _, rank_err = astuple(run_console_main(
+            "judge-eval", ["rank", "--model", candidate.base_url, "--judge", judge.base_url, "--data", str(instructions),
+                           "--out", str(tmp_path / "bench"), "--no-progress", "--max-retries", "0", "--concurrency", "2"],
+            env_without_keys()))
     finally:
         judge.close()
         candidate.close()
@@ -206,13 +217,11 @@ def test_keys_and_exit_codes_are_stated_in_help_and_one_rule_serves_bench_candid
     env = env_without_keys(JUDGE_SERVE_API_KEY="serve-key", OPENAI_API_KEY="openai-key", CAND_KEY="cand-key")
     bench = ["--data", str(instructions), "--no-progress", "--n-boot", "0"]
     try:
-        procs = [start_judge_eval(["run", "--help"], env), start_judge_eval(["rank", "--help"], env),
-                 start_judge_eval(["mera", "rutie", "--help"], env),
-                 start_judge_eval(["rank", "--model", candidate.base_url, "--judge", judge.base_url, "--out",
-                         str(tmp_path / "a"), *bench], env),
-                 start_judge_eval(["rank", "--model", other.base_url, "--api-key-env", "CAND_KEY", "--judge", judge.base_url,
-                         "--out", str(tmp_path / "b"), *bench], env)]
-        results = [wait_outcome(proc) for proc in procs]
+        results = [astuple(run_console_main("judge-eval", argv, env)) for argv in (
+            ["run", "--help"], ["rank", "--help"], ["mera", "rutie", "--help"],
+            ["rank", "--model", candidate.base_url, "--judge", judge.base_url, "--out", str(tmp_path / "a"), *bench],
+            ["rank", "--model", other.base_url, "--api-key-env", "CAND_KEY", "--judge", judge.base_url, "--out",
+             str(tmp_path / "b"), *bench])]
     finally:
         for endpoint in (candidate, judge, other):
             endpoint.close()
@@ -234,6 +243,25 @@ def test_keys_and_exit_codes_are_stated_in_help_and_one_rule_serves_bench_candid
     assert len(judge.bodies("/v1/chat/completions")) == 2  # one verdict per bench
 
 
+def test_a_main_called_in_process_leaves_the_process_as_found(tmp_path):
+    """``run_console_main`` (this file's and test_first_use.py's judge-eval): the environment, folder and sys.argv it
+    gave the main, and the console logging the main set up (its stderr handler, the root level, the HTTP loggers'
+    levels at debug), are gone once it returns."""
+    import logging
+    import sys
+
+    root = logging.getLogger()
+    before = (dict(os.environ), os.getcwd(), list(sys.argv), root.handlers[:], root.level,
+              logging.getLogger("httpx").level)
+    outcome = run_console_main("judge-eval", ["score", "--predictions", "nowhere", "--log-level", "debug"],
+                               env_without_keys(ONLY_IN_THE_CALL="1"), cwd=tmp_path)
+    assert (outcome.code, outcome.last_error_line) == (
+        2, "judge-eval score: error: --predictions nowhere: not found; give a run folder written by `judge-eval run` "
+           "(or its predictions.jsonl)")
+    assert (dict(os.environ), os.getcwd(), sys.argv, root.handlers, root.level,
+            logging.getLogger("httpx").level) == before
+
+
 def test_run_json_paths_are_absolute_and_score_works_from_another_directory(tmp_path):
     """`run` started with relative --data and --out records absolute paths in run.json, so `score` of that folder
     from another directory finds the data."""
@@ -245,14 +273,15 @@ def test_run_json_paths_are_absolute_and_score_works_from_another_directory(tmp_
                                            if p == "/v1/chat/completions" else (404, {"detail": "Not Found"})),
                              model="judge")
     try:
-        code, _, err = wait_outcome(start_judge_eval(run_argv(judge.base_url, Path("runs/a"), Path("data.jsonl")), env_without_keys(), cwd=work))
+        code, _, err = astuple(run_console_main("judge-eval", run_argv(judge.base_url, Path("runs/a"), Path("data.jsonl")),
+                                                env_without_keys(), cwd=work))
     finally:
         judge.close()
     assert code == 0, err[-2000:]
     config = json.loads((work / "runs" / "a" / "run.json").read_text(encoding="utf-8"))["config"]
     assert (config["data"], config["out"]) == (str(work / "data.jsonl"), str(work / "runs" / "a"))
-    code, out, err = wait_outcome(start_judge_eval(["score", "--predictions", str(work / "runs" / "a"), "--n-boot", "0",
-                                     "--vc-repeats", "1"], env_without_keys(), cwd=elsewhere))
+    code, out, err = astuple(run_console_main("judge-eval", ["score", "--predictions", str(work / "runs" / "a"), "--n-boot",
+                                                           "0", "--vc-repeats", "1"], env_without_keys(), cwd=elsewhere))
     assert code == 0, err[-2000:]
     assert "n 3, n_failed 0" in out
 
