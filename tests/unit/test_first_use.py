@@ -1,19 +1,23 @@
 """A new user's first commands: bad input fails fast with a message naming the file and a documented exit code,
 advice names flags the CLI takes, one convention for flags, and no noise or leftovers.
 
-Most tests read the outcome of one batch of console-script runs (``outcomes``: every command started at once, as
-subprocesses, so the file pays for the interpreter starts once, in parallel), each asserting the exact last line of
-stderr and the exit code. No engine starts and nothing trains: the fast tier.
+Most tests read the outcome of one batch of console commands (``outcomes``), each asserting the exact last line of
+stderr and the exit code. Each command is its console script's ``main`` called in this process as the script calls
+it, in the batch's folder and environment (``tests.support.first_contact.run_console_main``), one after another; three
+are started as the console scripts themselves meanwhile (``AS_PROCESSES``): judge-serve on a taken port, and one start
+each of judge-train and judge-eval, exit status and console logging those of a fresh interpreter. No engine starts and
+nothing trains: the fast tier.
 
 The tests of this subject that start heavy components are in tests/integration/training/test_first_use.py.
 
-Why one module of ~530 lines: every refusal a console start shows shares the one batch, started once per file.
+Why one module of ~530 lines: every refusal a console command shows shares the one batch, run once per file.
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -27,6 +31,7 @@ import pytest
 import judge
 from tests.support.cli_parsers import collected_parsers
 from tests.support.console_scripts import console_script
+from tests.support.first_contact import Outcome, process_outcome, run_console_main
 from tests.support.fixtures_train import REPO_ROOT, TINY_SEQ2SEQ
 from tests.support.scripted_endpoint import ScriptedEndpoint, vllm_chat
 
@@ -38,19 +43,6 @@ def _fake_export(folder: Path) -> Path:
     (export / "config.json").write_text(json.dumps({"architectures": ["Qwen2ForCausalLM"]}), encoding="utf-8")
     (folder / "run.json").write_text("{}", encoding="utf-8")
     return export
-
-
-class Outcome:
-    """One console-script run: exit code, stdout, stderr."""
-
-    def __init__(self, proc: subprocess.Popen, timeout_s: float):
-        self.out, self.err = proc.communicate(timeout=timeout_s)
-        self.code = proc.returncode
-
-    @property
-    def last_error_line(self) -> str:
-        lines = self.err.strip().splitlines()
-        return lines[-1] if lines else ""
 
 
 @pytest.fixture(scope="module")
@@ -145,18 +137,27 @@ def _commands(root: Path, busy_port: int) -> dict[str, list[str]]:
     }
 
 
+#: The commands started as console scripts: judge-serve's port check (it binds the port, as it would to serve), and
+#: one start of judge-train and of judge-eval (--log-level warning after the subcommand: a fresh process's logging).
+AS_PROCESSES = ("serve_port_in_use", "train_log_level_after", "convert_sample")
+
+
 @pytest.fixture(scope="module")
 def outcomes(scratch) -> dict[str, Outcome]:
-    """Every command of ``_commands`` started at once (the starts overlap), then waited for."""
-    with socket.socket() as busy:
+    """Every command of ``_commands`` run in the scratch folder: ``AS_PROCESSES`` started first, the others' mains
+    called in this process meanwhile, one after another."""
+    with socket.socket() as busy, contextlib.ExitStack() as processes:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         env = {k: v for k, v in os.environ.items() if k not in ("JUDGE_SERVE_API_KEY",)}
         env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", WANDB_MODE="disabled")
-        started = {key: subprocess.Popen([console_script(argv[0]), *argv[1:]], cwd=scratch, env=env, text=True,
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                   for key, argv in _commands(scratch, busy.getsockname()[1]).items()}
-        return {key: Outcome(proc, 120) for key, proc in started.items()}
+        commands = _commands(scratch, busy.getsockname()[1])
+        started = {key: processes.enter_context(subprocess.Popen(
+            [console_script(commands[key][0]), *commands[key][1:]], cwd=scratch, env=env, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)) for key in AS_PROCESSES}
+        ran = {key: run_console_main(argv[0], argv[1:], env, cwd=scratch)
+               for key, argv in commands.items() if key not in started}
+        return {**ran, **{key: process_outcome(proc) for key, proc in started.items()}}
 
 
 # ------------------------------------------------------------------------------------------- bad input, fast
@@ -518,11 +519,11 @@ def test_compare_with_out_prints_the_headline_only(tmp_path):
             assert main(["run", "--judge", server.base_url, "--data", str(data), "--out", str(tmp_path / name),
                          "--name", name, "--no-progress", "--max-tokens", "32"]) == 0
         assert main(["score", "--predictions", str(tmp_path / name), "--n-boot", "20"]) == 0
-    compared = subprocess.run([console_script("judge-eval"), "compare", "ones", "twos", "--out", "cmp", "--n-boot",
-                               "20"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert compared.returncode == 0, compared.stderr
-    lines = compared.stdout.strip().splitlines()
+    compared = run_console_main("judge-eval", ["compare", "ones", "twos", "--out", "cmp", "--n-boot", "20"],
+                                cwd=tmp_path)
+    assert compared.code == 0, compared.err
+    lines = compared.out.strip().splitlines()
     assert lines[0] == "Judge comparison (baseline: ones)"
     assert lines[-2:] == ["tables: cmp/compare.md, cmp/compare.json", "compare.html: cmp/compare.html"]
-    assert len(lines) < 12 and "|" not in compared.stdout  # no table on the console
+    assert len(lines) < 12 and "|" not in compared.out  # no table on the console
     assert "twos vs ones" in (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
