@@ -28,15 +28,44 @@ def _docstring_commands(path: Path) -> list[str]:
     return [line.strip() for line in doc.splitlines() if line.startswith("    ") and re.search(r"bench/\w+\.py", line)]
 
 
+#: Run in a fresh interpreter from the repository: each script named on the command line runs as
+#: `python bench/X.py --help` runs it (its `__main__` block, that argv, the bench folder first on the path in place of
+#: the working directory, the path put back after each), its output captured; prints one JSON line of [script, exit
+#: code, stdout, stderr] per script. One interpreter for all of them: what is checked is each script's answer to
+#: `--help`, not an interpreter's start.
+HELP_ONLY = """
+import contextlib, io, json, os, runpy, sys, traceback
+path = [sys.argv[1], *(entry for entry in sys.path if entry not in ("", os.getcwd()))]
+answers = []
+for script in sys.argv[2:]:
+    print(f"running {script} --help", file=sys.stderr, flush=True)  # a script that hangs is named by the last line
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    sys.argv, sys.path[:] = [script, "--help"], path
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    except BaseException:
+        err.write(traceback.format_exc())
+        code = 1
+    answers.append([script, code, out.getvalue(), err.getvalue()])
+print(json.dumps(answers))
+"""
+
+
 def test_every_bench_script_answers_help_without_measuring():
     """`python bench/X.py --help` prints a usage and exits 0 for every script: jobs_memory.py took no arguments and
-    ran the whole measurement, suite_cpu.py read `--help` as its rows file and died on FileNotFoundError."""
-    failures = []
-    for script in _scripts():
-        done = subprocess.run([sys.executable, str(script), "--help"], cwd=REPO, capture_output=True, text=True,
-                              timeout=120)  # fmt: skip
-        if done.returncode != 0 or not done.stdout.startswith("usage:"):
-            failures.append(f"{script.name}: exit {done.returncode}, {(done.stdout + done.stderr)[:200]!r}")
+    ran the whole measurement, suite_cpu.py read `--help` as its rows file and died on FileNotFoundError. The
+    scripts run one after another in one fresh interpreter (``HELP_ONLY``), each as its `__main__` with that argv."""
+    scripts = _scripts()
+    done = subprocess.run([sys.executable, "-c", HELP_ONLY, str(BENCH), *map(str, scripts)], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = json.loads(done.stdout.splitlines()[-1])
+    assert [Path(script).name for script, *_ in answers] == [p.name for p in scripts]
+    failures = [f"{Path(script).name}: exit {code}, {(out + err)[:200]!r}" for script, code, out, err in answers
+                if code != 0 or not out.startswith("usage:")]  # fmt: skip
     assert failures == []
 
 
