@@ -306,15 +306,16 @@ def test_an_integer_judges_row_is_the_same_through_the_typed_route_and_the_chat_
     routes share is the same, raw_output included: the reasoning put back before the answer, as the engine wrote
     it. (Before: the chat row's raw_output was the bare integer, its reasoning gone from it, so reading it again
     gave another feedback; a reasoning closed with no answer gave another reason.)"""
-    from transformers import AutoTokenizer
-
+    import serve.supervision
     from serve.app import create_app
     from tests.support.serve_in_process import served_over_tcp
 
     records = [dataclasses.replace(r, answer=f"case{k} {r.answer}")
                for k, r in enumerate(judge.load_records(judge.sample_data_path())[:len(GENERATIONS)])]
     data = judge.write_jsonl(records, tmp_path / "data.jsonl")
-    tokenizer = AutoTokenizer.from_pretrained(integer_export)
+    # The export's tokenizer as judge-serve loads it (its loader, remembered per folder on this worker): the
+    # judge-serve below loads that same one.
+    tokenizer = serve.supervision.load_tokenizer(integer_export)
 
     def generation(prompt: str) -> tuple[str, str]:
         (k,) = [k for k in range(len(GENERATIONS)) if f"case{k} " in prompt]

@@ -17,9 +17,11 @@ VLLM_400 = {"error": {"message": "The prompt holds a token id out of the vocabul
 def test_one_judgment_the_engine_refuses_fails_alone(tiny_causal_dir, monkeypatch):
     """Three criteria, the engine refusing the second's prompt (told by its name in the decoded prompt): 200, the
     second result failed as engine_refused with the engine's message sanitized, the others scored 1."""
-    from transformers import AutoTokenizer
+    import serve.supervision
 
-    tokenizer = AutoTokenizer.from_pretrained(tiny_causal_dir)
+    # The engine stand-in reads a prompt's ids with the tiny judge's tokenizer as judge-serve loads it (its loader,
+    # which this worker remembers per folder): judge-serve below loads that same one.
+    tokenizer = serve.supervision.load_tokenizer(tiny_causal_dir)
     asked: list[str] = []
 
     def completions(path, body):

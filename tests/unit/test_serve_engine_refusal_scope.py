@@ -26,6 +26,14 @@ def _body(oversize: str | None = None) -> dict:
     return body if oversize is None else {**body, "oversize": oversize}
 
 
+def _judge_serves_tokenizer(folder):
+    """The folder's tokenizer as judge-serve loads it (its loader, which this worker remembers per folder: the
+    judge-serve a test starts on the folder loads that same one), for an engine stand-in that reads a prompt's ids."""
+    import serve.supervision
+
+    return serve.supervision.load_tokenizer(folder)
+
+
 def _refusing_second(tokenizer, refusal: dict):
     """An engine answering ``refusal`` for the second criterion's prompt (told by its name) and scoring the others."""
 
@@ -52,9 +60,7 @@ def test_a_context_refusal_fails_its_judgment_under_oversize_fail(tiny_causal_di
     """``"oversize": "fail"``: the second judgment's context refusal is its failed result
     ``context_length_exceeded`` (as a prompt judge-serve counts too long is), naming the item and criterion; the
     others are scored."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(tiny_causal_dir)
+    tokenizer = _judge_serves_tokenizer(tiny_causal_dir)
     with served(tiny_causal_dir, monkeypatch, api_key="k", completions=_refusing_second(tokenizer, CONTEXT_400)) as (
             http, _):
         answer = http.post("/v1/judge", headers=HEADERS, json=_body("fail"))
@@ -69,9 +75,7 @@ def test_a_context_refusal_fails_its_judgment_under_oversize_fail(tiny_causal_di
 def test_a_context_refusal_is_the_requests_400_under_oversize_refuse(tiny_causal_dir, monkeypatch):
     """Under ``oversize`` ``refuse`` (the default) the same refusal is the request's 400 ``context_length_exceeded``
     naming the item, the answer judge-serve's own context check gives, though the other judgments were scored."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(tiny_causal_dir)
+    tokenizer = _judge_serves_tokenizer(tiny_causal_dir)
     with served(tiny_causal_dir, monkeypatch, api_key="k", completions=_refusing_second(tokenizer, CONTEXT_400)) as (
             http, _):
         answers = [http.post("/v1/judge", headers=HEADERS, json=_body(oversize)) for oversize in (None, "refuse")]
@@ -101,9 +105,7 @@ def test_a_refusal_of_every_judgment_sent_is_the_requests_beside_one_never_sent(
 def test_an_engine_that_answered_one_judgment_leaves_the_refusal_to_its_judgment(tiny_causal_dir, monkeypatch):
     """The same two items, the engine refusing only the second criterion's prompt of item 1 and scoring its first:
     it answered a judgment, so the refusal stays that judgment's failed result beside item 0's unsent one."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(tiny_causal_dir)
+    tokenizer = _judge_serves_tokenizer(tiny_causal_dir)
     criteria = [{"name": name, "rubrics": "0: нет\n1: да"} for name in ("Первый", "Второй")]
     body = {"items": [{"instruction": "2+2?", "answer": "слово " * 20_000, "criteria": criteria[:1]},
                       {"instruction": "2+2?", "answer": "4", "criteria": criteria}], "oversize": "fail"}
