@@ -18,8 +18,6 @@ import json
 import logging
 from pathlib import Path
 
-import pytest
-
 import judge
 from eval.cli import main as eval_main
 from eval.judging.predictions import read_predictions
@@ -119,13 +117,6 @@ def test_merge_of_shards_only_some_of_which_counted_reports_no_count(tmp_path):
                   "n_rows": 1, "first_ids": ["a"], "strings": ["<|im_end|>"]}}),
               (tmp_path / "s1", {**base, "n_items": 2})]
     assert "chat_special_tokens" not in merged_record(shards, data, tmp_path / "merged")
-
-
-@pytest.fixture(scope="module")
-def qwen_tokenizer():
-    from train.tiny_models import build_qwen_tokenizer
-
-    return build_qwen_tokenizer()
 
 
 def test_one_scan_finds_what_a_search_for_each_string_finds():
