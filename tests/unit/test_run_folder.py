@@ -39,9 +39,10 @@ def data(tmp_path) -> Path:
 # ---------------------------------------------------------------------------------------- one writer per folder
 
 
-def test_a_second_judge_eval_run_on_one_folder_is_refused_naming_the_first(data, tmp_path):
+def test_a_second_judge_eval_run_on_one_folder_is_refused_naming_the_first(data, tmp_path, capsys):
     """Two `judge-eval run` on one --out: the second stops (exit 2) naming the first's pid, host and command; the
-    first finishes with one row per item, and nothing was judged twice (never both running)."""
+    first finishes with one row per item, and nothing was judged twice (never both running). The first is a process
+    of its own (the pid named is another process's); the second is judge-eval's ``main`` in this one."""
     first_request, release = threading.Event(), threading.Event()
 
     def respond(path: str, body: dict) -> tuple[int, dict]:
@@ -59,16 +60,16 @@ def test_a_second_judge_eval_run_on_one_folder_is_refused_naming_the_first(data,
         try:
             assert first_request.wait(timeout=45), "the first run did not ask the judge within 45 s"
             n_before = len(server.requests)
-            second = subprocess.run([sys.executable, "-m", "eval.cli", *_run_args(server.base_url, data, out)],
-                                    cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
-                                    text=True, timeout=45)  # fmt: skip
+            capsys.readouterr()
+            second = eval_main(_run_args(server.base_url, data, out))
+            refusal = capsys.readouterr().err
         finally:
             release.set()
             first.wait(timeout=45)
         assert first.returncode == 0, first.stderr.read()[-2000:]
-    assert second.returncode == 2
-    assert f"is in use by judge-eval run (pid {first.pid} on {socket.gethostname()}" in second.stderr
-    assert f"eval/cli.py run --judge {server.base_url}" in second.stderr
+    assert second == 2
+    assert f"is in use by judge-eval run (pid {first.pid} on {socket.gethostname()}" in refusal
+    assert f"eval/cli.py run --judge {server.base_url}" in refusal
     assert len(server.requests) - n_before <= 4  # the refused run asked nothing: only the first run's requests
     ids = [row["id"] for row in read_predictions(out)]
     assert len(ids) == 4 and len(set(ids)) == 4
