@@ -63,3 +63,16 @@ def test_a_refusals_log_line_shows_control_characters_as_escapes(monkeypatch):
     assert [r.getMessage() for r in records] == [
         "a reward request was refused (400, param labels[0].criteria\\x1b[31m): labels[0]: unknown criterion "
         "Кр\\x1b[2J\\nforged: judge-serve ready"]
+
+
+def test_a_wrong_keys_path_is_logged_with_its_control_characters_escaped(tiny_causal_dir, monkeypatch):
+    """A client without the key chooses the path its 401 line names (decoded: %1b is an ESC, %c2%85 a NEL): the part
+    after a whitespace (a space, a NEL), which the key's mask leaves, is shown as a console shows it, so the client
+    cannot repaint the operator's terminal or forge a line of its own."""
+    monkeypatch.setenv("JUDGE_SERVE_REWARD_KEY", "reward-key-that-must-stay-secret")
+    with judge_serve_log(monkeypatch) as records, _attached_judge_serve(tiny_causal_dir, monkeypatch) as (http, _):
+        assert http.post("/get_reward/x%20%1b[2J%c2%85forged", json={}).status_code == 401
+    [line] = [r.getMessage() for r in records if r.levelno == logging.WARNING and "refused" in r.getMessage()]
+    assert line.startswith("a reward request was refused (401) on POST /get_reward/<reward-key> \\x1b[2J\\x85forged: "
+                           "missing or wrong reward key"), line
+    assert "\x1b" not in line and "\x85" not in line
