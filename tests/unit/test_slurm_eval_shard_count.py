@@ -441,6 +441,26 @@ def test_without_an_interpreter_beside_judge_eval_the_repeat_check_is_skipped(tm
     assert (tmp_path / "eval" / "shards" / "0" / "data.jsonl").read_text(encoding="utf-8") == _row(id="A") + "\n"
 
 
+def test_a_repeat_check_that_fails_stops_the_task_naming_the_check(tmp_path):
+    """The interpreter beside judge-eval imports the check but its run of it fails (a traceback, exit 1: neither
+    none found, 0, nor a finding, 3 or 4): the task stops naming the check, as the record count's failure does,
+    instead of going on as if the data held no repeated row."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text(
+        '#!/bin/sh\nif [ "$1 $2 $3" = "-m eval.judging.array_data repeats" ]; then\n'
+        '    echo "Traceback (most recent call last): MemoryError" >&2\n    exit 1\nfi\n'
+        f'exec "{sys.executable}" "$@"\n', encoding="utf-8")
+    (bin_dir / "python").chmod(0o755)
+    (tmp_path / "data.jsonl").write_text(_row(id="A") + "\n" + _row(id="A") + "\n", encoding="utf-8")
+    proc = _one_task_array(tmp_path, 0, **_array_of(2, 0))
+    assert proc.returncode == 2
+    assert proc.stderr == ("Traceback (most recent call last): MemoryError\n"
+                           f"eval.sbatch: could not check JUDGE_EVAL_DATA={tmp_path}/data.jsonl for repeated rows "
+                           f"({bin_dir}/python -m eval.judging.array_data repeats failed, exit status 1)\n")
+    assert not (tmp_path / "eval").exists()
+
+
 @pytest.mark.parametrize("blank", ["\u00a0", "\u3000", "\x1c", " \u2028\t"])
 def test_lines_of_unicode_whitespace_are_no_records_to_the_cut_or_the_merge(tmp_path, blank):
     """4 records and 4 lines the loader skips (str.strip: U+00A0, U+3000, \\x1c...) in 2 shards: awk on bytes counted
