@@ -229,13 +229,23 @@ def require_weights(folder: Path, role: str) -> None:
             "to load; pass a checkpoint folder written by save_pretrained (or a hub id whose download finished), or "
             "attach a running engine with --generator-url / --pooling-url"
         )
+    # the engine refuses it too, half a minute later and only in its own log ("Weight files referenced in index but
+    # missing"), under judge-serve's "exited with code 1 while starting"
+    _refuse_missing_shards(folder, f"{role} engine")
+
+
+def _refuse_missing_shards(folder: Path, engines: str) -> None:
+    """Refuse a folder whose weights index names shards it lacks (``_shards_not_there``), as a download or copy cut
+    short, naming them and the ``engines`` that would load it.
+
+    Raises:
+        LayoutError: naming the first three missing shards and how many more.
+    """
     missing = _shards_not_there(folder)
     if missing:
-        # the engine refuses it too, half a minute later and only in its own log ("Weight files referenced in index
-        # but missing"), under judge-serve's "exited with code 1 while starting"
         raise LayoutError(
             f"model: {folder}: its weights index names {', '.join(missing[:3])}"
-            f"{f' and {len(missing) - 3} more' if len(missing) > 3 else ''}, not in the folder, so the {role} engine "
+            f"{f' and {len(missing) - 3} more' if len(missing) > 3 else ''}, not in the folder, so the {engines} "
             "could not load it; copy the missing shards (a download or copy cut short), or pass a complete folder"
         )
 
@@ -345,6 +355,9 @@ def _released_regression(
 ) -> CheckpointLayout:
     from serve.released import ReleasedLayoutError, prepare_released_regression
 
+    # Both engines load the checkpoint's shards through the views; a shard gone would otherwise surface as the views'
+    # build failing to open or stat it, a bare file-not-found that says nothing of a download cut short.
+    _refuse_missing_shards(root, "generator and pooler engines")
     try:
         views = prepare_released_regression(root, derived_cache_dir or None)
     except (ReleasedLayoutError, ValueError, OSError) as err:

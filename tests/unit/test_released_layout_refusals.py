@@ -80,3 +80,23 @@ def test_views_that_cannot_be_built_where_they_go_say_where_and_how_to_move_them
     said = str(caught.value)
     assert "\n" not in said and "Not a directory" in said
     assert f"released -r judge {snapshot} in {tmp_path / 'file' / 'views'}: " in said and "--derived-cache-dir" in said
+
+
+@pytest.mark.parametrize("gone", ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"])
+def test_a_released_checkpoint_missing_a_shard_is_told_a_download_cut_short(tmp_path, gone):
+    """A `-r` download cut short: its index names a shard the folder lacks (the body's or the head's). Said as any
+    other layout's missing shard is (serve.layout.require_weights), before any view is built, not as a bare
+    file-not-found."""
+    from serve.layout import LayoutError, resolve_layout
+
+    root = released_r(tmp_path / "r")
+    (root / gone).unlink()
+    with pytest.raises(LayoutError) as caught:
+        resolve_layout(root)
+    assert str(caught.value) == (f"model: {root}: its weights index names {gone}, not in the folder, so the "
+                                 "generator and pooler engines could not load it; copy the missing shards (a download "
+                                 "or copy cut short), or pass a complete folder")
+    assert sorted(p.name for p in root.iterdir()) == sorted(["config.json", "tokenizer_config.json",
+                                                             "model.safetensors.index.json",
+                                                             *{"model-00001-of-00002.safetensors",
+                                                               "model-00002-of-00002.safetensors"} - {gone}])
