@@ -107,12 +107,19 @@ def test_overwrite_with_a_value_after_the_script_is_read_as_judge_eval_reads_it(
         assert (shards / "0" / "data.jsonl").read_text(encoding="utf-8") == '{"id": "0"}\n{"id": "1"}\n'
 
 
-def test_an_overwrite_value_judge_eval_refuses_stops_the_task_before_the_cut(tmp_path):
+@pytest.mark.parametrize(("script_args", "value"), [
+    (["--overwrite=maybe"], "maybe"), (["--overwrite", ""], ""), (["--overwrite", "-1"], "-1"),
+    (["--overwrite", "-.5"], "-.5"), (["--overwrite", "-"], "-"), (["--overwrite", "-x y"], "-x y"),
+])  # fmt: skip
+def test_an_overwrite_value_judge_eval_refuses_stops_the_task_before_the_cut(tmp_path, script_args, value):
+    """argparse takes a word after --overwrite as its value unless it reads the word as an option: an empty word, a
+    lone dash, a negative number and a word with a space are values to it, which judge-eval then refuses. Read as the
+    bare flag, they re-cut the earlier array's 4 shards into 1 for a judge-eval that then refused to run."""
     _earlier_array_of_four(tmp_path)
-    proc = _one_task_array(tmp_path, 0, "--overwrite=maybe")
+    proc = _one_task_array(tmp_path, 0, *script_args)
     assert proc.returncode == 2
-    assert proc.stderr.strip() == ("eval.sbatch: --overwrite 'maybe' after the script: judge-eval takes true or false "
-                                   "there, or --overwrite alone")
+    assert proc.stderr.strip() == (f"eval.sbatch: --overwrite '{value}' after the script: judge-eval takes true or "
+                                   "false there, or --overwrite alone")
     assert (tmp_path / "eval" / "shards" / "count").read_text(encoding="utf-8") == "4\n"
 
 
