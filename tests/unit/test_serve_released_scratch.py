@@ -3,6 +3,7 @@ nothing once SIGTERM ends it, and what a killed build left is swept by the next 
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import shutil
@@ -150,13 +151,16 @@ except LayoutError as err:
 
 def test_a_write_the_disk_refuses_is_one_line_naming_the_file_and_leaves_nothing(tmp_path):
     """safetensors' own error on a write that fails (a full disk, a quota, a file-size limit) is no OSError:
-    judge-serve ended in its traceback. Now it is one line naming the file, the scratch folder removed."""
+    judge-serve ended in its traceback. Now it is one line naming the file, the scratch folder removed. The error
+    keeps its errno: safetensors' own text holds "File too large" and the path too, so only the errno tells the
+    mapped OSError from the fallback that keeps safetensors' words (a release that worded the error otherwise)."""
     root = released_r(tmp_path / "r")
     done = subprocess.run([sys.executable, "-c", _FULL_DISK_BUILD, str(root)], cwd=REPO, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     said = done.stdout.strip()
-    assert "\n" not in said and "File too large" in said, said
+    assert "\n" not in said and f"[Errno {errno.EFBIG}] File too large" in said, said
+    assert "not written" not in said, said
     assert "/shared/model-00002-of-00002.safetensors" in said, said
     assert _dot_entries(root) == [] and not (root / "pollux_serve_views").exists()
 
