@@ -47,3 +47,24 @@ def test_cells_equal_their_np_unique_definition(name):
         np.testing.assert_array_equal(g, w)
         # the sign of a zero cell is its first item's, on both sides
         assert np.array_equal(np.signbit(g), np.signbit(w)) if g.dtype.kind == "f" else True
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_counted_keys_equal_sorted_keys(name, monkeypatch):
+    """The keys counted by bincount (a small key) and sorted by np.unique (a large one) give the same cells, counts
+    and numbering, dtypes and zero signs included: which way a cell's keys are found moves no figure."""
+    columns = CASES[name]
+    counted = bootstrap._cells(*columns, item_cells=True)
+    monkeypatch.setattr(bootstrap, "_COUNTED_KEYS_PER_ITEM", 0)  # every key sorted
+    sorted_ = bootstrap._cells(*columns, item_cells=True)
+    for c, s in zip(counted, sorted_, strict=True):
+        assert c.dtype == s.dtype
+        np.testing.assert_array_equal(c, s)
+        assert np.array_equal(np.signbit(c), np.signbit(s)) if c.dtype.kind == "f" else True
+    assert [len(part) for part in bootstrap._cells(*columns)] == [len(part) for part in sorted_[:2]]
+
+
+def test_a_full_test_cell_is_counted():
+    """A cell of verdicts against levels, the common one, takes the counting path (its key is small)."""
+    judge, mode = CASES["levels"]
+    assert len(np.unique(judge)) * len(np.unique(mode)) <= bootstrap._COUNTED_KEYS_PER_ITEM * len(judge)
