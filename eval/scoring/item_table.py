@@ -11,7 +11,6 @@ arrays through public signatures for no reader's gain.
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections import Counter
 from collections.abc import Mapping
@@ -241,6 +240,7 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
         ``finish_reason`` read as null, so never as cut).
     """
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     from eval.judging.predictions import prediction_rows, prediction_table
     from judge.record_columns import as_columns
@@ -248,14 +248,16 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     columns = as_columns(records)
     if not isinstance(predictions, pa.Table):
         predictions = prediction_table(predictions)
-    # The first row of each id counts, as in `run`'s resume: its position in the predictions, per record (the
-    # rows from the last to the first, so that an id's first row is the one its key keeps).
-    prediction_ids = predictions.column("id").to_pylist()
-    first: dict[str, int] = dict(zip(reversed(prediction_ids), range(len(prediction_ids) - 1, -1, -1)))
-    repeated = predictions.num_rows - len(first)
-    record_ids = columns.ids.tolist()
+    # The first row of each id counts, as in `run`'s resume: its position in the predictions, per record. Looked up
+    # by Arrow's hash join (index_in gives a value's first position in the value set), not a Python dict of ids.
+    prediction_ids = predictions.column("id")
+    record_ids = pa.array(columns.ids, type=pa.string())
+    own = pc.index_in(prediction_ids, value_set=prediction_ids).to_numpy(zero_copy_only=False)
+    first_rows = np.flatnonzero(own == np.arange(len(own)))  # each id's first row, in the predictions' order
+    repeated = predictions.num_rows - len(first_rows)
     n = len(columns)
-    match = np.fromiter(map(first.get, record_ids, itertools.repeat(-1)), dtype=np.int64, count=n)
+    match = pc.index_in(record_ids, value_set=prediction_ids).fill_null(-1).to_numpy(zero_copy_only=False)
+    match = match.astype(np.int64)
     found = match >= 0
     # Only the fields read here are taken: the outputs and rationales are most of a run's bytes.
     rows = predictions.select(_TABLE_FIELDS).take(pa.array(match[found]))
@@ -305,7 +307,6 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     inside[no_scale] = [np.nan if flag is None else float(bool(flag)) for flag in row_in_scale[no_scale]]
     in_scale = np.where(ok, inside, np.nan)
     splits, groups = _labels(columns)
-    first_rows = np.sort(np.fromiter(first.values(), dtype=np.int64, count=len(first)))
     names = Counter(predictions.column("judge").take(pa.array(first_rows)).to_pylist())
     names = Counter({name or "": count for name, count in names.items()})  # None and "" are one label
     label = judge_name or (max(names, key=names.__getitem__) if names else "")
@@ -313,7 +314,7 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     experts = columns.expert_matrix()
     criteria = columns.text("criteria_name")
     table = ItemTable(
-        ids=np.array(record_ids, dtype=object),
+        ids=np.array(columns.ids, dtype=object),
         judge=judge_scores,
         status=np.array(STATUSES, dtype=object)[code],
         error=np.where(found, [e or "" for e in error], "").astype(object),
@@ -337,10 +338,12 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
         # what the judge was sent (the stale check has dropped a row whose key is not its record's now)
         text_key=text_key if np.not_equal(text_key, None).any() else None,
     )
-    unknown = first.keys() - set(record_ids)
+    # the ids (each once, at its first row) that no record has
+    unknown = first_rows[~pc.is_in(prediction_ids.take(pa.array(first_rows)), value_set=record_ids)
+                         .to_numpy(zero_copy_only=False)]
     notes = {"n_unknown_ids": len(unknown), "n_repeated_ids": repeated}
-    if unknown:  # the first in the predictions' order, for the reports to name (``notes.first_unknown_id``)
-        notes["first_unknown_id"] = str(min(unknown, key=first.__getitem__))
+    if len(unknown):  # the first in the predictions' order, for the reports to name (``notes.first_unknown_id``)
+        notes["first_unknown_id"] = str(prediction_ids[int(unknown[0])].as_py())
     without_raw = ok & (source == ScoreSource.REGRESSION_HEAD) & ~np.isfinite(raw)
     if from_head.any() or without_raw.any():
         # How many of the head's raw values fell outside their scale (they are clipped only with clip_regression),

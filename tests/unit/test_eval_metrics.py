@@ -534,6 +534,29 @@ def test_build_table_joins_each_record_to_its_ids_first_row_and_names_the_first_
                      "first_unknown_id": unknown[0][1]}
 
 
+def test_build_table_names_the_judge_of_most_ids_first_rows_and_joins_none_to_an_empty_run():
+    """The judge's label is the most frequent ``judge`` over each id's first row (an id's later rows, however many,
+    and the rows of ids no record has count once each, by their first row); a run of no rows joins no record."""
+    import judge
+
+    rows = [{"id": f"r{k}", "instruction": "i", "answer": f"x{k}", "criteria_name": "c", "rubrics": "0: no\n\n1: yes",
+             "expert_scores": [0, 1]} for k in range(3)]
+    records = judge.records_from_rows(rows)
+
+    def row(rid, name):
+        return {"id": rid, "judge": name, "score": 1.0, "parse_ok": True, "error": None, "score_source": "verdict"}
+
+    # "b" has five rows, but four repeat an id: first rows, "a" has three (r1, r2, zz) against "b"'s one (r0)
+    predictions = [row("r0", "b"), row("r0", "b"), row("r1", "a"), row("r0", "b"), row("r2", "a"), row("r0", "b"),
+                   row("zz", "a"), row("r1", "b")]
+    table, notes = item_table.build_table(records, predictions)
+    assert table.judge_name == "a"
+    assert notes == {"n_unknown_ids": 1, "n_repeated_ids": 4, "first_unknown_id": "zz"}
+    empty, notes = item_table.build_table(records, [])
+    assert empty.status.tolist() == ["missing"] * 3 and empty.ids.tolist() == ["r0", "r1", "r2"]
+    assert notes == {"n_unknown_ids": 0, "n_repeated_ids": 0}
+
+
 def test_a_judgment_the_server_never_ran_is_a_failure_said_in_words_that_cover_it():
     """Rows the judge never answered (a prompt past its context, an aborted or refused generation) are failed
     verdicts, counted in n_parse_failed; the reason said for them is not "read from the answer", which they have
