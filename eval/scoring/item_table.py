@@ -4,7 +4,7 @@ cell of the report (Zero-Shot / Standard / all x overall / evaluated model / tas
 The item table is a set of aligned numpy columns, so the metric cells are index selections over the same
 arrays: the 100-fold Verdict Confidence is computed once for all items and averaged per cell.
 
-Why one module of ~1,270 lines: building the columns, deriving the per-item quantities once and selecting every
+Why one module of ~1,290 lines: building the columns, deriving the per-item quantities once and selecting every
 cell from them share the private ``_Derived`` columns and the scale cache; split apart they would pass those
 arrays through public signatures for no reader's gain.
 """
@@ -45,6 +45,7 @@ __all__ = [
     "MINUS_ONE_FAILED",
     "STATUSES",
     "build_table",
+    "first_prediction_rows",
     "choose_target",
     "evaluate",
     "value_levels",
@@ -214,6 +215,25 @@ def _task_group(taxonomy, task_type: str, subtype: str) -> str:
     return task_type or "(unknown)"
 
 
+def first_prediction_rows(record_ids, prediction_ids) -> tuple[np.ndarray, np.ndarray]:
+    """Each record's prediction row, the first of its id as `run`'s resume keeps it, by Arrow's hash join
+    (``index_in`` gives a value's first position in the value set), not a Python dict of every id.
+
+    Args:
+        record_ids, prediction_ids: Arrow string arrays (chunked or not).
+
+    Returns:
+        ``(match, first_rows)``: per record the position of its id's first row (-1: none), and each distinct
+        prediction id's first row, ascending (the predictions' order).
+    """
+    import pyarrow.compute as pc
+
+    own = pc.index_in(prediction_ids, value_set=prediction_ids).to_numpy(zero_copy_only=False)
+    first_rows = np.flatnonzero(own == np.arange(len(own)))
+    match = pc.index_in(record_ids, value_set=prediction_ids).fill_null(-1).to_numpy(zero_copy_only=False)
+    return match.astype(np.int64), first_rows
+
+
 def build_table(records, predictions, judge_name: str = "", clip_regression: bool = False) -> tuple[ItemTable, dict]:
     """Join records (the expert labels) with a run's predictions by id, column-wise.
 
@@ -248,16 +268,12 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     columns = as_columns(records)
     if not isinstance(predictions, pa.Table):
         predictions = prediction_table(predictions)
-    # The first row of each id counts, as in `run`'s resume: its position in the predictions, per record. Looked up
-    # by Arrow's hash join (index_in gives a value's first position in the value set), not a Python dict of ids.
+    # The first row of each id counts, as in `run`'s resume: its position in the predictions, per record.
     prediction_ids = predictions.column("id")
     record_ids = pa.array(columns.ids, type=pa.string())
-    own = pc.index_in(prediction_ids, value_set=prediction_ids).to_numpy(zero_copy_only=False)
-    first_rows = np.flatnonzero(own == np.arange(len(own)))  # each id's first row, in the predictions' order
+    match, first_rows = first_prediction_rows(record_ids, prediction_ids)
     repeated = predictions.num_rows - len(first_rows)
     n = len(columns)
-    match = pc.index_in(record_ids, value_set=prediction_ids).fill_null(-1).to_numpy(zero_copy_only=False)
-    match = match.astype(np.int64)
     found = match >= 0
     # Only the fields read here are taken: the outputs and rationales are most of a run's bytes.
     rows = predictions.select(_TABLE_FIELDS).take(pa.array(match[found]))

@@ -63,7 +63,6 @@ items alone it would be a figure for part of the run under a title that presents
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -217,14 +216,15 @@ OFFICIAL_FIELDS = ("id", "raw_output", "error", "score_source", "regression_scor
 
 def _prediction_columns(predictions) -> dict[str, list]:
     """``OFFICIAL_FIELDS`` of a prediction table (Arrow), or of prediction rows, as one Python list per field (a
-    field no row carries: all None). A list per field, not a dict per row: 160,000 rows as dicts took ~0.4 s."""
+    field no row carries: all None). A list per field, not a dict per row: 160,000 rows as dicts took ~0.4 s. A
+    table's ``id`` is left out: the join reads it as the Arrow column it is (``pollux_official``)."""
     import pyarrow as pa
 
     if not isinstance(predictions, pa.Table):
         rows = list(predictions)
         return {name: [row[name] if name == "id" else row.get(name) for row in rows] for name in OFFICIAL_FIELDS}
     return {name: predictions.column(name).to_pylist() if name in predictions.column_names
-            else [None] * predictions.num_rows for name in OFFICIAL_FIELDS}
+            else [None] * predictions.num_rows for name in OFFICIAL_FIELDS if name != "id"}  # ids stay Arrow's
 
 
 def pollux_official(records, predictions, splits: Mapping[str, Any], derived_references: Iterable[int] = ()
@@ -251,14 +251,18 @@ def pollux_official(records, predictions, splits: Mapping[str, Any], derived_ref
         and records handed in without criteria_score; ``_references``),
         ``n_regression`` and ``n_regression_clipped`` (0: a run with a head's scores gets None).
     """
+    import pyarrow as pa
+
+    from eval.scoring.item_table import first_prediction_rows
+
     columns = as_columns(records)
     rows = _prediction_columns(predictions)
-    # each id's first row (from the last row to the first: the first one written last)
-    first: dict[str, int] = dict(zip(map(str, reversed(rows["id"])), range(len(rows["id"]) - 1, -1, -1)))
+    ids = (predictions.column("id") if isinstance(predictions, pa.Table)
+           else pa.array([str(v) for v in rows["id"]], type=pa.string()))
     n = len(columns)
-    # Each record's prediction row (-1: none), then every check of the rows at once, as numpy object columns; the
-    # extraction is the one step taken row by row.
-    match = np.fromiter(map(first.get, columns.ids.tolist(), itertools.repeat(-1)), dtype=np.int64, count=n)
+    # Each record's prediction row (-1: none; its id's first row, as score's item table joins it), then every check
+    # of the rows at once, as numpy object columns; the extraction is the one step taken row by row.
+    match, _ = first_prediction_rows(pa.array(columns.ids, type=pa.string()), ids)
     predicted = np.flatnonzero(match >= 0)
     row = match[predicted]
 
