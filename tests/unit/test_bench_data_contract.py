@@ -103,7 +103,7 @@ def test_eval_metrics_records_read_back_as_the_table_they_were_written_from(tmp_
 
 def test_report_page_records_carry_rubrics_their_scores_lie_on(bench_module, tmp_path):
     """bench/report_page.py wrote one 0-2 rubric per criterion name while its items were scored up to 4: the page
-    showed experts' and the judge's 3s and 4s under rubrics without them."""
+    showed experts' and the judge's scores of 3 and 4 under rubrics without those levels."""
     report_page = bench_module("report_page")
 
     records, predictions = report_page.build_run(300, tmp_path)
