@@ -186,3 +186,63 @@ def test_the_name_check_refuses_what_is_not_there():
     assert not resolves("eval.scoring.holms") and not resolves("serve.nowhere.thing")
     assert REPO_PATH.findall("`judge-train --config configs/train/tiny/seq2seq.yaml`, `runs/demo/x.py`") == [
         "configs/train/tiny/seq2seq.yaml"]
+
+
+#: Bench scripts whose data (the items, records or answers they time) changed, with the day it did: a figure measured
+#: before is not one of today's bench. Add a script here when its data changes; its rows then name that day or a later
+#: one, in a note ("measured before ... (day); not re-measured") or in a new measurement.
+DATA_CHANGED = {
+    # bench/eval_metrics.py's items carry their criterion's scale, each record that scale's rubric; experts_tables.py
+    # and report_page.py time those records
+    "eval_metrics": "2026-12-07",
+    "experts_tables": "2026-12-07",
+    "report_page": "2026-12-07",
+    # the records name criteria scored on 0..2, the instant server answers on their scale
+    "eval_client": "2026-12-07",
+}
+#: A day as the doc writes it (2026-12-07).
+DAY = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """The cells of each body row of the doc's tables, headers and separators left out (a `\\|` inside a code span
+    is not a cell's end)."""
+    lines = [line.strip() for line in text.splitlines()]
+    cells = [[c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]] if line.startswith("|") else [] for line in lines]
+    separator = [bool(row) and all(set(c) <= set("-: ") for c in row) for row in cells]
+    return [row for n, row in enumerate(cells)
+            if row and not separator[n] and not (n + 1 < len(cells) and separator[n + 1])]  # fmt: skip
+
+
+def rows_on_old_data(text: str, changed: dict[str, str]) -> list[str]:
+    """The rows whose command (the last cell) runs a bench script of ``changed`` and which name no day on or after
+    the day its data changed: their figures read as today's bench."""
+    stale = []
+    for cells in table_rows(text):
+        for script in sorted(set(re.findall(r"bench/(\w+)\.py", cells[-1])) & set(changed)):
+            if not any(day >= changed[script] for day in DAY.findall(" ".join(cells))):
+                stale.append(f"{script}: {cells[0][:80]}")
+    return stale
+
+
+def test_a_row_measured_on_a_bench_s_old_data_says_so():
+    """A row timed by a bench script whose data changed since names the day of the change (its note: measured before,
+    not re-measured) or a later measurement's: the end-to-end `judge-eval score` row and five others described the
+    bench as it is with figures of its items before they carried their criterion's scale."""
+    perf = PERFORMANCE.read_text(encoding="utf-8")
+    timed = [cells[0] for cells in table_rows(perf)
+             if set(re.findall(r"bench/(\w+)\.py", cells[-1])) & set(DATA_CHANGED)]  # fmt: skip
+    assert len(timed) >= 6
+    assert rows_on_old_data(perf, DATA_CHANGED) == []
+
+
+def test_the_old_data_rule_reads_the_command_cell_and_the_days():
+    """By hand: a row run by a changed script with only earlier days is caught; one naming the change's day or a later
+    one is not, nor a row that names the script outside its command cell, nor the header and separator."""
+    text = ("| what | figure | command |\n|---|---|---|\n"
+            "| old | 1.0 s at abc (2026-12-01) | `python bench/eval_metrics.py --rounds 3` |\n"
+            "| noted | 1.0 s; measured before ... (2026-12-07); not re-measured | `python bench/eval_metrics.py` |\n"
+            "| later | 1.0 s (2026-12-09) | `python bench/report_page.py` |\n"
+            "| elsewhere, as `bench/eval_metrics.py` runs it | 1.0 s | `git archive x \\| tar -x` |\n")
+    assert len(table_rows(text)) == 4 and table_rows(text)[3][-1] == "`git archive x \\| tar -x`"
+    assert rows_on_old_data(text, {"eval_metrics": "2026-12-07", "report_page": "2026-12-07"}) == ["eval_metrics: old"]
