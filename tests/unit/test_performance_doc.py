@@ -143,7 +143,7 @@ CODE_NAME = re.compile(r"`((?:eval|judge|serve|train)(?:\.\w+)+)`")
 REPO_PATH = re.compile(r"(?<![\w/.])((?:bench|configs|eval|judge|serve|train|tests|scripts|slurm|docs)/[\w./-]+"
                        r"\.(?:py|yaml|yml|sh|sbatch|md|jsonl))\b")
 #: A file's path followed by a name defined in it (`eval/validity/bias.py` `MIN_SLOPE_ANSWERS`).
-FILE_AND_NAME = re.compile(r"`((?:bench|eval|judge|serve|train)/[\w/]+\.py)`\s+`(\w+)`")
+FILE_AND_NAME = re.compile(r"`((?:bench|eval|judge|serve|train|tests)/[\w/]+\.py)`\s+`(\w+)`")
 
 
 def resolves(dotted: str) -> bool:
@@ -164,8 +164,9 @@ def resolves(dotted: str) -> bool:
 
 def test_the_names_and_paths_the_performance_doc_cites_exist():
     """What a row names as its subject (`eval.scoring.holm`, `serve.jobs.Job.prefix_ids`), the files its commands
-    read (`configs/train/tiny/seq2seq.yaml`, the test files timed) and a constant beside its file
-    (`eval/validity/bias.py` `MIN_SLOPE_ANSWERS`) are in the tree: a rename leaves no row pointing at nothing."""
+    read (`configs/train/tiny/seq2seq.yaml`, the test files timed) and a constant or fixture beside its file
+    (`eval/validity/bias.py` `MIN_SLOPE_ANSWERS`, `tests/unit/conftest.py` `one_tokenizer_load_per_folder`) are in
+    the tree: a rename leaves no row pointing at nothing."""
     perf = PERFORMANCE.read_text(encoding="utf-8")
     spans = " ".join(f"`{span}`" for span in re.findall(r"`([^`]+)`", perf))
     names = sorted(set(CODE_NAME.findall(perf)))
@@ -176,6 +177,8 @@ def test_the_names_and_paths_the_performance_doc_cites_exist():
     assert [path for path in paths if not (ROOT / path).is_file()] == []
     pairs = FILE_AND_NAME.findall(perf)
     assert ("eval/validity/bias.py", "MIN_SLOPE_ANSWERS") in pairs
+    # the fixture the fast tier's row names for how today's unit tests load a judge-serve's tokenizer
+    assert ("tests/unit/conftest.py", "one_tokenizer_load_per_folder") in pairs
     assert [f"{path} {name}" for path, name in pairs
             if not re.search(rf"^(?:def |class )?{name}\b", (ROOT / path).read_text(encoding="utf-8"), re.M)] == []
 
