@@ -162,6 +162,37 @@ def test_every_command_of_the_performance_doc_parses():
     assert unparsed([(name, args) for name, args in commands if name != "measure"]) == []
 
 
+def row_flag_commands(text: str) -> list[tuple[str, list[str]]]:
+    """(script name, arguments) of each code span of a table row's command cell that gives flags alone (`--objects`,
+    `--sizes 78000` for 78k), read as arguments of the bench script the same cell runs (the first, if several)."""
+    commands = []
+    for line in text.splitlines():
+        cells = re.split(r"(?<!\\)\|", line.strip())[1:-1] if line.startswith("|") else []
+        scripts = re.findall(r"bench/(\w+)\.py", cells[-1]) if cells else []
+        commands += [(scripts[0], span.split()) for span in re.findall(r"`([^`]+)`", cells[-1] if cells else "")
+                     if scripts and span.startswith("--")]  # fmt: skip
+    return commands
+
+
+def test_every_flag_a_performance_row_gives_alone_parses():
+    """A row's command cell may give a variant as flags alone beside its command (`--micro-batch 2` for two packed
+    documents): those flags are the script's, as written, like the whole commands above."""
+    commands = row_flag_commands((REPO / "docs" / "performance.md").read_text(encoding="utf-8"))
+    assert ("experts_tables", ["--objects"]) in commands and ("dedup", ["--sizes", "78000"]) in commands
+    assert unparsed(commands) == []
+
+
+def test_the_row_flag_reading_takes_the_command_cell_s_script():
+    """By hand: a flag span of the command cell goes with that cell's script; spans of other cells, and a cell with
+    no bench script, give none; a flag the script lacks is refused."""
+    text = ("| `--cpu-worker-in-engine` | x | `python bench/dedup.py --sizes 10`, `--sizes 78000` for 78k |\n"
+            "| y | z | `pytest -n 2`, `--dist loadgroup` |\n| w | v | `python bench/experts_tables.py` (`--object`) |")
+    commands = row_flag_commands(text)
+    assert commands == [("dedup", ["--sizes", "78000"]), ("experts_tables", ["--object"])]
+    refused = unparsed(commands)
+    assert len(refused) == 1 and "experts_tables.py --object: exit 2" in refused[0]
+
+
 def test_the_command_check_catches_a_wrong_command():
     """By hand: a flag the script does not have, an abbreviated one, a value outside its choices, a missing
     positional, a script that is not there and a flag the script refuses after parsing (eval_metrics.py's --rounds
