@@ -100,6 +100,13 @@ def _time_loads(driver, page: Path, repeats: int, By, WebDriverWait) -> tuple[li
     return in_page, wall, shown, matched, opened
 
 
+def texts_said(text_items: int, items: int) -> str:
+    """How many items the page can embed texts for: ``--text-items`` (-1: every item) bounded by the run's items. The
+    page's byte budget (``eval.reports.html_explorer.DEFAULT_TEXT_BYTES``) may stop the texts sooner."""
+    most = items if text_items < 0 else min(text_items, items)
+    return f"texts embedded for at most {most} of the {items} items" if most else "no texts embedded"
+
+
 def main(argv: list[str] | None = None) -> int:
     from measure import positive_int
 
@@ -135,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         page = write_report_page(folder, records, predictions, text_items)
         write_s = time.perf_counter() - started
         size_mb = page.stat().st_size / 2**20
-        print(f"report.html: {size_mb:.1f} MiB, written in {write_s:.1f} s ({text_items} items with texts)")
+        print(f"report.html: {size_mb:.1f} MiB, written in {write_s:.1f} s ({texts_said(text_items, args.items)})")
 
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service

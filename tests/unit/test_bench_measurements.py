@@ -351,6 +351,19 @@ def test_report_page_leaves_no_folder_behind_without_out(bench_module, monkeypat
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
+@pytest.mark.parametrize(("text_items", "items", "said"), [
+    (5000, 160_000, "texts embedded for at most 5000 of the 160000 items"),
+    (5000, 500, "texts embedded for at most 500 of the 500 items"),
+    (-1, 40_000, "texts embedded for at most 40000 of the 40000 items"),
+    (0, 500, "no texts embedded"),
+])  # fmt: skip
+def test_report_page_says_how_many_items_could_have_texts(bench_module, text_items, items, said):
+    """The page line printed the --text-items asked for as the items with texts: '(5000 items with texts)' for a run
+    of 500 items, '(-1 items with texts)' for the docstring's every-text example. It says the most the page can embed
+    (the page's byte budget may stop sooner)."""
+    assert bench_module("report_page").texts_said(text_items, items) == said
+
+
 def test_engine_hop_says_so_when_its_stand_in_engine_never_answers(bench_module, monkeypatch, capsys):
     """The stand-in engine is polled 100 times; when none answered, the bench went on to its rounds and failed in
     them with aiohttp's connection error as a traceback. It stops saying what did not answer (a server that exits at
