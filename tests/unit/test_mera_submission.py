@@ -316,10 +316,29 @@ def test_an_upload_that_cannot_be_written_after_the_run_leaves_metrics_saying_wh
 # -- through judge-eval mera ruhumaneval ----------------------------------------------------------------------
 
 
+def _run_each_program_once(monkeypatch):
+    """The ten samples of a task in these runs are one program: the sandbox runs each distinct job once, and its
+    result stands for every copy. What these tests check is how the run's results reach the upload, not the sandbox
+    (tests/unit/test_mera_sandbox.py); the run still passes every sample's result on in its place."""
+    from eval.mera import sandbox
+
+    run_many = sandbox.Sandbox.run_many
+
+    def once(self, jobs, **kw):
+        distinct = {}
+        for job in jobs:
+            distinct.setdefault(repr(job), job)
+        ran = dict(zip(distinct, run_many(self, list(distinct.values()), **kw), strict=True))
+        return [ran[repr(job)] for job in jobs]
+
+    monkeypatch.setattr(sandbox.Sandbox, "run_many", once)
+
+
 def test_ruhumaneval_run_writes_every_task_and_sample_as_the_site_reads_them(tmp_path, sandbox_user, capsys,
                                                                               monkeypatch):
     """Ten samples a task: the first task's all the canonical solution, the second's refused (no text: never run),
-    the rest a wrong body; the site's reading of the file gives each sample the run's own verdict."""
+    the rest a wrong body; the site's reading of the file gives each sample the run's own verdict. The sandbox runs
+    each task's one program once (``_run_each_program_once``)."""
     from eval.mera import cli
     from eval.mera.humaneval import load_tasks
     from tests.support.mera_humaneval import SAMPLE
@@ -328,6 +347,7 @@ def test_ruhumaneval_run_writes_every_task_and_sample_as_the_site_reads_them(tmp
     data = SAMPLE
     hub = _mera_hub(tmp_path, monkeypatch, {"data/ruhumaneval/test.jsonl": SAMPLE})
     tasks = load_tasks(data)
+    _run_each_program_once(monkeypatch)
 
     def respond(path, body):
         task = next(t for t in tasks if t.prompt == body["messages"][0]["content"])
@@ -375,13 +395,15 @@ def test_a_sample_that_never_ran_in_the_sandbox_is_not_written_as_the_models_fai
 
 
 def test_a_run_with_a_sandbox_error_leaves_the_upload_unwritten_and_says_why(tmp_path, sandbox_user, monkeypatch):
-    """One sample of the run is made a sandbox error after the sandbox ran it: the exit says so (3), and the zip
-    is not written; metrics.json's ``submission`` names why."""
+    """One sample of the run is made a sandbox error after the sandbox ran it (each task's one program once,
+    ``_run_each_program_once``): the exit says so (3), and the zip is not written; metrics.json's ``submission``
+    names why."""
     from eval.mera import cli, sandbox
     from tests.support.mera_humaneval import SAMPLE
     from tests.support.scripted_endpoint import ScriptedEndpoint
 
     hub = _mera_hub(tmp_path, monkeypatch, {"data/ruhumaneval/test.jsonl": SAMPLE})
+    _run_each_program_once(monkeypatch)
     run_many = sandbox.Sandbox.run_many
 
     def one_fault(self, jobs, **kw):
