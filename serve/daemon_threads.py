@@ -43,12 +43,15 @@ class DaemonThreads(Executor):
     def _serve(self) -> None:
         while True:
             future, fn, args, kwargs = self._work.get()
-            if not future.set_running_or_notify_cancel():  # cancelled while it waited its turn
-                continue
+            result = None
             try:
-                result = fn(*args, **kwargs)
-            except BaseException as err:  # noqa: BLE001 - the caller's future carries it
-                future.set_exception(err)
-            else:
-                future.set_result(result)
-            del future, fn, args, kwargs  # nothing of a call kept while the thread waits for the next
+                if not future.set_running_or_notify_cancel():  # cancelled while it waited its turn
+                    continue
+                try:
+                    result = fn(*args, **kwargs)
+                except BaseException as err:  # noqa: BLE001 - the caller's future carries it
+                    future.set_exception(err)
+                else:
+                    future.set_result(result)
+            finally:  # nothing of a call, run or cancelled, kept while the thread waits for the next
+                del future, fn, args, kwargs, result
