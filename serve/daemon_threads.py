@@ -12,46 +12,87 @@ from __future__ import annotations
 
 import queue
 import threading
+import weakref
 from concurrent.futures import Executor, Future
 from typing import Any, Callable
 
 __all__ = ["DaemonThreads"]
 
+#: A call: its future, function, positional and keyword arguments. None in its place ends the thread that takes it.
+_Call = tuple[Future, Callable[..., Any], tuple, dict]
+
 
 class DaemonThreads(Executor):
-    """At most ``max_workers`` calls at once, in the order submitted, each on one of as many daemon threads (started
-    as calls come); a call cancelled before it starts never runs (``Future.cancel``, asyncio's cancelling of
-    ``run_in_executor``). ``shutdown`` waits for nothing: nothing here outlives the process's need of it."""
+    """At most ``max_workers`` calls at once, in the order submitted, each on one of as many daemon threads (one
+    started for a call only when no thread is idle); a call cancelled before it starts never runs (``Future.cancel``,
+    asyncio's cancelling of ``run_in_executor``). ``shutdown`` is ``ThreadPoolExecutor``'s: later calls are refused
+    (RuntimeError), the calls still waiting run unless ``cancel_futures``, then each thread ends, and ``wait`` waits
+    for that. A pool dropped without a shutdown ends its threads once they have run what it was given."""
 
     def __init__(self, max_workers: int, thread_name_prefix: str) -> None:
         if max_workers < 1:
             raise ValueError(f"max_workers: {max_workers} is not at least 1")
         self._max, self._prefix = max_workers, thread_name_prefix
-        self._work: queue.SimpleQueue[tuple[Future, Callable[..., Any], tuple, dict]] = queue.SimpleQueue()
+        self._work: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        self._idle = threading.Semaphore(0)  # one release per thread waiting for a call
         self._lock = threading.Lock()
-        self._started = 0
+        self._threads: list[threading.Thread] = []
+        self._shut = False
+        # The threads hold the queue, never the pool: once the pool is gone, its threads end (after what it queued).
+        weakref.finalize(self, self._work.put, None).atexit = False
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
-        future: Future = Future()
-        self._work.put((future, fn, args, kwargs))
         with self._lock:
-            if self._started < self._max:
-                self._started += 1
-                threading.Thread(target=self._serve, name=f"{self._prefix}_{self._started - 1}", daemon=True).start()
-        return future
+            if self._shut:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            future: Future = Future()
+            self._work.put((future, fn, args, kwargs))
+            if not self._idle.acquire(blocking=False) and len(self._threads) < self._max:
+                thread = threading.Thread(target=_serve, args=(self._work, self._idle), daemon=True,
+                                          name=f"{self._prefix}_{len(self._threads)}")
+                thread.start()
+                self._threads.append(thread)
+            return future
 
-    def _serve(self) -> None:
-        while True:
-            future, fn, args, kwargs = self._work.get()
-            result = None
-            try:
-                if not future.set_running_or_notify_cancel():  # cancelled while it waited its turn
-                    continue
-                try:
-                    result = fn(*args, **kwargs)
-                except BaseException as err:  # noqa: BLE001 - the caller's future carries it
-                    future.set_exception(err)
-                else:
-                    future.set_result(result)
-            finally:  # nothing of a call, run or cancelled, kept while the thread waits for the next
-                del future, fn, args, kwargs, result
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._lock:
+            self._shut = True
+            if cancel_futures:
+                while True:
+                    try:
+                        call = self._work.get_nowait()
+                    except queue.Empty:
+                        break
+                    if call is not None:
+                        call[0].cancel()
+            self._work.put(None)  # each thread puts it back for the next as it ends
+        if wait:
+            for thread in self._threads:
+                thread.join()
+
+
+def _serve(work: queue.SimpleQueue[_Call | None], idle: threading.Semaphore) -> None:
+    """One thread's loop: run the calls it takes until it takes the end."""
+    while True:
+        call = work.get()
+        if call is None:
+            work.put(None)
+            return
+        _run(*call, idle)
+        del call  # nothing of a call, run or cancelled, kept while the thread waits for the next
+
+
+def _run(future: Future, fn: Callable[..., Any], args: tuple, kwargs: dict, idle: threading.Semaphore) -> None:
+    """The call into its future. The thread counts as idle before its caller hears: a submit made on the answer
+    finds it so and gives it the next call rather than starting another thread."""
+    if not future.set_running_or_notify_cancel():  # cancelled while it waited its turn
+        idle.release()
+        return
+    try:
+        result = fn(*args, **kwargs)
+    except BaseException as err:  # noqa: BLE001 - the caller's future carries it
+        idle.release()
+        future.set_exception(err)
+    else:
+        idle.release()
+        future.set_result(result)
