@@ -28,45 +28,53 @@ def _docstring_commands(path: Path) -> list[str]:
     return [line.strip() for line in doc.splitlines() if line.startswith("    ") and re.search(r"bench/\w+\.py", line)]
 
 
-#: Run in a fresh interpreter from the repository: each script named on the command line runs as
-#: `python bench/X.py --help` runs it (its `__main__` block, that argv, the bench folder first on the path in place of
-#: the working directory, the path put back after each), its output captured; prints one JSON line of [script, exit
-#: code, stdout, stderr] per script. One interpreter for all of them: what is checked is each script's answer to
-#: `--help`, not an interpreter's start.
-HELP_ONLY = """
-import contextlib, io, json, os, runpy, sys, traceback
-path = [sys.argv[1], *(entry for entry in sys.path if entry not in ("", os.getcwd()))]
-answers = []
-for script in sys.argv[2:]:
-    print(f"running {script} --help", file=sys.stderr, flush=True)  # a script that hangs is named by the last line
-    out, err, code = io.StringIO(), io.StringIO(), 0
-    sys.argv, sys.path[:] = [script, "--help"], path
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            runpy.run_path(script, run_name="__main__")
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-    except BaseException:
-        err.write(traceback.format_exc())
-        code = 1
-    answers.append([script, code, out.getvalue(), err.getvalue()])
-print(json.dumps(answers))
-"""
+def help_failures(scripts: list[Path]) -> list[str]:
+    """The scripts whose `python X.py --help`, run from the repository, does not exit 0 with a usage on stdout, each
+    as "name: exit N, the output's end". One interpreter per script, as a reader's command starts one (the script's
+    folder first on its path, nothing imported before it): all started at once, then each awaited."""
+    started = [(script, subprocess.Popen([sys.executable, str(script), "--help"], cwd=REPO, text=True,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)) for script in scripts]
+    failures = []
+    for script, process in started:
+        try:
+            out, err = process.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, err = process.communicate()
+            failures.append(f"{script.name}: no answer in 300 s")
+            continue
+        if process.returncode != 0 or not out.startswith("usage:"):
+            failures.append(f"{script.name}: exit {process.returncode}, {(out + err)[-300:]!r}")
+    return failures
 
 
 def test_every_bench_script_answers_help_without_measuring():
     """`python bench/X.py --help` prints a usage and exits 0 for every script: jobs_memory.py took no arguments and
-    ran the whole measurement, suite_cpu.py read `--help` as its rows file and died on FileNotFoundError. The
-    scripts run one after another in one fresh interpreter (``HELP_ONLY``), each as its `__main__` with that argv."""
-    scripts = _scripts()
-    done = subprocess.run([sys.executable, "-c", HELP_ONLY, str(BENCH), *map(str, scripts)], cwd=REPO,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers = json.loads(done.stdout.splitlines()[-1])
-    assert [Path(script).name for script, *_ in answers] == [p.name for p in scripts]
-    failures = [f"{Path(script).name}: exit {code}, {(out + err)[:200]!r}" for script, code, out, err in answers
-                if code != 0 or not out.startswith("usage:")]  # fmt: skip
-    assert failures == []
+    ran the whole measurement, suite_cpu.py read `--help` as its rows file and died on FileNotFoundError."""
+    assert help_failures(_scripts()) == []
+
+
+#: A script that works only where an earlier one has put the repository first on the path: its folder's serve.py (as
+#: bench/ has one) is what `import serve` finds when it runs on its own.
+_LEANS_ON_ANOTHER = """import argparse
+from serve.errors import sanitized
+if __name__ == "__main__":
+    argparse.ArgumentParser().parse_args()
+"""
+
+
+def test_a_script_that_fails_on_its_own_fails_the_help_check(tmp_path):
+    """Each script's --help is its own interpreter's: one that imports ``serve.*`` without putting the repository
+    first on the path fails as `python bench/X.py` fails it, even after a script that did (in one shared
+    interpreter, the package the first cached let the second pass)."""
+    (tmp_path / "serve.py").write_text("", encoding="utf-8")
+    first = tmp_path / "a_sets_the_path.py"
+    first.write_text(f"import sys\nsys.path.insert(0, {str(REPO)!r})\n" + _LEANS_ON_ANOTHER, encoding="utf-8")
+    second = tmp_path / "b_leans_on_it.py"
+    second.write_text(_LEANS_ON_ANOTHER, encoding="utf-8")
+    failures = help_failures([first, second])
+    assert len(failures) == 1 and failures[0].startswith("b_leans_on_it.py: exit 1, "), failures
+    assert "is not a package" in failures[0]
 
 
 def test_the_bench_scripts_are_found():
