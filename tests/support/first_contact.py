@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import warnings
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -85,22 +86,41 @@ def process_outcome(proc: subprocess.Popen, timeout_s: float = 120) -> Outcome:
 PROCESS_WIDE_THREADS = ("tqdm_monitor",)
 #: What a main may change in the process and ``run_console_main`` puts back: the signals it handles while it runs.
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
+#: Environment variables a library reads once, when it is first imported (huggingface_hub.constants: offline mode and
+#: the cache's folders), so that a value ``env`` gave them would not reach it in this process.
+READ_AT_IMPORT = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "HF_HUB_CACHE")
+#: The warnings filters of an interpreter started without -W or PYTHONWARNINGS (the warnings module's documentation,
+#: "Default Warning Filter"), in order: what a console shows.
+_CONSOLE_FILTERS = (("default", DeprecationWarning, "__main__"), ("ignore", DeprecationWarning, ""),
+                    ("ignore", PendingDeprecationWarning, ""), ("ignore", ImportWarning, ""),
+                    ("ignore", ResourceWarning, ""))
 
 
 def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = None,
                      cwd: Path | None = None) -> Outcome:
     """Console script ``name``'s ``main`` (its ``console_scripts`` entry point) called with ``argv`` in this process,
-    as the script calls it: with ``env`` as the whole environment (default: this one's), ``cwd`` as the current folder,
+    as the script calls it: with ``env`` as ``os.environ`` (default: this one's), ``cwd`` as the current folder,
     ``sys.argv[0]`` the script's path (argparse's program name), stdout and stderr captured, the root logger without
     pytest's handlers (so that the main's ``configure_logging`` sets up the console's stderr handler, and its log lines
-    are in ``err`` as a console shows them), and COLUMNS 80 unless ``env`` sets it (a pipe's width: --help wraps as in
-    a console start read by a test). The exit code is the return value, or ``SystemExit``'s (argparse's errors and
-    --help). An exception escaping the main is not caught: the test fails with it, as a traceback on a console would.
+    are in ``err`` as a console shows them), warnings under a fresh interpreter's filters and printed to the captured
+    stderr (not to pytest's record), and COLUMNS 80 unless ``env`` sets it (a pipe's width: --help wraps as in a console
+    start read by a test). The exit code is the return value, or ``SystemExit``'s (argparse's errors and --help). An
+    exception escaping the main is not caught: the test fails with it, as a traceback on a console would.
+
+    What it does not reproduce of a console start: the modules are this session's, imported once and shared with every
+    other test (an import that works only because something else imported it first works here too), and ``env``
+    reaches only what reads ``os.environ`` during the call. A library that read a variable at its import keeps what it
+    read: an ``env`` that changes one of ``READ_AT_IMPORT`` fails the call, naming it (start that command as a
+    process). Nor is the interpreter's exit run: atexit handlers, the joining of non-daemon threads.
 
     The process is left as found: environment, current folder, ``sys.argv``, the root logger's handlers and level and
-    the HTTP loggers' levels, and the handlers of ``_SIGNALS``; a thread the main started and left running (but
-    ``PROCESS_WIDE_THREADS``) fails the call, naming it.
+    the HTTP loggers' levels, the warnings filters and ``showwarning``, and the handlers of ``_SIGNALS``; a thread the
+    main started and left running (but ``PROCESS_WIDE_THREADS``) fails the call, naming it.
     """
+    changed = [f"{key}={env.get(key)!r}" for key in READ_AT_IMPORT
+               if env is not None and env.get(key) != os.environ.get(key)]  # fmt: skip
+    assert not changed, (f"{name} {' '.join(argv)}: {', '.join(changed)} would not reach a library that read it at "
+                         "its import (huggingface_hub): start this command as a process")
     (main,) = [point.load() for point in entry_points(group="console_scripts", name=name)]
     environ, folder, argv0 = dict(os.environ), os.getcwd(), sys.argv
     root = logging.getLogger()
@@ -115,7 +135,11 @@ def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = No
             os.chdir(cwd)
         sys.argv = [console_script(name), *argv]
         root.handlers = []
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.resetwarnings()
+            for action, category, module in _CONSOLE_FILTERS:
+                warnings.filterwarnings(action, category=category, module=module, append=True)
+            warnings.showwarning = _show_on_stderr
             try:
                 code = main(argv)
             except SystemExit as stop:
@@ -136,6 +160,12 @@ def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = No
             if thread.is_alive() and thread.name not in PROCESS_WIDE_THREADS]
     assert not left, f"{name} {' '.join(argv)} left threads running: {left}"
     return Outcome(code, out.getvalue(), err.getvalue())
+
+
+def _show_on_stderr(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                    file: object = None, line: str | None = None) -> None:
+    """A warning printed as the interpreter's own ``showwarning`` prints it, to ``sys.stderr`` (the captured one)."""
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 def _exit_status(code: object, err: io.StringIO) -> int:

@@ -144,17 +144,21 @@ AS_PROCESSES = ("serve_port_in_use", "train_log_level_after", "convert_sample")
 
 @pytest.fixture(scope="module")
 def outcomes(scratch) -> dict[str, Outcome]:
-    """Every command of ``_commands`` run in the scratch folder: ``AS_PROCESSES`` started first, the others' mains
-    called in this process meanwhile, one after another."""
+    """Every command of ``_commands`` run in the scratch folder: ``AS_PROCESSES`` started first, offline
+    (HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE), the others' mains called in this process meanwhile, one after another.
+    Those mains keep the session's hub settings: huggingface_hub reads them once, at its import, which
+    ``run_console_main`` cannot redo (it refuses the change), and none of them reaches the hub (each is refused
+    before it loads a model or data from there)."""
     with socket.socket() as busy, contextlib.ExitStack() as processes:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         env = {k: v for k, v in os.environ.items() if k not in ("JUDGE_SERVE_API_KEY",)}
-        env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", WANDB_MODE="disabled")
+        env.update(WANDB_MODE="disabled")
         commands = _commands(scratch, busy.getsockname()[1])
         started = {key: processes.enter_context(subprocess.Popen(
-            [console_script(commands[key][0]), *commands[key][1:]], cwd=scratch, env=env, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE)) for key in AS_PROCESSES}
+            [console_script(commands[key][0]), *commands[key][1:]], cwd=scratch, text=True,
+            env={**env, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE)) for key in AS_PROCESSES}
         ran = {key: run_console_main(argv[0], argv[1:], env, cwd=scratch)
                for key, argv in commands.items() if key not in started}
         return {**ran, **{key: process_outcome(proc) for key, proc in started.items()}}

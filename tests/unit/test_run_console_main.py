@@ -1,0 +1,56 @@
+"""``tests.support.first_contact.run_console_main`` against a console start: a main's warnings reach the captured
+stderr under a fresh interpreter's filters, and an environment a library reads only at its import is refused, not
+silently lost."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import pytest
+
+from tests.support import first_contact
+from tests.support.first_contact import READ_AT_IMPORT, run_console_main
+
+
+class _Point:
+    """A console_scripts entry point whose main is ``main``."""
+
+    def __init__(self, main):
+        self.main = main
+
+    def load(self):
+        return self.main
+
+
+def _warning_main(argv: list[str]) -> int:
+    warnings.warn("this option goes away", FutureWarning, stacklevel=1)
+    warnings.warn("only a developer sees this", DeprecationWarning, stacklevel=1)
+    return 0
+
+
+def test_a_mains_warning_is_in_its_stderr_as_a_console_prints_it(monkeypatch):
+    """Under pytest a warning went to pytest's record, not to the captured stderr: an assertion of no noise or of the
+    last stderr line passed where a console showed a warning line. A FutureWarning is printed; a DeprecationWarning
+    outside __main__ is not, as in a fresh interpreter; pytest's own filters and record are back afterwards."""
+    monkeypatch.setattr(first_contact, "entry_points", lambda group, name: [_Point(_warning_main)])
+    before = (warnings.filters[:], warnings.showwarning)
+    outcome = run_console_main("judge-eval", [])
+    assert outcome.code == 0
+    assert outcome.err.splitlines() == [f"{__file__}:{_warning_main.__code__.co_firstlineno + 1}: FutureWarning: this "
+                                        "option goes away", '  warnings.warn("this option goes away", FutureWarning, '
+                                        'stacklevel=1)']  # fmt: skip
+    assert "DeprecationWarning" not in outcome.err
+    assert (warnings.filters, warnings.showwarning) == before
+
+
+@pytest.mark.parametrize("key", READ_AT_IMPORT)
+def test_an_environment_read_at_import_is_refused_in_process(key, monkeypatch):
+    """HF_HUB_OFFLINE=1 in ``env`` set os.environ only: huggingface_hub, imported earlier in the session, kept the
+    value it read then, so the command ran online where its test meant it offline. Such a change now fails the call,
+    naming the variable."""
+    monkeypatch.setattr(first_contact, "entry_points", lambda group, name: [_Point(lambda argv: 0)])
+    env = {**os.environ, key: "" if os.environ.get(key) else "1"}
+    with pytest.raises(AssertionError, match=f"{key}=.* would not reach a library that read it at its import"):
+        run_console_main("judge-eval", [], env)
+    assert run_console_main("judge-eval", [], dict(os.environ)).code == 0  # the same values as the session's pass
