@@ -5,8 +5,11 @@ recorded digest it no longer matches."""
 
 from __future__ import annotations
 
+import copy
 import os
+import shutil
 
+import pytest
 import torch
 from transformers import Qwen2ForCausalLM
 
@@ -33,11 +36,21 @@ def _written_earlier(out) -> dict:
     return {path: path.stat().st_mtime_ns for path in out.rglob("*.safetensors")}
 
 
-def test_a_seq2seq_export_written_again_keeps_its_fingerprint_and_other_weights_change_it(
-        tiny_causal_dir, qwen_tokenizer, tmp_path):
+@pytest.fixture(scope="module")
+def seq2seq_export(tiny_causal_dir, qwen_tokenizer, tmp_path_factory):
+    """The tiny causal model and its seq2seq export, written once for the module; a test copies the folder
+    (``shutil.copytree`` keeps each file's modification time, so the digests record still matches it) and never
+    changes the model in place."""
     model = Qwen2ForCausalLM.from_pretrained(str(tiny_causal_dir), dtype=torch.float32)
-    out = export.export_seq2seq(model, qwen_tokenizer, tmp_path / "export")
+    return model, export.export_seq2seq(model, qwen_tokenizer, tmp_path_factory.mktemp("seq2seq") / "export")
+
+
+def test_a_seq2seq_export_written_again_keeps_its_fingerprint_and_other_weights_change_it(
+        seq2seq_export, qwen_tokenizer, tmp_path):
+    model, written = seq2seq_export
+    out = shutil.copytree(written, tmp_path / "export")
     first = export_weights_fingerprint(out)
+    assert first == export_weights_fingerprint(written)
     assert (out / WEIGHTS_DIGESTS).is_file()
     times = _written_earlier(out)
     assert export_weights_fingerprint(out) == first
@@ -45,18 +58,17 @@ def test_a_seq2seq_export_written_again_keeps_its_fingerprint_and_other_weights_
     assert all(path.stat().st_mtime_ns != mtime for path, mtime in times.items())
     assert export_weights_fingerprint(out) == first
     assert weights_fingerprint(resolve_layout(out)) == first  # judge-serve's, as judge-eval records it
+    trained = copy.deepcopy(model)
     with torch.no_grad():
-        model.lm_head.weight[0, 0] += 1.0  # trained further: other weights of the same size
-    export.export_seq2seq(model, qwen_tokenizer, out)
+        trained.lm_head.weight[0, 0] += 1.0  # trained further: other weights of the same size
+    export.export_seq2seq(trained, qwen_tokenizer, out)
     assert export_weights_fingerprint(out) != first
 
 
-def test_a_file_changed_after_its_digest_was_recorded_is_fingerprinted_by_its_metadata(
-        tiny_causal_dir, qwen_tokenizer, tmp_path):
+def test_a_file_changed_after_its_digest_was_recorded_is_fingerprinted_by_its_metadata(seq2seq_export, tmp_path):
     """A weights file whose size or modification time is not what the record says may hold other bytes: the
     record is not trusted for it, and a ``touch`` changes the fingerprint as it did before any record."""
-    model = Qwen2ForCausalLM.from_pretrained(str(tiny_causal_dir), dtype=torch.float32)
-    out = export.export_seq2seq(model, qwen_tokenizer, tmp_path / "export")
+    out = shutil.copytree(seq2seq_export[1], tmp_path / "export")
     first = export_weights_fingerprint(out)
     _later(out)  # touched without the record: maybe replaced by hand
     touched = export_weights_fingerprint(out)
