@@ -57,17 +57,25 @@ def old_dataset(rows: list[dict], thinking: bool):
                               for row in rows])  # fmt: skip
 
 
-def prepared(dataset, tokenizer, tmp_path, max_length: int = 4096) -> list[dict]:
-    """The training examples exactly as trl's SFTTrainer prepares them (input_ids, labels); a real trainer on a tiny
-    Qwen3 that is built, never trained."""
+@functools.cache
+def _never_trained_qwen3():
+    """A tiny Qwen3 built once for the module: each trainer below only prepares its dataset (the examples are the
+    dataset's and tokenizer's; the model is read by none of it) and none trains, so one model serves them all."""
     from transformers import Qwen3ForCausalLM
-    from trl import SFTConfig, SFTTrainer
 
     from train.tiny_models import tiny_qwen3_config
 
+    return Qwen3ForCausalLM(tiny_qwen3_config())
+
+
+def prepared(dataset, tokenizer, tmp_path, max_length: int = 4096) -> list[dict]:
+    """The training examples exactly as trl's SFTTrainer prepares them (input_ids, labels); a real trainer on a tiny
+    Qwen3 that is built, never trained."""
+    from trl import SFTConfig, SFTTrainer
+
     args = SFTConfig(output_dir=str(tmp_path), use_cpu=True, completion_only_loss=True, report_to="none",
                      max_length=max_length, disable_tqdm=True)  # fmt: skip
-    trainer = SFTTrainer(model=Qwen3ForCausalLM(tiny_qwen3_config()), args=args, train_dataset=dataset,
+    trainer = SFTTrainer(model=_never_trained_qwen3(), args=args, train_dataset=dataset,
                          processing_class=tokenizer)  # fmt: skip
     return [{"input_ids": example["input_ids"], "labels": example["labels"]} for example in trainer.train_dataset]
 
