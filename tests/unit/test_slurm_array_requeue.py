@@ -21,8 +21,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 # srun: records its arguments; with FAKE_SRUN_TERM set, signals the batch shell (its parent) as Slurm does on
 # preemption and ends as judge-eval does at a SIGTERM (143); else ends with FAKE_SRUN_EXIT (0 unless set).
+# With FAKE_CLAIM set, it first writes the run.json judge-eval writes into its --out once it has claimed the folder
+# (judge.plumbing.provenance itself, so the record names this job as judge-eval's does).
 FAKE_SRUN = """printf '%s\\n' "$@" >>"$FAKE_SRUN_ARGS"
 echo --- >>"$FAKE_SRUN_ARGS"
+if [[ -n ${FAKE_CLAIM:-} ]]; then
+    out= previous=
+    for arg in "$@"; do if [[ $previous == --out ]]; then out=$arg; fi; previous=$arg; done
+    python3 -c 'import sys; from judge.plumbing.provenance import write_provenance
+write_provenance(sys.argv[1], "judge-eval run", {})' "$out"
+fi
 if [[ -n ${FAKE_SRUN_TERM:-} ]]; then kill -TERM "$PPID"; exit 143; fi
 exit "${FAKE_SRUN_EXIT:-0}"
 """
@@ -216,7 +224,7 @@ def test_overwrite_applies_to_the_tasks_first_launch_only(tmp_path, script, conf
     id, SLURM_RESTART_COUNT 1) passed --overwrite again and discarded the rows judged since. The requeue now ends its
     arguments with --no-overwrite, which wins over both; a new submission (another job id) overwrites again."""
     (tmp_path / "config.yaml").write_text("overwrite: true\n")
-    env = _env(tmp_path, **{config: str(tmp_path / "config.yaml")})
+    env = _env(tmp_path, FAKE_CLAIM="1", **{config: str(tmp_path / "config.yaml")})
     assert _run(script, env, tmp_path, "--overwrite").returncode == 0
     assert _run(script, {**env, "SLURM_RESTART_COUNT": "1"}, tmp_path, "--overwrite").returncode == 0
     assert _run(script, {**env, "SLURM_JOB_ID": "8"}, tmp_path, "--overwrite").returncode == 0
@@ -224,3 +232,40 @@ def test_overwrite_applies_to_the_tasks_first_launch_only(tmp_path, script, conf
     assert first[-1] == "--overwrite" and "--no-overwrite" not in first
     assert requeued[-2:] == ["--overwrite", "--no-overwrite"]
     assert resubmitted[-1] == "--overwrite" and "--no-overwrite" not in resubmitted
+
+
+def test_a_task_preempted_before_judge_eval_claimed_its_shard_overwrites_on_the_requeue(tmp_path):
+    """`sbatch slurm/eval.sbatch --overwrite`, preempted after the script launched srun but before judge-eval cleared
+    the shard (srun starting, imports): a marker written before srun made the requeue pass --no-overwrite, and
+    judge-eval resumed the rows of the earlier submission it was asked to discard. The shard's run.json tells: it
+    names this job only once judge-eval of this job has claimed the folder."""
+    shard = tmp_path / "ev" / "shards" / "0"
+    env = _env(tmp_path, FAKE_JOB_RECORD=PREEMPTED)
+    # an earlier submission (job 6) judged this shard: its run.json and rows are there
+    assert _run("eval.sbatch", {**env, "SLURM_JOB_ID": "6", "FAKE_CLAIM": "1"}, tmp_path).returncode == 0
+    (shard / "predictions.jsonl").write_text('{"id": "1"}\n')
+    proc = _run("eval.sbatch", {**env, "FAKE_SRUN_TERM": "1"}, tmp_path, "--overwrite")  # job 7, stopped unclaimed
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "requeues").read_text() == "requeue 7\n"
+    assert _run("eval.sbatch", {**env, "SLURM_RESTART_COUNT": "1", "FAKE_CLAIM": "1"}, tmp_path,
+                "--overwrite").returncode == 0  # fmt: skip
+    # job 7's judge-eval has claimed the shard now: a further requeue resumes what it judged
+    assert _run("eval.sbatch", {**env, "SLURM_RESTART_COUNT": "2"}, tmp_path, "--overwrite").returncode == 0
+    _, stopped, requeued, requeued_again = _launches(tmp_path)
+    assert stopped[-1] == "--overwrite"
+    assert requeued[-1] == "--overwrite" and "--no-overwrite" not in requeued
+    assert requeued_again[-2:] == ["--overwrite", "--no-overwrite"]
+
+
+@pytest.mark.parametrize("record", ["", "[]", '{"launch": null}', '{"launch": {"slurm_job_id": 7}}', "{"],
+                         ids=["empty", "a-list", "no-launch", "a-number", "cut"])  # fmt: skip
+def test_a_run_json_that_names_no_launch_of_this_job_keeps_the_overwrite(tmp_path, record):
+    """Only a run.json whose launch names this job id (as judge-eval writes it, a string) is a claim; anything else
+    in the shard folder is not this job's, and a requeue keeps --overwrite."""
+    shard = tmp_path / "ev" / "shards" / "0"
+    shard.mkdir(parents=True)
+    (shard / "run.json").write_text(record)
+    env = _env(tmp_path, SLURM_RESTART_COUNT="1")
+    assert _run("eval.sbatch", env, tmp_path, "--overwrite").returncode == 0
+    (launch,) = _launches(tmp_path)
+    assert launch[-1] == "--overwrite" and "--no-overwrite" not in launch
