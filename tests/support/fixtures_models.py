@@ -47,7 +47,8 @@ VLLM_START_TIMEOUT_S = 300.0
 #: (docs/performance.md, the row of the model in the engine-core process against vLLM's worker process). vLLM's CPU
 #: platform picks the worker process only when multiprocessing is on (vllm/platforms/cpu.py, "OMP requires the MP
 #: executor": OpenMP threads are not pinned in-process, a speed matter, not a correctness one). Tests that pin the
-#: production process tree (tests/integration/serving/test_serve_faults.py, the Slurm jobs) start engines without it.
+#: production process tree (the healing test of tests/integration/serving/test_serve_faults.py, the Slurm jobs)
+#: start engines without it.
 #: This is for the engines the tests start themselves; judge-serve's own engines get it from its
 #: ``cpu_worker_in_engine`` setting (serve/launch.py).
 FAST_ENGINE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}

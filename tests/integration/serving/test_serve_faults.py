@@ -3,6 +3,11 @@ restart limit (judge-serve exits non-zero, nothing left), and judge-serve itself
 (nothing left). Every server here marks its whole process tree with ``JUDGE_TEST_MARKER`` and the tests count
 those processes.
 
+The healing server runs judge-serve's default process tree (a worker process per engine, which the healing test
+counts and sees gone). The SIGTERM and kill -9 tests run the model in the EngineCore (``--cpu-worker-in-engine``,
+one process start fewer): what they freeze, signal and count is the engine's supervisor, its API server and its
+EngineCore, which both trees have.
+
 These servers are this module's own (the session's judge-serve instances are never disturbed). Keep the tests in
 file order: the second one ends the first one's server (run alone, it spends that server's one restart itself).
 """
@@ -43,16 +48,21 @@ def _engine_main_pid(pgid: int) -> int:
     raise AssertionError(f"no API server in process group {pgid}")
 
 
-def _start(model_dir: Path, run_dir: Path, args=(), name: str = "faults") -> tuple[JudgeServeProcess, str]:
+def _start(model_dir: Path, run_dir: Path, args=(), name: str = "faults", *,
+           production_engines: bool = False) -> tuple[JudgeServeProcess, str]:
+    """judge-serve with its tree marked; ``production_engines``: the engines' default tree (a worker process each)."""
     marker = f"{name}-{uuid.uuid4().hex[:8]}"
-    # The engines' production process tree (a worker process each): what these tests count and kill.
-    return JudgeServeProcess(model_dir, args, run_dir, env={MARKER_ENV: marker}, production_engines=True), marker
+    env = {MARKER_ENV: marker}
+    return JudgeServeProcess(model_dir, args, run_dir, env=env, production_engines=production_engines), marker
 
 
 @pytest.fixture(scope="module")
 def healing_server(tiny_causal_dir, tmp_path_factory):
-    """judge-serve over the tiny seq2seq judge, allowed one engine restart, its tree marked."""
-    process, marker = _start(tiny_causal_dir, tmp_path_factory.mktemp("serve-healing"), HEALING_ARGS, "healing")
+    """judge-serve over the tiny seq2seq judge on the engines' default process tree, allowed one engine restart, its
+    tree marked."""
+    # The engines' production process tree (a worker process each): what the healing test counts and kills.
+    process, marker = _start(tiny_causal_dir, tmp_path_factory.mktemp("serve-healing"), HEALING_ARGS, "healing",
+                             production_engines=True)
     try:
         process.wait_ready()
         yield process, marker
