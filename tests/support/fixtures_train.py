@@ -5,6 +5,8 @@ Fixtures (all session-scoped; reuse them rather than training again):
     overfit_records_path    JSONL of two Standard sample records, each reduced to one verdict, sharing one short
                             target ("the handful" the seq2seq judge overfits)
     overfit_base_dir        the tiny Qwen2 architecture initialised with std 0.2 (learns the two rows in ~12 steps)
+    overfit_qwen3_base_dir  the tiny Qwen3 of train.tiny_models initialised with std 0.2, the base the Qwen3 recipe
+                            tests train from
     seq2seq_run             train.provenance.RunResult of the seq2seq recipe overfitting those two rows
     seq2seq_examples        the first tokenized training examples that run's trainer fed (input_ids, labels)
     trained_seq2seq_dir     its export (Path): a Qwen2ForCausalLM that greedily writes a verdict judge.parse_verdict
@@ -141,6 +143,18 @@ def overfit_base_dir(tmp_path_factory, request) -> Path:
     from tests.support.shared_builds import built_once
 
     return built_once(tmp_path_factory, "overfit-base0", (OVERFIT_INIT_STD, 0), build)
+
+
+@pytest.fixture(scope="session")
+def overfit_qwen3_base_dir(tmp_path_factory, request) -> Path:
+    """``train.tiny_models.build_tiny_qwen3`` with Qwen3's tokenizer, initialised with std 0.2, seed 0: the base
+    the Qwen3 recipe tests train from (the recipes write nothing into their base), built once per test run for all
+    workers (``tests.support.shared_builds``)."""
+    from tests.support.shared_builds import built_once
+    from train.tiny_models import build_tiny_qwen3
+
+    return built_once(tmp_path_factory, "overfit-qwen3-base0", (OVERFIT_INIT_STD, 0), lambda folder: build_tiny_qwen3(
+        folder, seed=0, tokenizer=request.getfixturevalue("qwen3_tokenizer"), initializer_range=OVERFIT_INIT_STD))
 
 
 @pytest.fixture(scope="session")

@@ -14,10 +14,7 @@ from pathlib import Path
 import pytest
 
 import judge
-from train.tiny_models import (
-    QWEN3_CHAT_TEMPLATE,
-    build_tiny_qwen3,
-)
+from train.tiny_models import QWEN3_CHAT_TEMPLATE
 from tests.support.qwen3_judge import PROMPT, QWEN3_PROMPT_TEXT
 
 
@@ -29,14 +26,13 @@ QWEN3_TRAIN_OVERRIDES = {"max_steps": 8, "save_steps": 8}
 
 
 @pytest.fixture(scope="module")
-def qwen3_seq2seq_run(tmp_path_factory, qwen3_tokenizer, overfit_records_path):
-    """(RunResult, first tokenized examples, base folder) of the seq2seq recipe on a tiny Qwen3 base."""
-    from tests.support.fixtures_train import OVERFIT_INIT_STD, OVERFIT_OVERRIDES, TINY_SEQ2SEQ, capture_examples
+def qwen3_seq2seq_run(tmp_path_factory, overfit_qwen3_base_dir, overfit_records_path):
+    """(RunResult, first tokenized examples, base folder) of the seq2seq recipe on the tiny Qwen3 base."""
+    from tests.support.fixtures_train import OVERFIT_OVERRIDES, TINY_SEQ2SEQ, capture_examples
     from train import seq2seq
     from train.config import load_config
 
-    base = build_tiny_qwen3(tmp_path_factory.mktemp("qwen3-base"), seed=0, tokenizer=qwen3_tokenizer,
-                            initializer_range=OVERFIT_INIT_STD)  # fmt: skip
+    base = overfit_qwen3_base_dir
     examples = capture_examples()
     config = load_config(
         TINY_SEQ2SEQ,

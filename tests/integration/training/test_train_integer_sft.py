@@ -13,7 +13,8 @@ import json
 from tests.support.train_integer_sft import COMPLETION_TEXT, REASONING, TRAINING_TEXT, trace_record
 
 
-def test_seq2seq_recipe_trains_and_exports_an_integer_format_qwen3_judge(tmp_path, qwen3_tokenizer):
+def test_seq2seq_recipe_trains_and_exports_an_integer_format_qwen3_judge(tmp_path, qwen3_tokenizer,
+                                                                         overfit_qwen3_base_dir):  # fmt: skip
     """judge-train's seq2seq recipe with verdict_format integer, on two traces and a tiny Qwen3: the first example is
     TRAINING_TEXT's layout (thinking on, the trace and the integer labelled), the loss is finite and falls over 4
     steps, and the export's manifest says integer and records the lengths it was trained within (the config's
@@ -21,20 +22,19 @@ def test_seq2seq_recipe_trains_and_exports_an_integer_format_qwen3_judge(tmp_pat
     import math
 
     from judge.checkpoints import TrainedLengths, checkpoint_trained_lengths, checkpoint_verdict_format
-    from tests.support.fixtures_train import OVERFIT_INIT_STD, OVERFIT_OVERRIDES, TINY_SEQ2SEQ, capture_examples
+    from tests.support.fixtures_train import OVERFIT_OVERRIDES, TINY_SEQ2SEQ, capture_examples
     from train import seq2seq
     from train.config import load_config
-    from train.tiny_models import build_tiny_qwen3
 
     data = tmp_path / "traces.jsonl"
     # The second trace's 1 agrees with its experts' mode (integer_rows drops a trace that disagrees with its label)
     rows = [trace_record().to_dict(), trace_record(id="item-2#1", item_id="item-2", reasoning="Ошибки есть.",
                                                    reasoning_score=1, expert_scores=[1, 1, 2]).to_dict()]  # fmt: skip
     data.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
-    base = build_tiny_qwen3(tmp_path / "base", seed=0, tokenizer=qwen3_tokenizer, initializer_range=OVERFIT_INIT_STD)
     config = load_config(TINY_SEQ2SEQ, {**OVERFIT_OVERRIDES, "max_steps": 4, "save_steps": 4, "zero_shot": "refuse",
-                                        "output_dir": str(tmp_path / "run"), "model_name_or_path": str(base),
-                                        "data": str(data), "verdict_format": "integer", "disable_tqdm": True})  # fmt: skip
+                                        "output_dir": str(tmp_path / "run"),
+                                        "model_name_or_path": str(overfit_qwen3_base_dir), "data": str(data),
+                                        "verdict_format": "integer", "disable_tqdm": True})  # fmt: skip
     examples = capture_examples()
     run = seq2seq.main(config, callbacks=(examples,))
 
