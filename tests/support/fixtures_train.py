@@ -42,7 +42,8 @@ TINY_REGRESSION = REPO_ROOT / "configs" / "train" / "tiny" / "regression.yaml"
 
 #: The overfit run: 20 optimizer steps of one row at lr 1e-2 (linear decay to 0) on ``overfit_base_dir``.
 #: Measured: both prompts give the exact target greedily from step ~12. No more steps than that margin needs: on CPU
-#: each is costly (trl's fused LM head scores every position, prompt included).
+#: each is costly (trl's fused LM head scores every position, prompt included). One checkpoint, at the last step: no
+#: test reads a mid-run one, and each is a save of the weights and the optimizer.
 OVERFIT_OVERRIDES = {
     "learning_rate": 1e-2,
     "max_steps": 20,
@@ -50,7 +51,7 @@ OVERFIT_OVERRIDES = {
     "per_device_train_batch_size": 1,
     "max_length": 512,
     "max_rows": None,
-    "save_steps": 10,
+    "save_steps": 20,
     "logging_steps": 1,
 }
 #: Initialiser standard deviation of the overfit base. With the default 0.02 the tied 151,936 x 64 embedding

@@ -23,12 +23,14 @@ TAX = load_taxonomy()
 
 @pytest.fixture(scope="module")
 def classifier_run(tmp_path_factory, tiny_causal_dir):
-    """The tiny classifier config trained once on the session's tiny Qwen2 (8 rows, 12 steps)."""
+    """The tiny classifier config trained once on the session's tiny Qwen2 (8 rows, 12 steps), checkpointed at its
+    last step only: no test here reads a checkpoint, and the config's mid-run one would be a save of the weights and
+    the optimizer for nothing."""
     from train.classifier import train_classifier
 
     out = tmp_path_factory.mktemp("classifier")
-    config = load_config(TINY_YAML,
-                         {"output_dir": str(out), "model_name_or_path": str(tiny_causal_dir)})  # fmt: skip
+    config = load_config(TINY_YAML, {"output_dir": str(out), "model_name_or_path": str(tiny_causal_dir),
+                                     "save_steps": 12})  # fmt: skip
     return config, train_classifier(config)
 
 
