@@ -12,7 +12,7 @@ import json
 
 from eval.cli import main
 from eval.judging.predictions import read_predictions
-from tests.support.fixtures_models import FAST_ENGINE_ENV, copy_of
+from tests.support.fixtures_models import FAST_ENGINE_ENV, TEST_KV_CACHE, copy_of
 
 
 # --------------------------------------------------------------------------------------------- end to end
@@ -69,8 +69,9 @@ def test_local_checkpoint_is_served_for_the_run_and_stopped(tiny_causal_dir, sma
     before = {p.pid for p in psutil.process_iter()}
     assert main(["run", "--judge", str(tiny_causal_dir), "--server", "vllm", "--data", str(data), "--out",
                  str(tmp_path), "--limit", "3", "--max-tokens", "4", "--no-progress", "--server-args",
-                 '["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048"]',
-                 "--server-env", json.dumps({"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", **FAST_ENGINE_ENV})]) == 0
+                 json.dumps(["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048",
+                             "--kv-cache-memory-bytes", TEST_KV_CACHE]),
+                 "--server-env", json.dumps({"HF_HUB_OFFLINE": "1", **FAST_ENGINE_ENV})]) == 0
     rows = read_predictions(tmp_path)
     assert sorted(r["id"] for r in rows) == sorted(r.id for r in records[:3])
     assert {r["judge"] for r in rows} == {tiny_causal_dir.name}

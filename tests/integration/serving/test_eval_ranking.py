@@ -21,7 +21,7 @@ def test_checkpoint_candidate_is_served_then_stopped(tiny_causal_dir, data: Path
     """`--model CHECKPOINT` serves the tiny model with vLLM for the answers, stops it, and judges what it said."""
     import psutil
 
-    from tests.support.fixtures_models import FAST_ENGINE_ENV, copy_of
+    from tests.support.fixtures_models import FAST_ENGINE_ENV, TEST_KV_CACHE, copy_of
 
     # A copy of its own: the session folder is shared by both workers, so a server another worker starts on it
     # would read below as this run's leftover.
@@ -46,10 +46,10 @@ def test_checkpoint_candidate_is_served_then_stopped(tiny_causal_dir, data: Path
         # the judge is never asked about, and the comparison below would hold for no answer at all.
         code = main(rank_argv(str(tiny_causal_dir), judge.base_url, data, out, "--max-tokens", "8",
                                 "--extra-body", json.dumps({"structured_outputs": {"regex": "[a-z]{2,8}"}}),
-                                "--server-args", '["--enforce-eager", "--dtype", "float32", "--max-model-len", "2048", '
-                                                 '"--structured-outputs-config.backend", "guidance"]',
-                                "--server-env", json.dumps({"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1",
-                                                            **FAST_ENGINE_ENV})))
+                                "--server-args", json.dumps(["--enforce-eager", "--dtype", "float32", "--max-model-len",
+                                                             "2048", "--kv-cache-memory-bytes", TEST_KV_CACHE,
+                                                             "--structured-outputs-config.backend", "guidance"]),
+                                "--server-env", json.dumps({"HF_HUB_OFFLINE": "1", **FAST_ENGINE_ENV})))
         prompts = [b["messages"][0]["content"] for b in judge.bodies("/v1/chat/completions")]
     answers = [json.loads(line) for line in (out / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
     assert code == 0 and [a["prompt_id"] for a in answers] == sorted(CASES)

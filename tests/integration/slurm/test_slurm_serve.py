@@ -45,7 +45,8 @@ SERVE_READY_WAIT_S = 900
 
 
 def _serve_flags() -> list[str]:
-    """The test servers' fast CPU flags, without the API key (the eval tasks send none)."""
+    """The test servers' fast CPU flags (their KV cache, TEST_KV_CACHE, among them), without the API key (the eval
+    tasks send none)."""
     flags = list(TEST_FLAGS)
     i = flags.index("--api-key")
     del flags[i:i + 2]
@@ -103,7 +104,6 @@ def serve_flow(slurm_cluster, slurm_job_env, tiny_causal_dir, tmp_path_factory):
         "JUDGE_MODEL": str(tiny_causal_dir),
         "JUDGE_PORT": str(port),
         "JUDGE_ENDPOINT_DIR": str(root / "endpoints"),
-        "VLLM_CPU_KVCACHE_SPACE": "1",
     }
     started = time.monotonic()
     serve = slurm_cluster.sbatch(
