@@ -538,7 +538,8 @@ class RewardRoute:
             # OpenRLHF never reads a refusal's body: the log is the only place its cause is kept (the path's key is
             # written <reward-key> by SecretPathFilter, on this logger). Spaced: a client without the key, however
             # many times it asks, adds a line a minute, not one per request. The path is the client's (decoded: %1b
-            # is an ESC; a space or a NEL ends the masked key), shown as a console shows it.
+            # is an ESC), shown as a console shows it; the mask runs on that text, so only a space ends the masked key
+            # (what visible() escapes, a NEL among them, is masked with it).
             self.refused(visible(request.url.path))
             # Closed after the answer, its body unread, as judge-serve's own 401 (serve.connections.ApiKeyMiddleware).
             return self.error(401, f"missing or wrong reward key: send {how}", "authentication_error",

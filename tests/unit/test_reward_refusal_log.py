@@ -66,13 +66,26 @@ def test_a_refusals_log_line_shows_control_characters_as_escapes(monkeypatch):
 
 
 def test_a_wrong_keys_path_is_logged_with_its_control_characters_escaped(tiny_causal_dir, monkeypatch):
-    """A client without the key chooses the path its 401 line names (decoded: %1b is an ESC, %c2%85 a NEL): the part
-    after a whitespace (a space, a NEL), which the key's mask leaves, is shown as a console shows it, so the client
-    cannot repaint the operator's terminal or forge a line of its own."""
+    """A client without the key chooses the path its 401 line names (decoded: %1b is an ESC, %c2%85 a NEL), shown as
+    a console shows it, so the client cannot repaint the operator's terminal or forge a line of its own. The key's
+    mask runs on the escaped text: a space ends it, and the part after the space is shown escaped; a NEL or an ESC,
+    escaped first, is masked with the key, whatever follows it."""
+    import functools
+
+    import serve.rewards
+    from serve.quiet_logs import SpacedWarning
+
+    # Every refusal logged, not one a minute: both paths' lines are seen.
+    monkeypatch.setattr(serve.rewards, "SpacedWarning", functools.partial(SpacedWarning, interval_s=0.0))
     monkeypatch.setenv("JUDGE_SERVE_REWARD_KEY", "reward-key-that-must-stay-secret")
     with judge_serve_log(monkeypatch) as records, _attached_judge_serve(tiny_causal_dir, monkeypatch) as (http, _):
         assert http.post("/get_reward/x%20%1b[2J%c2%85forged", json={}).status_code == 401
-    [line] = [r.getMessage() for r in records if r.levelno == logging.WARNING and "refused" in r.getMessage()]
-    assert line.startswith("a reward request was refused (401) on POST /get_reward/<reward-key> \\x1b[2J\\x85forged: "
-                           "missing or wrong reward key"), line
-    assert "\x1b" not in line and "\x85" not in line
+        assert http.post("/get_reward/x%c2%85forged%1b[2J", json={}).status_code == 401
+    spaced, unspaced = [r.getMessage() for r in records
+                        if r.levelno == logging.WARNING and "refused" in r.getMessage()]
+    assert spaced.startswith("a reward request was refused (401) on POST /get_reward/<reward-key> "
+                             "\\x1b[2J\\x85forged: missing or wrong reward key"), spaced
+    assert unspaced.startswith("a reward request was refused (401) on POST /get_reward/<reward-key>: "
+                               "missing or wrong reward key"), unspaced
+    for line in (spaced, unspaced):
+        assert "\x1b" not in line and "\x85" not in line
