@@ -74,13 +74,13 @@ def _cells(*columns: np.ndarray, item_cells: bool = False):
     """Distinct rows of the stacked columns and how many items share each (with ``item_cells``, also each item's
     row: ``(cells, counts, cell_of_item)``).
 
-    Each column is coded to integers first and the codes combined into one int64 key, because a 1-D sort is an
-    order of magnitude faster than ``np.unique(axis=0)`` on the 160k rows of a full test. A column's codes are the
-    ranks of its sorted distinct values, as ``np.unique(return_inverse=True)`` numbers them (0.0 and -0.0 one
-    value), from ``pandas.factorize(sort=True)``: a hash table, then a sort of the few distinct values only, half
-    the time of sorting every item. Where the combined key is small (``_COUNTED_KEYS_PER_ITEM``) its distinct values
-    are counted by one ``np.bincount`` rather than found by ``np.unique``'s sort: half the time on a full test's cell,
-    the same cells, counts and numbering (``tests/unit/test_scoring_cells.py``).
+    Each column is coded to integers first and the codes combined into one int64 key, because a 1-D sort of
+    integers is far cheaper than ``np.unique(axis=0)``'s sort of rows on the 160k rows of a full test. A column's
+    codes are the ranks of its sorted distinct values, as ``np.unique(return_inverse=True)`` numbers them (0.0 and
+    -0.0 one value), from ``pandas.factorize(sort=True)``: a hash table, then a sort of the few distinct values
+    only, not of every item. Where the combined key is small (``_COUNTED_KEYS_PER_ITEM``) its distinct values are
+    counted by one ``np.bincount``, one pass over the items rather than ``np.unique``'s sort of them: the same cells,
+    counts and numbering (``tests/unit/test_scoring_cells.py``).
     """
     import pandas as pd
 
