@@ -65,8 +65,8 @@ MIN_VERDICT_UNITS = 30
 #: The point value is kept below it (``eval.scoring.metrics.spearman``'s, as the paper's tables report it); only
 #: the interval is NaN (null in metrics.json, "—" in the reports).
 MIN_SPEARMAN_PAIRS = 3
-# ``_cells`` counts a combined key of at most this many values per item (a count array no larger than the items
-# themselves); a larger one (a real-valued column's thousands of values) it sorts.
+# ``_cells`` counts a combined key of at most this many values per item (its count array and its first-item array
+# each of at most four entries per item); a larger one (a real-valued column's thousands of values) it sorts.
 _COUNTED_KEYS_PER_ITEM = 4
 
 
