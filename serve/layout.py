@@ -355,8 +355,9 @@ def _released_regression(
 ) -> CheckpointLayout:
     from serve.released import ReleasedLayoutError, prepare_released_regression
 
-    # Both engines load the checkpoint's shards through the views; a shard gone would otherwise surface as the views'
-    # build failing to open or stat it, a bare file-not-found that says nothing of a download cut short.
+    # Both engines load the checkpoint's shards through the views, whose build opens and stats each shard: a shard
+    # gone is refused here, named as a download cut short, not left to the build's file-not-found, which names only
+    # the file.
     _refuse_missing_shards(root, "generator and pooler engines")
     try:
         views = prepare_released_regression(root, derived_cache_dir or None)

@@ -189,8 +189,8 @@ def _head_shape_ok(root: Path, config: dict[str, Any], head: dict[str, Any]) -> 
 
 def _key(root: Path, weight_map: dict[str, str], head: dict[str, Any]) -> str:
     # The folder's own path is part of the key: views link to its shards by that path. Resolved: one folder spelled
-    # two ways (through a symlinked home or mount) is one key, where two spellings each found the other's stamp
-    # stale, rewrote the head shard and replaced the views under the other judge-serve's loading engines.
+    # two ways (through a symlinked home or mount) is one key; as two keys, each spelling would find the other's stamp
+    # stale, rewrite the head shard and replace the views under the other judge-serve's loading engines.
     digest = hashlib.sha256(f"views-format-{VIEWS_FORMAT}:{root.resolve()}".encode())
     for name in ("config.json", INDEX):
         if (root / name).is_file():
@@ -367,9 +367,9 @@ def prepare_released_regression(root: str | Path, cache_dir: str | Path | None =
 
 
 def _not_built(err: OSError, root: Path, base: Path) -> OSError:
-    """An ``OSError`` of ``err``'s errno, its message followed by what was built where and what to do: a bare
-    ``[Errno 13] Permission denied: '/home/svc/.cache'`` said neither that the views of a released judge were being
-    built there nor that ``derived_cache_dir`` moves them."""
+    """An ``OSError`` of ``err``'s errno, its message followed by what was being built where and what to do: the
+    errno's own text (``[Errno 13] Permission denied: '/home/svc/.cache'``) names a path, not that the views of a
+    released judge are built there nor that ``derived_cache_dir`` moves them."""
     if base.parent == root:
         remedy = ("they go beside a checkpoint whose folder is writable (derived_cache_dir moves only the views "
                   "of a read-only folder or a hub snapshot)")
