@@ -2,10 +2,11 @@
 
 ``concurrent.futures.ThreadPoolExecutor`` joins every thread it started when the interpreter exits, whatever its
 ``shutdown`` was told: a call still running then holds the process. judge-serve's task classifier runs on such a
-pool (``serve.judging.CLASSIFIER_THREADS``), and its ``llm`` method waits on an endpoint for up to three requests of
-60 s each: after a drain had answered every request and stopped the engines, judge-serve did not exit until that call
-returned, past Slurm's ``KillWait`` (then SIGKILL) and past a Ctrl+C. Its answer has nobody to go to once the server
-has stopped, so these threads are daemon threads, left to the interpreter's exit.
+pool (``serve.judging.CLASSIFIER_THREADS``), and its ``llm`` method waits on an endpoint for up to three requests,
+each bounded only per connect, read or write (``timeout_s``, 60 s by default; a body that trickles in is never cut):
+on a ``ThreadPoolExecutor``, once a drain has answered every request and stopped the engines, judge-serve would not
+exit until that call returned, however long past Slurm's ``KillWait`` (then SIGKILL) or a Ctrl+C. Its answer has
+nobody to go to once the server has stopped, so these threads are daemon threads, left to the interpreter's exit.
 """
 
 from __future__ import annotations

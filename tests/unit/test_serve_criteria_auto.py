@@ -300,9 +300,10 @@ print("leaving with the call running", flush=True)
 
 def test_a_classifier_call_still_running_does_not_hold_judge_serves_exit():
     """Once judge-serve has drained and stopped its engines, main() returns; a task-classifier call still running
-    then (the llm method waiting on its endpoint: up to three requests of 60 s each) must not hold the process: its
-    answer has nobody to go to. On a ThreadPoolExecutor it did (the interpreter joins every such thread at exit,
-    whatever shutdown says), past Slurm's KillWait and past a Ctrl+C. The process here ends as soon as it is done."""
+    then (the llm method waiting on its endpoint: up to three requests, each with timeout_s per read, not per
+    request) must not hold the process: its answer has nobody to go to. On a ThreadPoolExecutor it would (the
+    interpreter joins every such thread at exit, whatever shutdown says), past Slurm's KillWait and past a Ctrl+C. The
+    process here ends as soon as it is done."""
     import subprocess
     import sys
     from pathlib import Path
