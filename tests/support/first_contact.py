@@ -98,14 +98,15 @@ _CONSOLE_FILTERS = (("default", DeprecationWarning, "__main__"), ("ignore", Depr
 
 def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = None,
                      cwd: Path | None = None) -> Outcome:
-    """Console script ``name``'s ``main`` (its ``console_scripts`` entry point) called with ``argv`` in this process,
-    as the script calls it: with ``env`` as ``os.environ`` (default: this one's), ``cwd`` as the current folder,
+    """Console script ``name``'s ``main`` (its ``console_scripts`` entry point) called with ``argv`` in this process, as
+    the script calls it: with ``env`` as ``os.environ`` (default: this one's), ``cwd`` as the current folder,
     ``sys.argv[0]`` the script's path (argparse's program name), stdout and stderr captured, the root logger without
     pytest's handlers (so that the main's ``configure_logging`` sets up the console's stderr handler, and its log lines
     are in ``err`` as a console shows them), warnings under a fresh interpreter's filters and printed to the captured
     stderr (not to pytest's record), and COLUMNS 80 unless ``env`` sets it (a pipe's width: --help wraps as in a console
-    start read by a test). The exit code is the return value, or ``SystemExit``'s (argparse's errors and --help). An
-    exception escaping the main is not caught: the test fails with it, as a traceback on a console would.
+    start read by a test; without ``env``, a COLUMNS this process has, a shell's or a CI's, is not passed on). The exit
+    code is the return value, or ``SystemExit``'s (argparse's errors and --help). An exception escaping the main is not
+    caught: the test fails with it, as a traceback on a console would.
 
     What it does not reproduce of a console start: the modules are this session's, imported once and shared with every
     other test (an import that works only because something else imported it first works here too), and ``env``
@@ -130,7 +131,7 @@ def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = No
     threads = set(threading.enumerate())
     out, err = io.StringIO(), io.StringIO()
     try:
-        _set_environ({"COLUMNS": "80", **(environ if env is None else env)})
+        _set_environ({**environ, "COLUMNS": "80"} if env is None else {"COLUMNS": "80", **env})
         if cwd is not None:
             os.chdir(cwd)
         sys.argv = [console_script(name), *argv]

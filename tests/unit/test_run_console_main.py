@@ -1,6 +1,6 @@
 """``tests.support.first_contact.run_console_main`` against a console start: a main's warnings reach the captured
-stderr under a fresh interpreter's filters, and an environment a library reads only at its import is refused, not
-silently lost."""
+stderr under a fresh interpreter's filters, an environment a library reads only at its import is refused, not
+silently lost, and a main sees 80 columns whatever this process exported, unless ``env`` gives its own."""
 
 from __future__ import annotations
 
@@ -54,3 +54,18 @@ def test_an_environment_read_at_import_is_refused_in_process(key, monkeypatch):
     with pytest.raises(AssertionError, match=f"{key}=.* would not reach a library that read it at its import"):
         run_console_main("judge-eval", [], env)
     assert run_console_main("judge-eval", [], dict(os.environ)).code == 0  # the same values as the session's pass
+
+
+def _columns_main(argv: list[str]) -> int:
+    print(os.environ.get("COLUMNS"))
+    return 0
+
+
+def test_a_main_sees_80_columns_unless_env_gives_its_own(monkeypatch):
+    """--help wraps at $COLUMNS: a main sees 80 (a pipe's width) whatever this process has exported (a shell's or a
+    CI's COLUMNS), so a test's wrapping assertions hold everywhere; an ``env`` that sets COLUMNS gives its own."""
+    monkeypatch.setattr(first_contact, "entry_points", lambda group, name: [_Point(_columns_main)])
+    monkeypatch.setenv("COLUMNS", "200")
+    assert run_console_main("judge-eval", []).out == "80\n"
+    assert run_console_main("judge-eval", [], env={**os.environ, "COLUMNS": "120"}).out == "120\n"
+    assert os.environ["COLUMNS"] == "200"  # this process's environment is left as found
