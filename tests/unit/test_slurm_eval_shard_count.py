@@ -89,11 +89,14 @@ def test_no_overwrite_last_wins_over_overwrite(tmp_path):
     (["--overwrite=true"], True), (["--overwrite", "yes"], True), (["--overwrite=OFF"], False),
     (["--overwrite", "false"], False), (["--overwrite", "0", "--criteria", "given"], False),
     (["--no-overwrite", "--overwrite=1"], True), (["--overwrite", "--no-progress"], True),
+    (["--overwrite", "--name=a b"], True), (["--overwrite", "--server-args=--max-model-len 4096"], True),
 ])  # fmt: skip
 def test_overwrite_with_a_value_after_the_script_is_read_as_judge_eval_reads_it(tmp_path, script_args, recut):
     """judge-eval's --overwrite takes an optional truth value (`--overwrite false`, `--overwrite=yes`). Read as the
     bare flag, `--overwrite false` re-cut the earlier array's 4 shards into 1 (count rewritten) for a judge-eval
-    that then resumed them, and `--overwrite=true` was refused as if no --overwrite were given."""
+    that then resumed them, and `--overwrite=true` was refused as if no --overwrite were given. A word that is one of
+    run's flags before its `=` is that flag to argparse, a space after the `=` or not (`--name=a b`): taken for
+    --overwrite's value, it stopped a command judge-eval runs."""
     _earlier_array_of_four(tmp_path)
     proc = _one_task_array(tmp_path, 0, *script_args)
     shards = tmp_path / "eval" / "shards"
@@ -110,6 +113,7 @@ def test_overwrite_with_a_value_after_the_script_is_read_as_judge_eval_reads_it(
 @pytest.mark.parametrize(("script_args", "value"), [
     (["--overwrite=maybe"], "maybe"), (["--overwrite", ""], ""), (["--overwrite", "-1"], "-1"),
     (["--overwrite", "-.5"], "-.5"), (["--overwrite", "-"], "-"), (["--overwrite", "-x y"], "-x y"),
+    (["--overwrite", "--unknown=a b"], "--unknown=a b"),
 ])  # fmt: skip
 def test_an_overwrite_value_judge_eval_refuses_stops_the_task_before_the_cut(tmp_path, script_args, value):
     """argparse takes a word after --overwrite as its value unless it reads the word as an option: an empty word, a
@@ -168,6 +172,33 @@ def test_a_config_judge_eval_refuses_stops_the_task_before_anything_is_recut(tmp
     assert (tmp_path / "eval" / "shards" / "count").read_text(encoding="utf-8") == "4\n"
     assert (tmp_path / "eval" / "shards" / "0" / "data.jsonl").read_text(encoding="utf-8") == \
         '{"id": "0"}\n{"id": "1"}\n'
+
+
+def test_flags_judge_eval_run_refuses_stop_the_task_before_the_cut(tmp_path):
+    """Read by judge-eval's own parser, a flag it refuses after the script stops the task naming it, before the
+    earlier array's count is rewritten: judge-eval would refuse it only after the re-cut."""
+    _earlier_array_of_four(tmp_path)
+    proc = _one_task_array(tmp_path, 0, "--overwrite", "--max-tokens", "many")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("eval.sbatch: judge-eval run refuses the flags after the script (")
+    assert "--max-tokens" in proc.stderr and "fix them before the array runs" in proc.stderr, proc.stderr
+    assert (tmp_path / "eval" / "shards" / "count").read_text(encoding="utf-8") == "4\n"
+
+
+@pytest.mark.parametrize(("script_args", "recut"), [
+    (["--overwrite", "--name=a b"], True), (["--overwrite", "false"], False), (["--overwrite", "-1"], False),
+])  # fmt: skip
+def test_without_judge_evals_interpreter_the_overwrite_flag_is_read_by_its_look(tmp_path, script_args, recut):
+    """Without a python beside judge-eval, a word after --overwrite that looks like `--flag=...` is a flag, as it is
+    to argparse when the flag is one of run's; a value judge-eval refuses still stops the task."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text("#!/bin/bash\nexit 1\n", encoding="utf-8")
+    (bin_dir / "python").chmod(0o755)
+    _earlier_array_of_four(tmp_path)
+    proc = _one_task_array(tmp_path, 0, *script_args)
+    assert proc.returncode == (0 if recut else 2), proc.stderr
+    assert (tmp_path / "eval" / "shards" / "count").read_text(encoding="utf-8") == ("1\n" if recut else "4\n")
 
 
 @pytest.mark.parametrize(("line", "recut"), [
