@@ -355,10 +355,10 @@ def _released_regression(
 ) -> CheckpointLayout:
     from serve.released import ReleasedLayoutError, prepare_released_regression
 
-    # Both engines load the checkpoint's shards through the views, whose build opens and stats each shard: a shard
-    # gone is refused here, named as a download cut short, not left to the build's file-not-found, which names only
-    # the file.
-    _refuse_missing_shards(root, "generator and pooler engines")
+    # Both engines load the checkpoint's shards through the views (the pooler alone with generator_model, whose
+    # folder the generator loads instead), whose build opens and stats each shard: a shard gone is refused here,
+    # named as a download cut short, not left to the build's file-not-found, which names only the file.
+    _refuse_missing_shards(root, "pooler engine" if generator_model else "generator and pooler engines")
     try:
         views = prepare_released_regression(root, derived_cache_dir or None)
     except (ReleasedLayoutError, ValueError, OSError) as err:

@@ -100,3 +100,17 @@ def test_a_released_checkpoint_missing_a_shard_is_told_a_download_cut_short(tmp_
                                                              "model.safetensors.index.json",
                                                              *{"model-00001-of-00002.safetensors",
                                                                "model-00002-of-00002.safetensors"} - {gone}])
+
+
+def test_a_released_checkpoint_missing_a_shard_names_the_pooler_alone_with_generator_model(tmp_path):
+    """With generator_model the generator engine loads that folder, not the released one: the refusal blamed both
+    engines for a folder only the pooler loads."""
+    from serve.layout import LayoutError, resolve_layout
+
+    root = released_r(tmp_path / "r")
+    (root / "model-00002-of-00002.safetensors").unlink()
+    with pytest.raises(LayoutError) as caught:
+        resolve_layout(root, generator_model=tmp_path / "generator")
+    assert str(caught.value) == (f"model: {root}: its weights index names model-00002-of-00002.safetensors, not in "
+                                 "the folder, so the pooler engine could not load it; copy the missing shards (a "
+                                 "download or copy cut short), or pass a complete folder")
