@@ -4,7 +4,7 @@ cell of the report (Zero-Shot / Standard / all x overall / evaluated model / tas
 The item table is a set of aligned numpy columns, so the metric cells are index selections over the same
 arrays: the 100-fold Verdict Confidence is computed once for all items and averaged per cell.
 
-Why one module of ~1,290 lines: building the columns, deriving the per-item quantities once and selecting every
+Why one module of ~1,340 lines: building the columns, deriving the per-item quantities once and selecting every
 cell from them share the private ``_Derived`` columns and the scale cache; split apart they would pass those
 arrays through public signatures for no reader's gain.
 """
@@ -46,6 +46,7 @@ __all__ = [
     "STATUSES",
     "build_table",
     "first_prediction_rows",
+    "id_array",
     "choose_target",
     "evaluate",
     "value_levels",
@@ -215,19 +216,62 @@ def _task_group(taxonomy, task_type: str, subtype: str) -> str:
     return task_type or "(unknown)"
 
 
+def id_array(ids, whose: str = "predictions'"):
+    """Ids as one Arrow type for a join: text (``pa.string()``), a dictionary-encoded, large or view column decoded
+    and whole numbers written as text (``5`` as ``"5"``, as ``str`` writes it; all null stays null); a Python
+    sequence of str made into one, as bytes (``pa.binary()``, the str's own code points, a lone surrogate too) where
+    one has no UTF-8.
+
+    Raises:
+        ValueError: ``id: the <whose> ids are <type>, not text``, for any other type.
+    """
+    import pyarrow as pa
+
+    if not isinstance(ids, (pa.Array, pa.ChunkedArray)):
+        texts = [str(v) for v in ids]
+        try:
+            return pa.array(texts, type=pa.string())
+        except UnicodeEncodeError:
+            return pa.array([v.encode("utf-8", "surrogatepass") for v in texts], type=pa.binary())
+    kind = ids.type.value_type if pa.types.is_dictionary(ids.type) else ids.type
+    if pa.types.is_binary(kind):
+        return ids.cast(pa.binary())
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
+            or pa.types.is_integer(kind) or pa.types.is_null(kind)):
+        raise ValueError(f"id: the {whose} ids are {ids.type}, not text")
+    return ids.cast(pa.string())
+
+
+def _joinable(record_ids, prediction_ids):
+    """Both sides through ``id_array``, then of one type: where one is bytes (a lone surrogate), both as bytes (text
+    as its UTF-8)."""
+    import pyarrow as pa
+
+    record_ids, prediction_ids = id_array(record_ids, "records'"), id_array(prediction_ids)
+    if record_ids.type != prediction_ids.type:
+        record_ids, prediction_ids = record_ids.cast(pa.binary()), prediction_ids.cast(pa.binary())
+    return record_ids, prediction_ids
+
+
 def first_prediction_rows(record_ids, prediction_ids) -> tuple[np.ndarray, np.ndarray]:
     """Each record's prediction row, the first of its id as `run`'s resume keeps it, by Arrow's hash join
     (``index_in`` gives a value's first position in the value set), not a Python dict of every id.
 
     Args:
-        record_ids, prediction_ids: Arrow string arrays (chunked or not).
+        record_ids, prediction_ids: Arrow arrays (chunked or not) or sequences of str, each made one type by
+            ``id_array`` (text of any Arrow text type, dictionary-encoded or whole numbers; bytes where a str has
+            no UTF-8), the two the same.
 
     Returns:
         ``(match, first_rows)``: per record the position of its id's first row (-1: none), and each distinct
         prediction id's first row, ascending (the predictions' order).
+
+    Raises:
+        ValueError: ids of another type (``id_array``), naming the field.
     """
     import pyarrow.compute as pc
 
+    record_ids, prediction_ids = _joinable(record_ids, prediction_ids)
     own = pc.index_in(prediction_ids, value_set=prediction_ids).to_numpy(zero_copy_only=False)
     first_rows = np.flatnonzero(own == np.arange(len(own)))
     match = pc.index_in(record_ids, value_set=prediction_ids).fill_null(-1).to_numpy(zero_copy_only=False)
@@ -246,7 +290,8 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
         records: the labelled records: ``judge.RecordColumns`` (``judge.load_record_columns``) or a ``JudgeRecord``
             list.
         predictions: the run's prediction table (``eval.judging.predictions.read_prediction_table``), or prediction rows
-            (dicts, made into that table by ``eval.judging.predictions.prediction_table``).
+            (dicts, made into that table by ``eval.judging.predictions.prediction_table``); its ids of any type
+            ``id_array`` takes.
         judge_name: label for reports; default: the most frequent ``judge`` of the predictions.
         clip_regression: score a regression head's value clipped into the scale (the row's ``score``) instead of
             its raw value (``judge-eval score --clip-regression``; a choice of this toolkit, not the paper's).
@@ -269,8 +314,7 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     if not isinstance(predictions, pa.Table):
         predictions = prediction_table(predictions)
     # The first row of each id counts, as in `run`'s resume: its position in the predictions, per record.
-    prediction_ids = predictions.column("id")
-    record_ids = pa.array(columns.ids, type=pa.string())
+    record_ids, prediction_ids = _joinable(columns.ids, predictions.column("id"))
     match, first_rows = first_prediction_rows(record_ids, prediction_ids)
     repeated = predictions.num_rows - len(first_rows)
     n = len(columns)
@@ -359,7 +403,9 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
                          .to_numpy(zero_copy_only=False)]
     notes = {"n_unknown_ids": len(unknown), "n_repeated_ids": repeated}
     if len(unknown):  # the first in the predictions' order, for the reports to name (``notes.first_unknown_id``)
-        notes["first_unknown_id"] = str(prediction_ids[int(unknown[0])].as_py())
+        first_unknown = prediction_ids[int(unknown[0])].as_py()
+        notes["first_unknown_id"] = (first_unknown.decode("utf-8", "surrogatepass") if isinstance(first_unknown, bytes)
+                                     else str(first_unknown))
     without_raw = ok & (source == ScoreSource.REGRESSION_HEAD) & ~np.isfinite(raw)
     if from_head.any() or without_raw.any():
         # How many of the head's raw values fell outside their scale (they are clipped only with clip_regression),

@@ -235,7 +235,8 @@ def pollux_official(records, predictions, splits: Mapping[str, Any], derived_ref
     Args:
         records: the labelled records (``judge.RecordColumns``, or a ``JudgeRecord`` list).
         predictions: the run's predictions: the prediction table (``eval.judging.predictions.read_prediction_table``)
-            or its rows (the first row per id counts, as in scoring).
+            or its rows (the first row per id counts, as in scoring). Ids joined as ``eval.scoring.item_table.id_array``
+            makes them, through the table and through rows alike; another id type is a ValueError naming ``id``.
         splits: ``{split name: item indices into records}`` (``eval.scoring.item_table``'s splits).
         derived_references: positions in ``records`` of the records whose ``criteria_score`` their loader derived
             from the experts (``judge.LoadReport.derived_criteria_records`` of the load that gave ``records``).
@@ -258,12 +259,11 @@ def pollux_official(records, predictions, splits: Mapping[str, Any], derived_ref
 
     columns = as_columns(records)
     rows = _prediction_columns(predictions)
-    ids = (predictions.column("id") if isinstance(predictions, pa.Table)
-           else pa.array([str(v) for v in rows["id"]], type=pa.string()))
+    ids = predictions.column("id") if isinstance(predictions, pa.Table) else rows["id"]
     n = len(columns)
     # Each record's prediction row (-1: none; its id's first row, as score's item table joins it), then every check
     # of the rows at once, as numpy object columns; the extraction is the one step taken row by row.
-    match, _ = first_prediction_rows(pa.array(columns.ids, type=pa.string()), ids)
+    match, _ = first_prediction_rows(columns.ids, ids)
     predicted = np.flatnonzero(match >= 0)
     row = match[predicted]
 

@@ -481,3 +481,53 @@ def test_a_negative_reference_is_skipped_as_polluxs_inference_reads_it_back():
     block = pollux_official(records, predictions, {"all": np.arange(2)}).to_json()["splits"]["all"]
     assert (block["n"], block["n_no_reference"]) == (1, 1)
     assert (block["format_acc"], block["score_acc"], block["mse"]) == (1.0, 1.0, 0.0)
+
+
+@pytest.mark.parametrize("kind", ["string", "large_string", "string_view", "dictionary", "int64", "null"])
+def test_first_prediction_rows_joins_ids_of_any_text_or_whole_number_type(kind):
+    """index_in needs both sides of one type: a prediction table whose id column is dictionary-encoded, string_view,
+    whole numbers or all null raised an Arrow type error naming no field, where a join through str worked."""
+    import pyarrow as pa
+
+    from eval.scoring.item_table import first_prediction_rows
+
+    given = {"string": pa.array(["1", "2", "1"]), "large_string": pa.array(["1", "2", "1"], pa.large_string()),
+             "string_view": pa.array(["1", "2", "1"], pa.string_view()),
+             "dictionary": pa.array(["1", "2", "1"]).dictionary_encode(), "int64": pa.array([1, 2, 1]),
+             "null": pa.array([None, None, None])}[kind]
+    match, first_rows = first_prediction_rows(pa.array(["2", "1", "3"]), pa.chunked_array([given]))
+    expected = ([-1, -1, -1], [0]) if kind == "null" else ([1, 0, -1], [0, 1])
+    assert (match.tolist(), first_rows.tolist()) == expected
+
+
+def test_first_prediction_rows_refuses_ids_that_are_not_text_naming_the_field():
+    import pyarrow as pa
+
+    from eval.scoring.item_table import first_prediction_rows
+
+    with pytest.raises(ValueError, match=r"^id: the predictions' ids are list<item: string>, not text"):
+        first_prediction_rows(pa.array(["1"]), pa.array([["1"]]))
+
+
+def test_pollux_official_joins_a_dictionary_id_table_as_its_rows():
+    """Through the table and through rows alike: the rows path joins str() of each id, the table path joined the
+    column as it came, a dictionary-encoded one refused by Arrow."""
+    import pyarrow as pa
+
+    rows = [{"id": "a", "raw_output": "[FEEDBACK] x [RESULT] 2 [END]"},
+            {"id": "b", "raw_output": "[FEEDBACK] x [RESULT] 1 [END]"}]
+    fields = ["id", "raw_output", "score", "parse_ok", "error", "score_source", "regression_score"]
+    table = pa.Table.from_pylist([{n: r.get(n) for n in fields} for r in rows])
+    table = table.set_column(0, "id", table.column("id").dictionary_encode())
+    splits = {"all": np.arange(6)}
+    by_rows = pollux_official(_records(), rows, splits).to_json()["splits"]["all"]
+    assert pollux_official(_records(), table, splits).to_json()["splits"]["all"] == by_rows
+    assert by_rows["n"] == 2
+
+
+def test_pollux_official_counts_a_row_id_with_a_lone_surrogate_as_no_record():
+    """An unchecked row's id holding a lone surrogate failed in pa.array (no UTF-8 for it), where a dict join
+    counted it as an id of no record."""
+    rows = [{"id": "a", "raw_output": "[FEEDBACK] x [RESULT] 2 [END]"}, {"id": "\ud800", "raw_output": "x"}]
+    splits = {"all": np.arange(6)}
+    assert pollux_official(_records(), rows, splits).to_json()["splits"]["all"]["n"] == 1
