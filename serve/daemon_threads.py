@@ -97,3 +97,5 @@ def _run(future: Future, fn: Callable[..., Any], args: tuple, kwargs: dict, idle
     else:
         idle.release()
         future.set_result(result)
+    finally:  # as ThreadPoolExecutor does: a failed call's traceback holds this frame, whose locals would keep the
+        future = fn = args = kwargs = None  # future, its exception and the arguments alive as a cycle (cyclic gc only)

@@ -3,6 +3,7 @@ once its thread waits for the next, a shutdown that refuses later calls and ends
 
 from __future__ import annotations
 
+import gc
 import threading
 import weakref
 
@@ -27,6 +28,29 @@ def test_a_cancelled_calls_arguments_are_let_go_while_its_thread_waits():
     go.set()
     assert first.result(timeout=10) is True
     assert freed.wait(timeout=5), "the cancelled call's argument is still held by the pool's thread"
+
+
+def test_a_failed_calls_arguments_are_let_go_without_the_cyclic_gc():
+    """A call that raised: its future held the exception, whose traceback held the pool's frame, which held the
+    future and the arguments, a cycle only the cyclic gc frees (a failed request's instruction and answer, in
+    judge-serve's task classifier). ThreadPoolExecutor breaks it; so does the pool now."""
+
+    def boom(thing: _Big) -> None:
+        raise ValueError("failed")
+
+    pool = DaemonThreads(1, thread_name_prefix="test-failed")
+    freed = threading.Event()
+    big = _Big()
+    weakref.finalize(big, freed.set)
+    gc.disable()
+    try:
+        failed = pool.submit(boom, big)
+        del big
+        assert isinstance(failed.exception(timeout=10), ValueError)
+        del failed
+        assert freed.wait(timeout=5), "the failed call's argument is kept alive by a reference cycle"
+    finally:
+        gc.enable()
 
 
 def test_shutdown_refuses_later_calls_and_ends_the_threads():
