@@ -4,11 +4,15 @@ show run the bench itself, and the command a docstring marks as the doc's is the
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -28,24 +32,41 @@ def _docstring_commands(path: Path) -> list[str]:
     return [line.strip() for line in doc.splitlines() if line.startswith("    ") and re.search(r"bench/\w+\.py", line)]
 
 
-def help_failures(scripts: list[Path]) -> list[str]:
+def help_failures(scripts: list[Path], timeout_s: float = 300) -> list[str]:
     """The scripts whose `python X.py --help`, run from the repository, does not exit 0 with a usage on stdout, each
     as "name: exit N, the output's end". One interpreter per script, as a reader's command starts one (the script's
-    folder first on its path, nothing imported before it): all started at once, then each awaited."""
-    started = [(script, subprocess.Popen([sys.executable, str(script), "--help"], cwd=REPO, text=True,
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)) for script in scripts]
-    failures = []
-    for script, process in started:
-        try:
-            out, err = process.communicate(timeout=300)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            out, err = process.communicate()
-            failures.append(f"{script.name}: no answer in 300 s")
-            continue
-        if process.returncode != 0 or not out.startswith("usage:"):
-            failures.append(f"{script.name}: exit {process.returncode}, {(out + err)[-300:]!r}")
-    return failures
+    folder first on its path, nothing imported before it): all started at once, then each awaited. Each runs in its
+    own session, so that one that does not answer in ``timeout_s`` is ended with the children it started (a server,
+    an engine), and every one still running when the wait is left, by an error or an interrupt, is ended too."""
+    started = []
+    try:
+        for script in scripts:
+            started.append((script, subprocess.Popen([sys.executable, str(script), "--help"], cwd=REPO, text=True,
+                                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                     start_new_session=True)))
+        failures = []
+        for script, process in started:
+            try:
+                out, err = process.communicate(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _end_group(process)
+                failures.append(f"{script.name}: no answer in {timeout_s:g} s")
+                continue
+            if process.returncode != 0 or not out.startswith("usage:"):
+                failures.append(f"{script.name}: exit {process.returncode}, {(out + err)[-300:]!r}")
+        return failures
+    finally:
+        for _, process in started:
+            if process.poll() is None:
+                _end_group(process)
+
+
+def _end_group(process: subprocess.Popen) -> None:
+    """``process`` and every process of its group (the session it leads) killed, and its pipes read to their end."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):  # a child that left the group may still hold a pipe
+        process.communicate(timeout=10)
 
 
 def test_every_bench_script_answers_help_without_measuring():
@@ -75,6 +96,36 @@ def test_a_script_that_fails_on_its_own_fails_the_help_check(tmp_path):
     failures = help_failures([first, second])
     assert len(failures) == 1 and failures[0].startswith("b_leans_on_it.py: exit 1, "), failures
     assert "is not a package" in failures[0]
+
+
+#: A script that ignores --help and measures: it starts a child (as a bench starts a server or an engine), writes the
+#: child's pid to the file named by its first line, and waits.
+_MEASURES = """import subprocess, sys, time
+child = subprocess.Popen(["sleep", "60"])
+open(sys.argv[0] + ".child", "w").write(str(child.pid))
+time.sleep(60)
+"""
+
+
+def _ended(pid: int) -> bool:
+    """Whether process ``pid`` has ended (gone, or a zombie its new parent has yet to reap)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+def test_a_script_that_does_not_answer_is_ended_with_its_children(tmp_path):
+    """A script that measures instead of answering --help: only it was killed at the timeout, and the wait for its
+    output lasted as long as its children (which hold its pipes) ran on, and they were left running."""
+    script = tmp_path / "measures.py"
+    script.write_text(_MEASURES, encoding="utf-8")
+    started = time.monotonic()
+    failures = help_failures([script], timeout_s=3)
+    assert failures == ["measures.py: no answer in 3 s"]
+    assert time.monotonic() - started < 30, "the wait outlasted the timeout by the children's run"
+    child = int(Path(f"{script}.child").read_text())
+    assert _ended(child), "the script's child is left running"
 
 
 def test_the_bench_scripts_are_found():
