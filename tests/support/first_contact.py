@@ -86,14 +86,26 @@ def process_outcome(proc: subprocess.Popen, timeout_s: float = 120) -> Outcome:
 PROCESS_WIDE_THREADS = ("tqdm_monitor",)
 #: What a main may change in the process and ``run_console_main`` puts back: the signals it handles while it runs.
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
-#: Environment variables a library reads once, when it is first imported (huggingface_hub.constants: offline mode and
-#: the cache's folders), so that a value ``env`` gave them would not reach it in this process.
-READ_AT_IMPORT = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "HF_HUB_CACHE")
+#: Environment variables a library reads once, when it is first imported, so that a value ``env`` gave them would not
+#: reach it in this process: every variable with one of ``READ_AT_IMPORT_PREFIXES`` (offline modes, endpoints, cache
+#: folders, timeouts), and ``READ_AT_IMPORT``, the others that huggingface_hub/constants.py and datasets/config.py read.
+READ_AT_IMPORT_PREFIXES = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_")
+READ_AT_IMPORT = ("XDG_CACHE_HOME", "DISABLE_TELEMETRY", "DO_NOT_TRACK", "USE_TORCH", "USE_TF", "USE_JAX",
+                  "OAUTH_CLIENT_ID", "OAUTH_CLIENT_SECRET", "OAUTH_SCOPES", "OPENID_PROVIDER_URL", "CLAUDE_CONFIG_DIR")
 #: The warnings filters of an interpreter started without -W or PYTHONWARNINGS (the warnings module's documentation,
 #: "Default Warning Filter"), in order: what a console shows.
 _CONSOLE_FILTERS = (("default", DeprecationWarning, "__main__"), ("ignore", DeprecationWarning, ""),
                     ("ignore", PendingDeprecationWarning, ""), ("ignore", ImportWarning, ""),
                     ("ignore", ResourceWarning, ""))
+
+
+def _read_at_import(key: str) -> bool:
+    return key.startswith(READ_AT_IMPORT_PREFIXES) or key in READ_AT_IMPORT
+
+
+#: Those variables as the session had them when this module was imported (before any test set one): what a library
+#: imported in this session read, whichever test imported it first.
+_AT_IMPORT = {key: value for key, value in os.environ.items() if _read_at_import(key)}
 
 
 def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = None,
@@ -111,15 +123,17 @@ def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = No
     What it does not reproduce of a console start: the modules are this session's, imported once and shared with every
     other test (an import that works only because something else imported it first works here too), and ``env``
     reaches only what reads ``os.environ`` during the call. A library that read a variable at its import keeps what it
-    read: an ``env`` that changes one of ``READ_AT_IMPORT`` fails the call, naming it (start that command as a
-    process). Nor is the interpreter's exit run: atexit handlers, the joining of non-daemon threads.
+    read: an ``env`` (or, without one, this ``os.environ``) that differs in one of those variables (``READ_AT_IMPORT``,
+    ``READ_AT_IMPORT_PREFIXES``) from the session's environment when this module was imported fails the call, naming
+    it (start that command as a process). Nor is the interpreter's exit run: atexit handlers, the joining of non-daemon threads.
 
     The process is left as found: environment, current folder, ``sys.argv``, the root logger's handlers and level and
     the HTTP loggers' levels, the warnings filters and ``showwarning``, and the handlers of ``_SIGNALS``; a thread the
     main started and left running (but ``PROCESS_WIDE_THREADS``) fails the call, naming it.
     """
-    changed = [f"{key}={env.get(key)!r}" for key in READ_AT_IMPORT
-               if env is not None and env.get(key) != os.environ.get(key)]  # fmt: skip
+    runs_under = os.environ if env is None else env
+    changed = [f"{key}={runs_under.get(key)!r}" for key in sorted({*runs_under, *_AT_IMPORT})
+               if _read_at_import(key) and runs_under.get(key) != _AT_IMPORT.get(key)]  # fmt: skip
     assert not changed, (f"{name} {' '.join(argv)}: {', '.join(changed)} would not reach a library that read it at "
                          "its import (huggingface_hub): start this command as a process")
     (main,) = [point.load() for point in entry_points(group="console_scripts", name=name)]

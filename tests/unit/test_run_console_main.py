@@ -69,3 +69,17 @@ def test_a_main_sees_80_columns_unless_env_gives_its_own(monkeypatch):
     assert run_console_main("judge-eval", []).out == "80\n"
     assert run_console_main("judge-eval", [], env={**os.environ, "COLUMNS": "120"}).out == "120\n"
     assert os.environ["COLUMNS"] == "200"  # this process's environment is left as found
+
+
+@pytest.mark.parametrize("key", ["HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_ENDPOINT", "HUGGINGFACE_HUB_CACHE",
+                                 "HF_HUB_ETAG_TIMEOUT", "XDG_CACHE_HOME"])
+@pytest.mark.parametrize("as_env", [True, False], ids=["env", "no-env"])
+def test_a_session_environment_changed_after_the_import_is_refused_too(key, as_env, monkeypatch):
+    """The refusal compared ``env`` with this moment's os.environ: a test's ``monkeypatch.setenv("HF_HUB_OFFLINE",
+    "1")`` then ``env=dict(os.environ)`` (or none) passed, and the hub, which read the session's value at its import,
+    stayed online; and it named only four of the variables huggingface_hub and datasets read at their import. The
+    baseline is now the session's environment as it was when the helper was imported."""
+    monkeypatch.setattr(first_contact, "entry_points", lambda group, name: [_Point(lambda argv: 0)])
+    monkeypatch.setenv(key, "" if os.environ.get(key) else "1")
+    with pytest.raises(AssertionError, match=f"{key}=.* would not reach a library that read it at its import"):
+        run_console_main("judge-eval", [], dict(os.environ) if as_env else None)
