@@ -8,6 +8,7 @@ import contextlib
 import io
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -93,7 +94,7 @@ READ_AT_IMPORT_PREFIXES = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_")
 READ_AT_IMPORT = ("XDG_CACHE_HOME", "DISABLE_TELEMETRY", "DO_NOT_TRACK", "USE_TORCH", "USE_TF", "USE_JAX",
                   "OAUTH_CLIENT_ID", "OAUTH_CLIENT_SECRET", "OAUTH_SCOPES", "OPENID_PROVIDER_URL", "CLAUDE_CONFIG_DIR")
 #: The warnings filters of an interpreter started without -W or PYTHONWARNINGS (the warnings module's documentation,
-#: "Default Warning Filter"), in order: what a console shows.
+#: "Default Warning Filter"), in order: what a console shows, but for what its libraries add at their import.
 _CONSOLE_FILTERS = (("default", DeprecationWarning, "__main__"), ("ignore", DeprecationWarning, ""),
                     ("ignore", PendingDeprecationWarning, ""), ("ignore", ImportWarning, ""),
                     ("ignore", ResourceWarning, ""))
@@ -114,10 +115,11 @@ def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = No
     the script calls it: with ``env`` as ``os.environ`` (default: this one's), ``cwd`` as the current folder,
     ``sys.argv[0]`` the script's path (argparse's program name), stdout and stderr captured, the root logger without
     pytest's handlers (so that the main's ``configure_logging`` sets up the console's stderr handler, and its log lines
-    are in ``err`` as a console shows them), warnings under a fresh interpreter's filters and printed to the captured
-    stderr (not to pytest's record), and COLUMNS 80 unless ``env`` sets it (a pipe's width: --help wraps as in a console
-    start read by a test; without ``env``, a COLUMNS this process has, a shell's or a CI's, is not passed on). The exit
-    code is the return value, or ``SystemExit``'s (argparse's errors and --help). An exception escaping the main is not
+    are in ``err`` as a console shows them), warnings under a console start's filters (the interpreter's defaults,
+    after the filters the imported libraries added: ``_console_filters``) and printed to the captured stderr (not to
+    pytest's record), and COLUMNS 80 unless ``env`` sets it (a pipe's width: --help wraps as in a console start read
+    by a test; without ``env``, a COLUMNS this process has, a shell's or a CI's, is not passed on). The exit code is
+    the return value, or ``SystemExit``'s (argparse's errors and --help). An exception escaping the main is not
     caught: the test fails with it, as a traceback on a console would.
 
     What it does not reproduce of a console start: the modules are this session's, imported once and shared with every
@@ -125,7 +127,8 @@ def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = No
     reaches only what reads ``os.environ`` during the call. A library that read a variable at its import keeps what it
     read: an ``env`` (or, without one, this ``os.environ``) that differs in one of those variables (``READ_AT_IMPORT``,
     ``READ_AT_IMPORT_PREFIXES``) from the session's environment when this module was imported fails the call, naming
-    it (start that command as a process). Nor is the interpreter's exit run: atexit handlers, the joining of non-daemon threads.
+    it (start that command as a process). Nor is the interpreter's exit run: atexit handlers, the joining of
+    non-daemon threads.
 
     The process is left as found: environment, current folder, ``sys.argv``, the root logger's handlers and level and
     the HTTP loggers' levels, the warnings filters and ``showwarning``, and the handlers of ``_SIGNALS``; a thread the
@@ -151,9 +154,7 @@ def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = No
         sys.argv = [console_script(name), *argv]
         root.handlers = []
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
-            warnings.resetwarnings()
-            for action, category, module in _CONSOLE_FILTERS:
-                warnings.filterwarnings(action, category=category, module=module, append=True)
+            _console_filters()
             warnings.showwarning = _show_on_stderr
             try:
                 code = main(argv)
@@ -175,6 +176,25 @@ def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = No
             if thread.is_alive() and thread.name not in PROCESS_WIDE_THREADS]
     assert not left, f"{name} {' '.join(argv)} left threads running: {left}"
     return Outcome(code, out.getvalue(), err.getvalue())
+
+
+def _console_filters() -> None:
+    """The warnings filters made a console start's: the session's filters that name a message or a module (those the
+    libraries imported added at their import, as they do in a console start that imports them), then the
+    interpreter's defaults; the session's category-wide filters (pytest's, and a -W of its command line) are dropped."""
+    named = [(action, message, category, module, lineno) for action, message, category, module, lineno
+             in warnings.filters if message is not None or module is not None]
+    warnings.resetwarnings()
+    for action, message, category, module, lineno in named:
+        warnings.filterwarnings(action, message=_pattern(message), category=category, module=_pattern(module),
+                                lineno=lineno, append=True)
+    for action, category, module in _CONSOLE_FILTERS:
+        warnings.filterwarnings(action, category=category, module=module, append=True)
+
+
+def _pattern(regex: re.Pattern | str | None) -> str:
+    """A filter's message or module as ``filterwarnings`` takes it (the interpreter's own filters hold a str)."""
+    return "" if regex is None else getattr(regex, "pattern", regex)
 
 
 def _show_on_stderr(message: Warning | str, category: type[Warning], filename: str, lineno: int,

@@ -1,5 +1,5 @@
 """``tests.support.first_contact.run_console_main`` against a console start: a main's warnings reach the captured
-stderr under a fresh interpreter's filters, an environment a library reads only at its import is refused, not
+stderr under a console start's filters, an environment a library reads only at its import is refused, not
 silently lost, and a main sees 80 columns whatever this process exported, unless ``env`` gives its own."""
 
 from __future__ import annotations
@@ -42,6 +42,27 @@ def test_a_mains_warning_is_in_its_stderr_as_a_console_prints_it(monkeypatch):
                                         'stacklevel=1)']  # fmt: skip
     assert "DeprecationWarning" not in outcome.err
     assert (warnings.filters, warnings.showwarning) == before
+
+
+def _library_silenced_main(argv: list[str]) -> int:
+    warnings.warn("numpy.dtype size changed, may indicate binary incompatibility", RuntimeWarning, stacklevel=1)
+    warnings.warn("a warning no library silences", RuntimeWarning, stacklevel=1)
+    return 0
+
+
+def test_a_filter_a_library_added_at_its_import_still_silences_a_warning(monkeypatch):
+    """The filters were reset to the interpreter's defaults, which dropped those a library adds at its import (numpy:
+    ignore "numpy.dtype size changed"), which a console start that imports it has too: the main's stderr showed a
+    warning a console does not. A filter that names a message or a module is kept; pytest's category-wide ones are
+    not."""
+    monkeypatch.setattr(first_contact, "entry_points", lambda group, name: [_Point(_library_silenced_main)])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="numpy.dtype size changed")  # as numpy adds it at its import
+        warnings.filterwarnings("always", category=RuntimeWarning)  # a category-wide one, as pytest adds its own
+        outcome = run_console_main("judge-eval", [])
+    assert outcome.code == 0
+    assert "numpy.dtype size changed" not in outcome.err
+    assert "a warning no library silences" in outcome.err
 
 
 @pytest.mark.parametrize("key", READ_AT_IMPORT)
