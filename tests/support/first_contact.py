@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -85,6 +86,10 @@ def process_outcome(proc: subprocess.Popen, timeout_s: float = 120) -> Outcome:
 #: Threads a library starts once per process and keeps for its next user: tqdm's monitor (its first bar starts it, a
 #: disabled one too, ``--no-progress``).
 PROCESS_WIDE_THREADS = ("tqdm_monitor",)
+#: How long the threads a main started are waited for, together, once it has returned, before one still alive is
+#: called left running: a thread already told to end (a worker back at its empty queue, a cancelled Timer) can
+#: still be alive at the instant the main returns, the more so on a loaded machine.
+THREAD_GRACE_S = 5.0
 #: What a main may change in the process and ``run_console_main`` puts back: the signals it handles while it runs.
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
 #: Environment variables a library reads once, when it is first imported, so that a value ``env`` gave them would not
@@ -132,7 +137,8 @@ def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = No
 
     The process is left as found: environment, current folder, ``sys.argv``, the root logger's handlers and level and
     the HTTP loggers' levels, the warnings filters and ``showwarning``, and the handlers of ``_SIGNALS``; a thread the
-    main started and left running (but ``PROCESS_WIDE_THREADS``) fails the call, naming it.
+    main started and left running (but ``PROCESS_WIDE_THREADS``), still alive ``THREAD_GRACE_S`` after the main
+    returned, fails the call, naming it.
     """
     runs_under = os.environ if env is None else env
     changed = [f"{key}={runs_under.get(key)!r}" for key in sorted({*runs_under, *_AT_IMPORT})
@@ -172,8 +178,11 @@ def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = No
         sys.argv = argv0
         os.chdir(folder)
         _set_environ(environ)
-    left = [thread.name for thread in set(threading.enumerate()) - threads
-            if thread.is_alive() and thread.name not in PROCESS_WIDE_THREADS]
+    started = [thread for thread in set(threading.enumerate()) - threads if thread.name not in PROCESS_WIDE_THREADS]
+    deadline = time.monotonic() + THREAD_GRACE_S
+    for thread in started:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    left = [thread.name for thread in started if thread.is_alive()]
     assert not left, f"{name} {' '.join(argv)} left threads running: {left}"
     return Outcome(code, out.getvalue(), err.getvalue())
 

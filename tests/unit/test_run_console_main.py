@@ -1,10 +1,12 @@
 """``tests.support.first_contact.run_console_main`` against a console start: a main's warnings reach the captured
 stderr under a console start's filters, an environment a library reads only at its import is refused, not
-silently lost, and a main sees 80 columns whatever this process exported, unless ``env`` gives its own."""
+silently lost, a main sees 80 columns whatever this process exported, unless ``env`` gives its own, and a thread the
+main started is waited for a moment before it is called left running."""
 
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 
 import pytest
@@ -104,3 +106,55 @@ def test_a_session_environment_changed_after_the_import_is_refused_too(key, as_e
     monkeypatch.setenv(key, "" if os.environ.get(key) else "1")
     with pytest.raises(AssertionError, match=f"{key}=.* would not reach a library that read it at its import"):
         run_console_main("judge-eval", [], dict(os.environ) if as_env else None)
+
+
+class _EndsWhenJoined(threading.Thread):
+    """A thread already told to end that ends a moment later: the moment is whoever waits for it (``join``), so a
+    check that waits sees it end, and one that looks at once sees it alive, whatever the scheduler does."""
+
+    def __init__(self):
+        super().__init__(name="ending-now", daemon=True)
+        self.joined = threading.Event()
+
+    def run(self):
+        self.joined.wait()
+
+    def join(self, timeout=None):
+        self.joined.set()
+        super().join(timeout)
+
+
+def test_a_thread_ending_just_after_the_main_returns_is_not_reported(monkeypatch):
+    """The thread check ran at the instant the main returned: a thread told to end (a worker back at its empty queue,
+    a cancelled Timer) could still be alive then, and the call failed with "left threads running". Each thread the
+    main started is now waited for a moment before it is called left running."""
+    started = []
+
+    def main(argv):
+        started.append(_EndsWhenJoined())
+        started[0].start()
+        return 0
+
+    monkeypatch.setattr(first_contact, "entry_points", lambda group, name: [_Point(main)])
+    try:
+        assert run_console_main("judge-eval", []).code == 0
+    finally:
+        started[0].joined.set()
+    assert not started[0].is_alive()
+
+
+def test_a_thread_still_running_after_the_wait_is_reported(monkeypatch):
+    """The wait is bounded: a thread that keeps running fails the call, named."""
+    stop = threading.Event()
+
+    def main(argv):
+        threading.Thread(target=stop.wait, name="keeps-running", daemon=True).start()
+        return 0
+
+    monkeypatch.setattr(first_contact, "entry_points", lambda group, name: [_Point(main)])
+    monkeypatch.setattr(first_contact, "THREAD_GRACE_S", 0.05)
+    try:
+        with pytest.raises(AssertionError, match=r"left threads running: \['keeps-running'\]"):
+            run_console_main("judge-eval", [])
+    finally:
+        stop.set()
