@@ -48,10 +48,15 @@ def overwrite_flags(args: list[str]) -> bool | str | None:
     word argparse takes as --overwrite's value where judge-eval refuses it.
 
     Raises:
-        ValueError: the parser's message, for flags it refuses otherwise (``--max-tokens many``).
+        ValueError: the parser's message, for flags it refuses otherwise (``--max-tokens many``, a flag run does
+            not know, a word it has no place for).
     """
     from eval.cli import build_parser
+    from judge.plumbing.console_logging import split_log_level
 
+    # As judge-eval's main: --log-level taken off first (anywhere before a bare --), the rest to parse_args, which
+    # refuses a flag run does not know and a word it has no place for, as main would after the re-cut.
+    _, args = split_log_level(args, default="")
     parser = build_parser()
     run = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["run"]
     flag = run._option_string_actions["--overwrite"]
@@ -60,7 +65,7 @@ def overwrite_flags(args: list[str]) -> bool | str | None:
     said = io.StringIO()
     try:
         with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
-            namespace, _ = parser.parse_known_args(["run", *args])
+            namespace = parser.parse_args(["run", *args])
     except SystemExit as stop:
         if stop.code in (0, None):
             return None

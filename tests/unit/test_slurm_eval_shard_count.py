@@ -90,6 +90,7 @@ def test_no_overwrite_last_wins_over_overwrite(tmp_path):
     (["--overwrite", "false"], False), (["--overwrite", "0", "--criteria", "given"], False),
     (["--no-overwrite", "--overwrite=1"], True), (["--overwrite", "--no-progress"], True),
     (["--overwrite", "--name=a b"], True), (["--overwrite", "--server-args=--max-model-len 4096"], True),
+    (["--overwrite", "--log-level", "debug"], True), (["--log-level=debug", "--overwrite", "no"], False),
 ])  # fmt: skip
 def test_overwrite_with_a_value_after_the_script_is_read_as_judge_eval_reads_it(tmp_path, script_args, recut):
     """judge-eval's --overwrite takes an optional truth value (`--overwrite false`, `--overwrite=yes`). Read as the
@@ -174,14 +175,20 @@ def test_a_config_judge_eval_refuses_stops_the_task_before_anything_is_recut(tmp
         '{"id": "0"}\n{"id": "1"}\n'
 
 
-def test_flags_judge_eval_run_refuses_stop_the_task_before_the_cut(tmp_path):
+@pytest.mark.parametrize(("script_args", "said"), [
+    (["--overwrite", "--max-tokens", "many"], "--max-tokens"),
+    (["--overwrite", "--concurency", "4"], "unrecognized arguments: --concurency"),
+    (["--overwrite", "true", "stray"], "unrecognized arguments: stray"),
+], ids=["refused-value", "unknown-flag", "stray-word"])  # fmt: skip
+def test_flags_judge_eval_run_refuses_stop_the_task_before_the_cut(tmp_path, script_args, said):
     """Read by judge-eval's own parser, a flag it refuses after the script stops the task naming it, before the
-    earlier array's count is rewritten: judge-eval would refuse it only after the re-cut."""
+    earlier array's count is rewritten: judge-eval would refuse it only after the re-cut. A flag run does not know
+    and a word it takes no place for are refused too, as judge-eval's ``parse_args`` refuses them."""
     _earlier_array_of_four(tmp_path)
-    proc = _one_task_array(tmp_path, 0, "--overwrite", "--max-tokens", "many")
+    proc = _one_task_array(tmp_path, 0, *script_args)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("eval.sbatch: judge-eval run refuses the flags after the script (")
-    assert "--max-tokens" in proc.stderr and "fix them before the array runs" in proc.stderr, proc.stderr
+    assert said in proc.stderr and "fix them before the array runs" in proc.stderr, proc.stderr
     assert (tmp_path / "eval" / "shards" / "count").read_text(encoding="utf-8") == "4\n"
 
 
