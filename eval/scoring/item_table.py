@@ -236,7 +236,9 @@ def id_array(ids, whose: str = "predictions'"):
     kind = ids.type.value_type if pa.types.is_dictionary(ids.type) else ids.type
     if pa.types.is_binary(kind):
         return ids.cast(pa.binary())
-    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
+    # string_view came with pyarrow 16; pyproject allows 14, whose columns are never of that type.
+    is_string_view = getattr(pa.types, "is_string_view", lambda _: False)
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or is_string_view(kind)
             or pa.types.is_integer(kind) or pa.types.is_null(kind)):
         raise ValueError(f"id: the {whose} ids are {ids.type}, not text")
     return ids.cast(pa.string())
