@@ -406,8 +406,12 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     notes = {"n_unknown_ids": len(unknown), "n_repeated_ids": repeated}
     if len(unknown):  # the first in the predictions' order, for the reports to name (``notes.first_unknown_id``)
         first_unknown = prediction_ids[int(unknown[0])].as_py()
-        notes["first_unknown_id"] = (first_unknown.decode("utf-8", "surrogatepass") if isinstance(first_unknown, bytes)
-                                     else str(first_unknown))
+        if isinstance(first_unknown, bytes):  # a lone surrogate's bytes as that str; bytes of no UTF-8 as \xff
+            try:
+                first_unknown = first_unknown.decode("utf-8", "surrogatepass")
+            except UnicodeDecodeError:
+                first_unknown = first_unknown.decode("utf-8", "backslashreplace")
+        notes["first_unknown_id"] = str(first_unknown)
     without_raw = ok & (source == ScoreSource.REGRESSION_HEAD) & ~np.isfinite(raw)
     if from_head.any() or without_raw.any():
         # How many of the head's raw values fell outside their scale (they are clipped only with clip_regression),

@@ -552,3 +552,18 @@ def test_pollux_official_counts_a_row_id_with_a_lone_surrogate_as_no_record():
     rows = [{"id": "a", "raw_output": "[FEEDBACK] x [RESULT] 2 [END]"}, {"id": "\ud800", "raw_output": "x"}]
     splits = {"all": np.arange(6)}
     assert pollux_official(_records(), rows, splits).to_json()["splits"]["all"]["n"] == 1
+
+
+def test_build_table_names_a_binary_unknown_id_that_is_no_utf8_by_its_bytes_escaped():
+    """A binary id column is joined as bytes; an unknown id that is no UTF-8 (``b"\\xff"``) raised
+    UnicodeDecodeError when the notes named it, where pollux_official of the same table counted it as no record's."""
+    import pyarrow as pa
+
+    from eval.judging.predictions import prediction_table
+    from eval.scoring.item_table import build_table
+
+    table = prediction_table([{"id": "a", "raw_output": "[FEEDBACK] x [RESULT] 2 [END]"},
+                              {"id": "z", "raw_output": "x"}])
+    table = table.set_column(table.schema.get_field_index("id"), "id", pa.array([b"a", b"\xff"], pa.binary()))
+    _, notes = build_table(_records(), table)
+    assert (notes["n_unknown_ids"], notes["first_unknown_id"]) == (1, "\\xff")
