@@ -8,7 +8,8 @@ where run has one and a value where not, and an empty word, a lone dash or ``-1`
 
 eval.sbatch runs it with the interpreter beside ``judge-eval``: ``python -m eval.judging.overwrite_flags [ARG ...]``
 prints ``yes``, ``no`` (the last of ``--overwrite`` and ``--no-overwrite`` winning) or nothing (neither given), exit
-0; a value judge-eval refuses: the word, exit 3; flags its parser refuses otherwise: its message, exit 2.
+0; a value judge-eval refuses: the word, exit 3; flags its parser refuses otherwise: its message, exit 2 (the word
+and the message as a terminal shows them, ``judge.plumbing.console_logging.visible``).
 
 A module of its own, not a command of ``eval.judging.array_data``: ``eval.cli`` imports that module's neighbours,
 and this one imports ``eval.cli``.
@@ -82,13 +83,17 @@ def overwrite_flags(args: list[str]) -> bool | str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from judge.plumbing.console_logging import visible
+
+    # A word and a message are printed as a terminal shows them: argv bytes of no UTF-8 reach Python as lone
+    # surrogates, which a strict UTF-8 stdout refuses (a traceback, exit 1, where the refusal was meant).
     try:
         given = overwrite_flags(sys.argv[1:] if argv is None else argv)
     except ValueError as err:
-        print(err)
+        print(visible(err, limit=len(str(err))))
         return 2
     if isinstance(given, str):
-        print(given)
+        print(visible(given, limit=len(given)))
         return 3
     print({True: "yes", False: "no", None: ""}[given])
     return 0

@@ -192,6 +192,38 @@ def test_flags_judge_eval_run_refuses_stop_the_task_before_the_cut(tmp_path, scr
     assert (tmp_path / "eval" / "shards" / "count").read_text(encoding="utf-8") == "4\n"
 
 
+def test_a_flag_reader_that_fails_otherwise_is_not_told_as_refused_flags(tmp_path):
+    """Only exit 2 is judge-eval refusing the flags: a reader that failed otherwise (a traceback, exit 1; killed)
+    was told as "judge-eval run refuses the flags after the script ()", empty parentheses, sending the user to fix
+    flags judge-eval takes. It stops the task before the cut all the same, naming the exit status."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text(f'#!/bin/sh\nif [ "$2" = eval.judging.overwrite_flags ]; then exit 1; fi\n'
+                                    f'exec "{sys.executable}" "$@"\n', encoding="utf-8")
+    (bin_dir / "python").chmod(0o755)
+    _earlier_array_of_four(tmp_path)
+    proc = _one_task_array(tmp_path, 0, "--overwrite")
+    assert proc.returncode == 2, proc.stderr
+    assert "refuses" not in proc.stderr, proc.stderr
+    assert "could not read the flags after the script" in proc.stderr and "exit status 1" in proc.stderr, proc.stderr
+    assert (tmp_path / "eval" / "shards" / "count").read_text(encoding="utf-8") == "4\n"
+
+
+@pytest.mark.parametrize(("args", "status", "said"), [
+    ([b"--overwrite", b"\xff"], 3, "\\udcff"),
+    ([b"--overwrite", b"--x\xff"], 2, "\\udcff"),
+], ids=["refused-value", "refused-flag"])  # fmt: skip
+def test_the_flag_reader_writes_a_word_of_no_utf8_escaped_under_a_strict_stdout(tmp_path, args, status, said):
+    """A word of argv that is no UTF-8 reaches Python as a lone surrogate; printed as it is to a strict UTF-8
+    stdout (``en_US.UTF-8``), the refusal became a UnicodeEncodeError traceback, exit 1."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(SCRIPT.parents[1]), os.environ.get("PYTHONPATH")) if p)}
+    proc = subprocess.run([sys.executable.encode(), b"-m", b"eval.judging.overwrite_flags", *args], cwd=tmp_path,
+                          env=env, capture_output=True, timeout=60)
+    assert proc.returncode == status, proc.stderr
+    assert said in proc.stdout.decode("utf-8") and not proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize(("script_args", "recut"), [
     (["--overwrite", "--name=a b"], True), (["--overwrite", "false"], False), (["--overwrite", "-1"], False),
 ])  # fmt: skip
