@@ -28,8 +28,9 @@ NO_KEY = "missing or wrong API key: send 'Authorization: Bearer <key>'"
 
 
 def env_without_keys(**keys: str) -> dict[str, str]:
-    """The test's environment without any API key variable, plus ``keys``."""
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    """The test's environment without any API key variable and without COLUMNS (a shell's or a CI's width: a main
+    called by ``run_console_main`` and a script started alike wrap --help at a pipe's 80), plus ``keys``."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "COLUMNS"}
     return {**env, **keys}
 
 
@@ -123,7 +124,8 @@ def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = No
     are in ``err`` as a console shows them), warnings under a console start's filters (the interpreter's defaults,
     after the filters the imported libraries added: ``_console_filters``) and printed to the captured stderr (not to
     pytest's record), and COLUMNS 80 unless ``env`` sets it (a pipe's width: --help wraps as in a console start read
-    by a test; without ``env``, a COLUMNS this process has, a shell's or a CI's, is not passed on). The exit code is
+    by a test; without ``env``, a COLUMNS this process has, a shell's or a CI's, is not passed on, nor through
+    ``env_without_keys``). The exit code is
     the return value, or ``SystemExit``'s (argparse's errors and --help). An exception escaping the main is not
     caught: the test fails with it, as a traceback on a console would.
 

@@ -142,6 +142,18 @@ def _commands(root: Path, busy_port: int) -> dict[str, list[str]]:
 AS_PROCESSES = ("serve_port_in_use", "train_log_level_after", "convert_sample")
 
 
+def _console_env() -> dict[str, str]:
+    """This session's environment without judge-serve's key and without COLUMNS (a shell's or a CI's width): the
+    mains called here and the scripts started both wrap --help at a pipe's 80 columns."""
+    env = {k: v for k, v in os.environ.items() if k not in ("JUDGE_SERVE_API_KEY", "COLUMNS")}
+    return {**env, "WANDB_MODE": "disabled"}
+
+
+def test_the_commands_environment_carries_no_exported_columns(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    assert "COLUMNS" not in _console_env() and _console_env()["WANDB_MODE"] == "disabled"
+
+
 @pytest.fixture(scope="module")
 def outcomes(scratch) -> dict[str, Outcome]:
     """Every command of ``_commands`` run in the scratch folder: ``AS_PROCESSES`` started first, offline
@@ -152,8 +164,7 @@ def outcomes(scratch) -> dict[str, Outcome]:
     with socket.socket() as busy, contextlib.ExitStack() as processes:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        env = {k: v for k, v in os.environ.items() if k not in ("JUDGE_SERVE_API_KEY",)}
-        env.update(WANDB_MODE="disabled")
+        env = _console_env()
         commands = _commands(scratch, busy.getsockname()[1])
         started = {key: processes.enter_context(subprocess.Popen(
             [console_script(commands[key][0]), *commands[key][1:]], cwd=scratch, text=True,

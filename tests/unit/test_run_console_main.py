@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 from tests.support import first_contact
-from tests.support.first_contact import READ_AT_IMPORT, run_console_main
+from tests.support.first_contact import READ_AT_IMPORT, env_without_keys, run_console_main
 
 
 class _Point:
@@ -92,6 +92,15 @@ def test_a_main_sees_80_columns_unless_env_gives_its_own(monkeypatch):
     assert run_console_main("judge-eval", []).out == "80\n"
     assert run_console_main("judge-eval", [], env={**os.environ, "COLUMNS": "120"}).out == "120\n"
     assert os.environ["COLUMNS"] == "200"  # this process's environment is left as found
+
+
+def test_the_environment_the_first_contact_tests_pass_carries_no_columns(monkeypatch):
+    """Every existing caller passes an ``env`` built from os.environ (``env_without_keys``), so the 80 forced only
+    without ``env`` reached none of them: an exported COLUMNS still set the width their mains wrapped --help at."""
+    monkeypatch.setattr(first_contact, "entry_points", lambda group, name: [_Point(_columns_main)])
+    monkeypatch.setenv("COLUMNS", "200")
+    assert "COLUMNS" not in env_without_keys()
+    assert run_console_main("judge-eval", [], env_without_keys()).out == "80\n"
 
 
 @pytest.mark.parametrize("key", ["HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_ENDPOINT", "HUGGINGFACE_HUB_CACHE",
