@@ -693,6 +693,21 @@ def answers_stage(rows: Sequence[InstructionRow], config: RankConfig, out: Path)
         return _answers_holding(rows, config, out)
 
 
+def _record_claim(config: RankConfig, folder: Path) -> None:
+    """Write ``folder/run.json`` (``judge.plumbing.provenance``), its launch naming this run's Slurm job: once the
+    claim has cleared what ``--overwrite`` discards and before any answer. ``slurm/rank.sbatch`` resumes a requeued
+    task (``--no-overwrite``) only when this record names its job, as ``eval.sbatch`` does with a shard's run.json.
+    An earlier record that cannot be read is replaced (said): it names no launch to keep."""
+    from judge.plumbing.provenance import PROVENANCE_FILE, write_provenance
+
+    try:
+        write_provenance(folder, "judge-eval rank", candidate_key(config))
+    except ValueError as err:
+        log.warning("%s: %s; replaced by this run's record", folder / PROVENANCE_FILE, err)
+        (folder / PROVENANCE_FILE).unlink()
+        write_provenance(folder, "judge-eval rank", candidate_key(config))
+
+
 def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Path) -> dict[str, Any]:
     """``answers_stage``, its folder held."""
     from eval.judging.backends import unasked_first
@@ -720,6 +735,7 @@ def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Pa
             (out / name).unlink()
         if gone:
             log.info("overwrite: deleted the discarded ranking's %s", ", ".join(gone))
+    _record_claim(config, out / "candidate")
     written = read_answers(path)
     done = {r.prompt_id for r in rows if r.prompt_id in written and written[r.prompt_id].final(r)}
     failed_before = {r.prompt_id for r in rows if r.prompt_id not in done and r.prompt_id in written

@@ -21,15 +21,21 @@ REPO = Path(__file__).resolve().parents[2]
 
 # srun: records its arguments; with FAKE_SRUN_TERM set, signals the batch shell (its parent) as Slurm does on
 # preemption and ends as judge-eval does at a SIGTERM (143); else ends with FAKE_SRUN_EXIT (0 unless set).
-# With FAKE_CLAIM set, it first writes the run.json judge-eval writes into its --out once it has claimed the folder
-# (judge.plumbing.provenance itself, so the record names this job as judge-eval's does).
+# With FAKE_CLAIM set, it first writes the run.json judge-eval writes once it has claimed its folder: `run` into its
+# --out, `rank` into --out's candidate/ (judge.plumbing.provenance itself, so the record names this job as
+# judge-eval's does).
 FAKE_SRUN = """printf '%s\\n' "$@" >>"$FAKE_SRUN_ARGS"
 echo --- >>"$FAKE_SRUN_ARGS"
 if [[ -n ${FAKE_CLAIM:-} ]]; then
-    out= previous=
-    for arg in "$@"; do if [[ $previous == --out ]]; then out=$arg; fi; previous=$arg; done
+    out= previous= command=
+    for arg in "$@"; do
+        if [[ $previous == --out ]]; then out=$arg; fi
+        if [[ $previous == judge-eval ]]; then command=$arg; fi
+        previous=$arg
+    done
+    if [[ $command == rank ]]; then out=$out/candidate; fi
     python3 -c 'import sys; from judge.plumbing.provenance import write_provenance
-write_provenance(sys.argv[1], "judge-eval run", {})' "$out"
+write_provenance(sys.argv[1], "judge-eval " + sys.argv[2], {})' "$out" "$command"
 fi
 if [[ -n ${FAKE_SRUN_TERM:-} ]]; then kill -TERM "$PPID"; exit 143; fi
 exit "${FAKE_SRUN_EXIT:-0}"
@@ -234,23 +240,28 @@ def test_overwrite_applies_to_the_tasks_first_launch_only(tmp_path, script, conf
     assert resubmitted[-1] == "--overwrite" and "--no-overwrite" not in resubmitted
 
 
-def test_a_task_preempted_before_judge_eval_claimed_its_shard_overwrites_on_the_requeue(tmp_path):
-    """`sbatch slurm/eval.sbatch --overwrite`, preempted after the script launched srun but before judge-eval cleared
-    the shard (srun starting, imports): a marker written before srun made the requeue pass --no-overwrite, and
-    judge-eval resumed the rows of the earlier submission it was asked to discard. The shard's run.json tells: it
-    names this job only once judge-eval of this job has claimed the folder."""
-    shard = tmp_path / "ev" / "shards" / "0"
+@pytest.mark.parametrize(("script", "record", "rows"),
+                         [("eval.sbatch", "ev/shards/0/run.json", "ev/shards/0/predictions.jsonl"),
+                          ("rank.sbatch", "rank/0/candidate/run.json", "rank/0/answers.jsonl")])  # fmt: skip
+def test_a_task_preempted_before_judge_eval_claimed_its_folder_overwrites_on_the_requeue(tmp_path, script, record,
+                                                                                         rows):  # fmt: skip
+    """`sbatch slurm/eval.sbatch --overwrite` (rank.sbatch), preempted after the script launched srun but before
+    judge-eval cleared the shard (the candidate's folder) (srun starting, imports, reading the data): a marker written
+    before srun made the requeue pass --no-overwrite, and judge-eval resumed the rows (ranked with the answers and
+    verdicts) of the earlier submission it was asked to discard. The folder's run.json tells: it names this job only
+    once judge-eval of this job has claimed the folder."""
     env = _env(tmp_path, FAKE_JOB_RECORD=PREEMPTED)
-    # an earlier submission (job 6) judged this shard: its run.json and rows are there
-    assert _run("eval.sbatch", {**env, "SLURM_JOB_ID": "6", "FAKE_CLAIM": "1"}, tmp_path).returncode == 0
-    (shard / "predictions.jsonl").write_text('{"id": "1"}\n')
-    proc = _run("eval.sbatch", {**env, "FAKE_SRUN_TERM": "1"}, tmp_path, "--overwrite")  # job 7, stopped unclaimed
+    # an earlier submission (job 6) ran this task: its run.json and rows are there
+    assert _run(script, {**env, "SLURM_JOB_ID": "6", "FAKE_CLAIM": "1"}, tmp_path).returncode == 0
+    assert (tmp_path / record).is_file()
+    (tmp_path / rows).write_text('{"id": "1"}\n')
+    proc = _run(script, {**env, "FAKE_SRUN_TERM": "1"}, tmp_path, "--overwrite")  # job 7, stopped unclaimed
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "requeues").read_text() == "requeue 7\n"
-    assert _run("eval.sbatch", {**env, "SLURM_RESTART_COUNT": "1", "FAKE_CLAIM": "1"}, tmp_path,
+    assert _run(script, {**env, "SLURM_RESTART_COUNT": "1", "FAKE_CLAIM": "1"}, tmp_path,
                 "--overwrite").returncode == 0  # fmt: skip
-    # job 7's judge-eval has claimed the shard now: a further requeue resumes what it judged
-    assert _run("eval.sbatch", {**env, "SLURM_RESTART_COUNT": "2"}, tmp_path, "--overwrite").returncode == 0
+    # job 7's judge-eval has claimed the folder now: a further requeue resumes what it wrote
+    assert _run(script, {**env, "SLURM_RESTART_COUNT": "2"}, tmp_path, "--overwrite").returncode == 0
     _, stopped, requeued, requeued_again = _launches(tmp_path)
     assert stopped[-1] == "--overwrite"
     assert requeued[-1] == "--overwrite" and "--no-overwrite" not in requeued
@@ -259,13 +270,14 @@ def test_a_task_preempted_before_judge_eval_claimed_its_shard_overwrites_on_the_
 
 @pytest.mark.parametrize("record", ["", "[]", '{"launch": null}', '{"launch": {"slurm_job_id": 7}}', "{"],
                          ids=["empty", "a-list", "no-launch", "a-number", "cut"])  # fmt: skip
-def test_a_run_json_that_names_no_launch_of_this_job_keeps_the_overwrite(tmp_path, record):
+@pytest.mark.parametrize(("script", "folder"), [("eval.sbatch", "ev/shards/0"), ("rank.sbatch", "rank/0/candidate")])
+def test_a_run_json_that_names_no_launch_of_this_job_keeps_the_overwrite(tmp_path, record, script, folder):
     """Only a run.json whose launch names this job id (as judge-eval writes it, a string) is a claim; anything else
-    in the shard folder is not this job's, and a requeue keeps --overwrite."""
-    shard = tmp_path / "ev" / "shards" / "0"
+    in the shard's (the candidate's) folder is not this job's, and a requeue keeps --overwrite."""
+    shard = tmp_path / folder
     shard.mkdir(parents=True)
     (shard / "run.json").write_text(record)
     env = _env(tmp_path, SLURM_RESTART_COUNT="1")
-    assert _run("eval.sbatch", env, tmp_path, "--overwrite").returncode == 0
+    assert _run(script, env, tmp_path, "--overwrite").returncode == 0
     (launch,) = _launches(tmp_path)
     assert launch[-1] == "--overwrite" and "--no-overwrite" not in launch
