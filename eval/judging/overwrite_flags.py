@@ -8,8 +8,9 @@ where run has one and a value where not, and an empty word, a lone dash or ``-1`
 
 eval.sbatch runs it with the interpreter beside ``judge-eval``: ``python -m eval.judging.overwrite_flags [ARG ...]``
 prints ``yes``, ``no`` (the last of ``--overwrite`` and ``--no-overwrite`` winning) or nothing (neither given), exit
-0; a value judge-eval refuses: the word, exit 3; flags its parser refuses otherwise: its message, exit 2 (the word
-and the message as a terminal shows them, ``judge.plumbing.console_logging.visible``).
+0; a value judge-eval refuses: the word, exit 3; flags its parser refuses otherwise, or a ``--log-level`` its main
+refuses: the message, exit 2 (the word and the message as a terminal shows them,
+``judge.plumbing.console_logging.visible``).
 
 A module of its own, not a command of ``eval.judging.array_data``: ``eval.cli`` imports that module's neighbours,
 and this one imports ``eval.cli``.
@@ -50,14 +51,17 @@ def overwrite_flags(args: list[str]) -> bool | str | None:
 
     Raises:
         ValueError: the parser's message, for flags it refuses otherwise (``--max-tokens many``, a flag run does
-            not know, a word it has no place for).
+            not know, a word it has no place for), or ``log_level_number``'s for a ``--log-level`` it does not know.
     """
     from eval.cli import build_parser
-    from judge.plumbing.console_logging import split_log_level
+    from judge.plumbing.console_logging import log_level_number, split_log_level
 
-    # As judge-eval's main: --log-level taken off first (anywhere before a bare --), the rest to parse_args, which
-    # refuses a flag run does not know and a word it has no place for, as main would after the re-cut.
-    _, args = split_log_level(args, default="")
+    # As judge-eval's main: --log-level taken off first (anywhere before a bare --) and its level checked (main
+    # refuses an unknown one, exit 2, as it would after the re-cut), the rest to parse_args, which refuses a flag
+    # run does not know and a word it has no place for.
+    level, args = split_log_level(args, default="")
+    if level:
+        log_level_number(level)  # its ValueError names --log-level and the levels it takes
     parser = build_parser()
     run = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["run"]
     flag = run._option_string_actions["--overwrite"]

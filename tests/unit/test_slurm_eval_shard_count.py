@@ -179,11 +179,13 @@ def test_a_config_judge_eval_refuses_stops_the_task_before_anything_is_recut(tmp
     (["--overwrite", "--max-tokens", "many"], "--max-tokens"),
     (["--overwrite", "--concurency", "4"], "unrecognized arguments: --concurency"),
     (["--overwrite", "true", "stray"], "unrecognized arguments: stray"),
-], ids=["refused-value", "unknown-flag", "stray-word"])  # fmt: skip
+    (["--overwrite", "--log-level", "verbose"], "--log-level: unknown level 'verbose'"),
+], ids=["refused-value", "unknown-flag", "stray-word", "unknown-log-level"])  # fmt: skip
 def test_flags_judge_eval_run_refuses_stop_the_task_before_the_cut(tmp_path, script_args, said):
     """Read by judge-eval's own parser, a flag it refuses after the script stops the task naming it, before the
     earlier array's count is rewritten: judge-eval would refuse it only after the re-cut. A flag run does not know
-    and a word it takes no place for are refused too, as judge-eval's ``parse_args`` refuses them."""
+    and a word it takes no place for are refused too, as judge-eval's ``parse_args`` refuses them, and a
+    ``--log-level`` judge-eval's main refuses before it runs anything."""
     _earlier_array_of_four(tmp_path)
     proc = _one_task_array(tmp_path, 0, *script_args)
     assert proc.returncode == 2, proc.stderr
