@@ -107,7 +107,8 @@ UNJUDGED = "unjudged.jsonl"
 #: The files a run's matrix is read from (``ranked_items``), which ``compare`` reads again: a rerun rewrites
 #: items.jsonl before its judge stage, so rank.json records them as they were (``ranked_files_key``).
 RANKED_FILES = (ITEMS, "predictions.jsonl", UNJUDGED)
-#: What a ranking writes from its answers: ``--overwrite`` deletes them with the answers (``_answers_holding``).
+#: What a ranking writes from its answers: ``--overwrite`` deletes them with the answers (``_answers_holding``), and
+#: the judge stage's run_key.json and run.json with them once none of its progress files is left.
 RANKING_OUTPUTS = (*RANKED_FILES, RANKING_RESULT, EARLIER_RANKING_RESULT, MATRIX, "cells.csv", "report.html")
 #: answer.py's defaults: ``max_tokens: int = 4096``, ``temperature: float = 0.7``, ``concurrency: int = 10``.
 POLLUX_ANSWER_MAX_TOKENS, POLLUX_ANSWER_TEMPERATURE, POLLUX_ANSWER_CONCURRENCY = 4096, 0.7, 10
@@ -712,7 +713,9 @@ def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Pa
     """``answers_stage``, its folder held."""
     from eval.judging.backends import unasked_first
     from judge.plumbing.journal import rewrite_journal
-    from judge.plumbing.run_folder import RunFolderBusy, claim_run_folder, run_folder_holder
+    from eval.judging.run import PROGRESS_FILES
+    from judge.plumbing.provenance import PROVENANCE_FILE
+    from judge.plumbing.run_folder import RUN_KEY_FILE, RunFolderBusy, claim_run_folder, run_folder_holder
 
     # Another ranking's verdict stage holds ``out`` (its own lock, taken after its candidate stage let this one go):
     # this run would rewrite the items it judges, and --overwrite delete its verdicts. Asked, never waited for, so
@@ -731,6 +734,11 @@ def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Pa
         # --overwrite` deletes its scores with its predictions. Left, a Ctrl+C before this run's first answer said
         # them kept, and a rerun without --overwrite judged its items by their verdicts.
         gone = [name for name in RANKING_OUTPUTS if (out / name).is_file()]
+        # The judge stage's key and record go too, once no verdicts of its are left for them to describe: kept, a
+        # rerun resumed without --overwrite whose judge stage asks nothing (``unasked_judge`` keeps a run.json)
+        # joined the ranking's settings to the discarded judge's record.
+        if not any((out / name).exists() for name in PROGRESS_FILES if name not in RANKING_OUTPUTS):
+            gone += [name for name in (RUN_KEY_FILE, PROVENANCE_FILE) if (out / name).is_file()]
         for name in gone:
             (out / name).unlink()
         if gone:

@@ -64,3 +64,27 @@ def test_an_unreadable_earlier_record_is_replaced_and_said(tmp_path: Path, data:
         assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
     assert _named_job(out) == "7"
     assert any("candidate/run.json" in r.getMessage() and "replaced" in r.getMessage() for r in caplog.records)
+
+
+def test_overwrite_clears_the_judge_stage_record_and_key_with_the_verdicts(tmp_path: Path, data: Path,
+                                                                            monkeypatch) -> None:
+    """`--overwrite` deletes the verdicts with the answers, and the judge stage's out/run.json and out/run_key.json
+    with them: at the first answer neither is left. Kept, a rerun stopped there and resumed without --overwrite
+    whose judge stage asked nothing (``unasked_judge`` keeps an existing run.json) joined the ranking's settings to
+    the discarded judge's record."""
+    out = tmp_path / "bench"
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+    assert (out / "run.json").is_file() and (out / "run_key.json").is_file()
+    seen: dict[str, object] = {}
+    append = journal.JournalWriter.append
+
+    def first_answer(self, *rows):
+        seen.setdefault("at the first answer", [n for n in ("run.json", "run_key.json") if (out / n).exists()])
+        return append(self, *rows)
+
+    monkeypatch.setattr(journal.JournalWriter, "append", first_answer)
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--overwrite")) == 0
+    assert seen == {"at the first answer": []}  # before the fix: both, the discarded run's
+    assert (out / "run.json").is_file() and (out / "run_key.json").is_file()  # this run's, written by its judge stage
