@@ -80,7 +80,7 @@ from eval.judging.local_server import local_server, served_name, starts_judge_se
 from eval.judging.special_tokens import special_token_rows, special_token_warning
 from eval.judging.predictions import (REQUEST_FAILED, PredictionRow, iter_predictions, log_failed_requests,
                                       record_content_key, resume_predictions)
-from eval.judging.run_settings import (RUN_FOLDER_JOBS, clear_score_outputs, data_sha256, earlier_run_keys,
+from eval.judging.run_settings import (PROGRESS_FILES, RUN_FOLDER_JOBS, clear_score_outputs, data_sha256, earlier_run_keys,
                                       refuse_other_run_kind, resolved_paths, run_key)
 from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, iter_pairwise_rows, judge_pairs,
                                    pending_judgments, selected_pairs)
@@ -488,10 +488,6 @@ def not_a_model_ref(ref: str, field: str) -> ConfigError:
     except CheckpointNotFound as err:
         return ConfigError(f"{field}: {err} (nor an http(s) URL)")
     return ConfigError(f"{field}: {ref}: no such folder, and not an http(s) URL")
-
-
-#: What a run's work writes (its verdicts, criteria auto's items and choices): a folder holding them is resumed.
-PROGRESS_FILES = ["predictions.jsonl", PAIRWISE_PREDICTIONS, "auto_items.jsonl", "task_choices.jsonl"]
 
 
 def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from eval.input_checks import RANKING_MARKERS, run_marker
-from eval.pairwise.files import PAIRWISE_PAIRS
+from eval.pairwise.files import PAIRWISE_PAIRS, PAIRWISE_PREDICTIONS
 from judge.plumbing.run_folder import ResumeMismatch
 from judge.sample_data import SAMPLE_DATA, data_name, data_source
 
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from eval.judging.config import RunConfig
 
 __all__ = ["RESUME_FREE", "SCORE_OUTPUTS", "IN_OUT", "run_key", "earlier_run_keys", "resolved_paths",
-           "data_sha256", "clear_score_outputs", "selected_positions", "RUN_FOLDER_JOBS", "refuse_other_run_kind"]
+           "data_sha256", "clear_score_outputs", "selected_positions", "RUN_FOLDER_JOBS", "refuse_other_run_kind",
+           "PROGRESS_FILES"]
 
 log = logging.getLogger("judge_eval.run")
 
@@ -132,16 +133,20 @@ def selected_positions(splits: Sequence[str], split: str, limit: int) -> list[in
     return chosen[: limit or None]
 
 
+#: What a run's work writes (its verdicts, criteria auto's items and choices): a folder holding them is resumed.
+PROGRESS_FILES = ["predictions.jsonl", PAIRWISE_PREDICTIONS, "auto_items.jsonl", "task_choices.jsonl"]
+
 #: The run.json jobs a ranking's folder may hold: `judge-eval rank` judges its candidate's answers in its own folder
 #: through this run (whose job its run.json then names), and writes its own where no item reached the judge.
 RUN_FOLDER_JOBS = ("judge-eval run", "judge-eval rank")
 
 
 def refuse_other_run_kind(out: Path, ranking: bool) -> None:
-    """Refuse a ranking's folder to a plain `judge-eval run` and a plain run's folder (its predictions, no ranking's
-    answers) to a ranking, before any request: both write `judge-eval run` in run.json, so the job alone
-    (``refuse_other_job``) does not tell them apart, and --overwrite would discard the other's verdicts. What marks
-    each: ``eval.input_checks.run_marker`` with ``RANKING_MARKERS``.
+    """Refuse a ranking's folder to a plain `judge-eval run` and a plain run's folder (any of its
+    ``PROGRESS_FILES``, pairwise verdicts and criteria auto's choices too, no ranking's answers) to a ranking, before
+    any request: both write `judge-eval run` in run.json, so the job alone (``refuse_other_job``) does not tell them
+    apart, and --overwrite would discard the other's verdicts. What marks each: ``eval.input_checks.run_marker``
+    with ``RANKING_MARKERS``.
 
     Raises:
         ResumeMismatch: naming the folder and what it holds.
@@ -149,8 +154,8 @@ def refuse_other_run_kind(out: Path, ranking: bool) -> None:
     marked = run_marker(out, RANKING_MARKERS)
     if not ranking and marked:
         held, kind, this = f"its {marked}", "judge-eval rank", "judge-eval run"
-    elif ranking and not marked and (out / "predictions.jsonl").exists():
-        held, kind, this = "its predictions.jsonl, no ranking's answers", "judge-eval run", "judge-eval rank"
+    elif ranking and not marked and (found := run_marker(out, tuple(PROGRESS_FILES))):
+        held, kind, this = f"its {found}, no ranking's answers", "judge-eval run", "judge-eval rank"
     else:
         return
     raise ResumeMismatch(f"{out} holds a `{kind}` run ({held}), not a `{this}` one: use a fresh --out (--overwrite "

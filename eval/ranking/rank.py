@@ -108,7 +108,7 @@ UNJUDGED = "unjudged.jsonl"
 #: items.jsonl before its judge stage, so rank.json records them as they were (``ranked_files_key``).
 RANKED_FILES = (ITEMS, "predictions.jsonl", UNJUDGED)
 #: What a ranking writes from its answers: ``--overwrite`` deletes them with the answers (``_answers_holding``), and
-#: the judge stage's run_key.json and run.json with them once none of its progress files is left.
+#: the judge stage's run_key.json and run.json with them.
 RANKING_OUTPUTS = (*RANKED_FILES, RANKING_RESULT, EARLIER_RANKING_RESULT, MATRIX, "cells.csv", "report.html")
 #: answer.py's defaults: ``max_tokens: int = 4096``, ``temperature: float = 0.7``, ``concurrency: int = 10``.
 POLLUX_ANSWER_MAX_TOKENS, POLLUX_ANSWER_TEMPERATURE, POLLUX_ANSWER_CONCURRENCY = 4096, 0.7, 10
@@ -713,7 +713,6 @@ def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Pa
     """``answers_stage``, its folder held."""
     from eval.judging.backends import unasked_first
     from judge.plumbing.journal import rewrite_journal
-    from eval.judging.run import PROGRESS_FILES
     from judge.plumbing.provenance import PROVENANCE_FILE
     from judge.plumbing.run_folder import RUN_KEY_FILE, RunFolderBusy, claim_run_folder, run_folder_holder
 
@@ -733,12 +732,10 @@ def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Pa
         # The claim has just deleted the answers: what was computed from them goes with them, as `judge-eval run
         # --overwrite` deletes its scores with its predictions. Left, a Ctrl+C before this run's first answer said
         # them kept, and a rerun without --overwrite judged its items by their verdicts.
-        gone = [name for name in RANKING_OUTPUTS if (out / name).is_file()]
-        # The judge stage's key and record go too, once no verdicts of its are left for them to describe: kept, a
-        # rerun resumed without --overwrite whose judge stage asks nothing (``unasked_judge`` keeps a run.json)
-        # joined the ranking's settings to the discarded judge's record.
-        if not any((out / name).exists() for name in PROGRESS_FILES if name not in RANKING_OUTPUTS):
-            gone += [name for name in (RUN_KEY_FILE, PROVENANCE_FILE) if (out / name).is_file()]
+        # The judge stage's key and record go too: kept, a rerun resumed without --overwrite whose judge stage asks
+        # nothing (``unasked_judge`` keeps a run.json) joined the ranking's settings to the discarded judge's record.
+        # No plain run's progress is left for them to describe: ``refuse_other_run_kind`` refused its folder.
+        gone = [name for name in (*RANKING_OUTPUTS, RUN_KEY_FILE, PROVENANCE_FILE) if (out / name).is_file()]
         for name in gone:
             (out / name).unlink()
         if gone:

@@ -375,7 +375,6 @@ def test_a_ranking_and_a_plain_run_refuse_each_others_folders(data, tmp_path, ca
     tell their folders apart: a plain run's folder holds predictions and no ranking's answers, a ranking's its
     answers.jsonl. judge-eval run refuses a ranking's folder and rank a plain run's, --overwrite included, before any
     request, the folder left as it was."""
-    dead = "http://127.0.0.1:1/v1"
     ranked = tmp_path / "rank"
     before = _other_command_folder(ranked, "judge-eval run")
     (ranked / "answers.jsonl").write_text("", encoding="utf-8")
@@ -392,16 +391,38 @@ def test_a_ranking_and_a_plain_run_refuse_each_others_folders(data, tmp_path, ca
     with ScriptedEndpoint(vllm_chat(VERDICT)) as server:
         assert eval_main(_run_args(server.base_url, data, plain)) == 0
     before = _files(plain)
+    _rank_refused_as_plain(tmp_path, plain, "predictions.jsonl", capsys)
+    assert _files(plain) == before
+
+
+def _rank_refused_as_plain(tmp_path: Path, plain: Path, held: str, capsys) -> None:
+    """judge-eval rank into ``plain``, with and without --overwrite (a candidate never reached): refused with exit 2
+    as a plain run's folder holding ``held``."""
+    dead = "http://127.0.0.1:1/v1"
     instructions = tmp_path / "instructions.jsonl"
     instructions.write_text(json.dumps({"prompt_id": 0, "instruction": "Задание", "meta": "m", "criteria": [
         {"criteria_name": "c", "rubrics": "0: нет\n\n1: да"}]}, ensure_ascii=False) + "\n", encoding="utf-8")
     for extra in ((), ("--overwrite",)):
         capsys.readouterr()
         assert eval_main(["rank", "--model", dead, "--judge", dead, "--data", str(instructions), "--out", str(plain),
-                          "--no-progress", *extra]) == 2
-        assert (f"judge-eval rank: error: {plain} holds a `judge-eval run` run (its predictions.jsonl, no ranking's "
+                          "--no-progress", "--connect-timeout-s", "1", *extra]) == 2  # not 4, the candidate unreached
+        assert (f"judge-eval rank: error: {plain} holds a `judge-eval run` run (its {held}, no ranking's "
                 "answers), not a `judge-eval rank` one") in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("progress", ["pairwise_predictions.jsonl", "auto_items.jsonl", "task_choices.jsonl"])
+def test_rank_refuses_a_plain_runs_folder_by_any_of_its_progress_files(tmp_path, capsys, progress):
+    """A plain run's folder was told from a ranking's by its predictions.jsonl alone: a pairwise run's (or criteria
+    auto's, stopped before its first verdict) passed, its candidate answers were paid for before the judge stage
+    refused, and with --overwrite that stage deleted the other command's verdicts. Any of judge-eval run's progress
+    files without a ranking's answers is now refused before the candidate is asked, the folder left as it was."""
+    plain = tmp_path / "plain"
+    _other_command_folder(plain, "judge-eval run")
+    (plain / progress).write_text("{}\n", encoding="utf-8")
+    before = _files(plain)
+    _rank_refused_as_plain(tmp_path, plain, progress, capsys)  # before the fix: exit 4, the candidate unreachable
     assert _files(plain) == before
+    assert not (plain / "candidate").exists()
 
 
 def _whole(folder: Path) -> dict[str, bytes]:
