@@ -88,3 +88,14 @@ def test_overwrite_clears_the_judge_stage_record_and_key_with_the_verdicts(tmp_p
         assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--overwrite")) == 0
     assert seen == {"at the first answer": []}  # before the fix: both, the discarded run's
     assert (out / "run.json").is_file() and (out / "run_key.json").is_file()  # this run's, written by its judge stage
+
+
+def test_the_docs_name_every_file_overwrite_deletes() -> None:
+    """docs/ranking.md lists what `--overwrite` deletes with the answers: every one of ``RANKING_OUTPUTS`` and the
+    judge stage's key and record. The list left out bench.json (an older folder's ranking result), which the claim
+    deletes and the log names."""
+    from eval.ranking.rank import RANKING_OUTPUTS
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "ranking.md").read_text(encoding="utf-8")
+    listed = docs.split("`--overwrite` discards the answers", 1)[1].split("each deleted file is named", 1)[0]
+    assert [name for name in (*RANKING_OUTPUTS, "run_key.json", "run.json") if f"`{name}`" not in listed] == []
