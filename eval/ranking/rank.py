@@ -688,8 +688,8 @@ def answers_stage(rows: Sequence[InstructionRow], config: RankConfig, out: Path)
     from judge.plumbing.run_folder import hold_run_folder
 
     # The stage holds its own folder (the judge stage holds ``out``): one writer of answers.jsonl, and a refusal
-    # before any answer (an unreachable candidate, a key it refuses, other settings) leaves the folder as it found
-    # it. The key it left marked a ranking's folder (eval.input_checks.RANKING_MARKERS): judge-eval run refused it.
+    # before any answer (an unreachable candidate, a key it refuses, other settings; --overwrite deletes nothing
+    # before the candidate's first contact) leaves the folder as it found it. The key it left marked a ranking's folder (eval.input_checks.RANKING_MARKERS): judge-eval run refused it.
     with hold_run_folder(out / "candidate", "judge-eval rank", progress_files=[f"../{ANSWERS}"]):
         return _answers_holding(rows, config, out)
 
@@ -709,20 +709,12 @@ def _record_claim(config: RankConfig, folder: Path) -> None:
         write_provenance(folder, "judge-eval rank", candidate_key(config))
 
 
-def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Path) -> dict[str, Any]:
-    """``answers_stage``, its folder held."""
-    from eval.judging.backends import unasked_first
-    from judge.plumbing.journal import rewrite_journal
+def _claim(config: RankConfig, out: Path) -> None:
+    """Claim the candidate's folder under this run's key (``--overwrite``: deleting the answers and what was computed
+    from them), then record the claim (``_record_claim``)."""
     from judge.plumbing.provenance import PROVENANCE_FILE
-    from judge.plumbing.run_folder import RUN_KEY_FILE, RunFolderBusy, claim_run_folder, run_folder_holder
+    from judge.plumbing.run_folder import RUN_KEY_FILE, claim_run_folder
 
-    # Another ranking's verdict stage holds ``out`` (its own lock, taken after its candidate stage let this one go):
-    # this run would rewrite the items it judges, and --overwrite delete its verdicts. Asked, never waited for, so
-    # the one order the two locks are taken in (the candidate's, then out's) has nothing to deadlock on.
-    holder = run_folder_holder(out)
-    if holder is not None:
-        raise RunFolderBusy.held(out, holder)
-    path = out / ANSWERS
     # The candidate's own key file, in the folder of its stage (the judge stage's is ``out/run_key.json``); answers
     # written before the file existed are kept under this key: their rows have no instruction key, so they are
     # asked again anyway.
@@ -741,7 +733,26 @@ def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Pa
         if gone:
             log.info("overwrite: deleted the discarded ranking's %s", ", ".join(gone))
     _record_claim(config, out / "candidate")
-    written = read_answers(path)
+
+
+def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Path) -> dict[str, Any]:
+    """``answers_stage``, its folder held."""
+    from eval.judging.backends import unasked_first
+    from judge.plumbing.journal import rewrite_journal
+    from judge.plumbing.run_folder import RunFolderBusy, run_folder_holder
+
+    # Another ranking's verdict stage holds ``out`` (its own lock, taken after its candidate stage let this one go):
+    # this run would rewrite the items it judges, and --overwrite delete its verdicts. Asked, never waited for, so
+    # the one order the two locks are taken in (the candidate's, then out's) has nothing to deadlock on.
+    holder = run_folder_holder(out)
+    if holder is not None:
+        raise RunFolderBusy.held(out, holder)
+    path = out / ANSWERS
+    if not config.overwrite:  # other candidate settings refused before the candidate is reached
+        _claim(config, out)
+    # With --overwrite the answers on disk are discarded: the claim that deletes them waits for the candidate's first
+    # contact (below), so a run stopped before it (a key unset or refused, a candidate unreachable) deletes nothing.
+    written = {} if config.overwrite else read_answers(path)
     done = {r.prompt_id for r in rows if r.prompt_id in written and written[r.prompt_id].final(r)}
     failed_before = {r.prompt_id for r in rows if r.prompt_id not in done and r.prompt_id in written
                      and written[r.prompt_id].error}
@@ -763,6 +774,11 @@ def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Pa
             # candidate's max_tokens is fitted to what it allows (its max_model_len, judge-serve's caps).
             model, limits = first_contact(base_url, key.key, model, key_source=key.source, what="the candidate",
                                           policy=first_contact_policy(config))
+            if config.overwrite:  # every instruction is to do: the claim comes before the first answer
+                holder = run_folder_holder(out)  # asked again: a verdict stage may have taken out meanwhile
+                if holder is not None:
+                    raise RunFolderBusy.held(out, holder)
+                _claim(config, out)
             max_tokens, note = fit_max_tokens(config.max_tokens, limits, route="chat")
             if note:
                 log.warning("note: the candidate's %s", note)

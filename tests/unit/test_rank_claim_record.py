@@ -99,3 +99,31 @@ def test_the_docs_name_every_file_overwrite_deletes() -> None:
     docs = (Path(__file__).resolve().parents[2] / "docs" / "ranking.md").read_text(encoding="utf-8")
     listed = docs.split("`--overwrite` discards the answers", 1)[1].split("each deleted file is named", 1)[0]
     assert [name for name in (*RANKING_OUTPUTS, "run_key.json", "run.json") if f"`{name}`" not in listed] == []
+
+
+def test_overwrite_stopped_before_the_candidate_answers_leaves_the_folder_as_it_found_it(
+        tmp_path: Path, data: Path, monkeypatch) -> None:
+    """`--overwrite` deleted the answers, the verdicts and the judge stage's record before the API key was read and
+    the candidate reached: a run stopped there (a key variable unset, a candidate unreachable) left the folder
+    without them, and nothing put them back. The deletions now wait for the candidate's first contact, so such a
+    stop leaves every file as it was (the writers' lock files aside)."""
+    monkeypatch.delenv("NO_SUCH_KEY_VARIABLE", raising=False)
+    out = tmp_path / "bench"
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+
+    def files() -> dict[str, bytes]:
+        return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+                if p.is_file() and p.name != run_folder.LOCK_FILE}
+
+    before = files()
+    assert {"answers.jsonl", "predictions.jsonl", "rank.json", "run.json", "run_key.json"} <= set(before)
+    dead = "http://127.0.0.1:1/v1"
+    with Judge(scores_by_output()) as judge:
+        assert main(rank_argv(dead, judge.base_url, data, out,
+                              "--overwrite", "--connect-timeout-s", "1")) == 4  # the candidate unreachable
+        assert files() == before  # before the fix: answers, verdicts, results and the judge's record deleted
+        with Candidate() as cand:
+            assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--overwrite",
+                                  "--api-key-env", "NO_SUCH_KEY_VARIABLE")) == 2  # the key variable unset
+        assert files() == before

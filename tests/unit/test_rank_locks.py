@@ -55,3 +55,31 @@ def test_a_verdict_stage_holding_out_stops_the_candidate_stage_before_it_deletes
     assert code == 2 and f"{out} is in use by" in err and "judge-eval run" in err
     assert {path.name: path.read_bytes() for path in out.iterdir() if path.is_file() and path.name != "run.lock"} \
         == before
+
+
+def test_a_verdict_stage_taking_out_during_the_first_contact_stops_the_overwrite_before_it_deletes_anything(
+        tmp_path: Path, data: Path, capsys, monkeypatch) -> None:
+    """`--overwrite` deletes only after the candidate's first contact (a server may take minutes to start): another
+    ranking's verdict stage that took ``out`` meanwhile is asked about again just before the deletions, and the run
+    refused (exit 2) with every file as it was."""
+    import contextlib
+
+    from eval.judging import contact
+
+    out = _ranked(tmp_path, data)
+    before = {path.name: path.read_bytes() for path in out.iterdir() if path.is_file() and path.name != "run.lock"}
+    real = contact.first_contact
+    with contextlib.ExitStack() as held:
+        def contacted_then_taken(*args, **kwargs):
+            answer = real(*args, **kwargs)
+            held.enter_context(hold_run_folder(out, "judge-eval run"))
+            return answer
+
+        monkeypatch.setattr(contact, "first_contact", contacted_then_taken)
+        capsys.readouterr()
+        with Candidate() as cand, Judge(scores_by_output()) as judge:
+            code = main(rank_argv(cand.base_url, judge.base_url, data, out, "--overwrite"))
+            assert cand.bodies("/v1/chat/completions") == [] and judge.bodies("/v1/chat/completions") == []
+        assert code == 2 and f"{out} is in use by" in capsys.readouterr().err
+        assert {path.name: path.read_bytes() for path in out.iterdir()
+                if path.is_file() and path.name != "run.lock"} == before
