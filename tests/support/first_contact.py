@@ -106,13 +106,15 @@ _CONSOLE_FILTERS = (("default", DeprecationWarning, "__main__"), ("ignore", Depr
                     ("ignore", ResourceWarning, ""))
 
 
-def _read_at_import(key: str) -> bool:
+def read_at_import(key: str) -> bool:
+    """Whether a library may have read environment variable ``key`` once, at its import."""
     return key.startswith(READ_AT_IMPORT_PREFIXES) or key in READ_AT_IMPORT
 
 
 #: Those variables as the session had them when this module was imported (before any test set one): what a library
-#: imported in this session read, whichever test imported it first.
-_AT_IMPORT = {key: value for key, value in os.environ.items() if _read_at_import(key)}
+#: imported in this session read, whichever test imported it first, since no unit test may leave one changed
+#: (``tests/unit/conftest.py``, ``no_import_time_variables_left_behind``).
+_AT_IMPORT = {key: value for key, value in os.environ.items() if read_at_import(key)}
 
 
 def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = None,
@@ -144,7 +146,7 @@ def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = No
     """
     runs_under = os.environ if env is None else env
     changed = [f"{key}={runs_under.get(key)!r}" for key in sorted({*runs_under, *_AT_IMPORT})
-               if _read_at_import(key) and runs_under.get(key) != _AT_IMPORT.get(key)]  # fmt: skip
+               if read_at_import(key) and runs_under.get(key) != _AT_IMPORT.get(key)]  # fmt: skip
     assert not changed, (f"{name} {' '.join(argv)}: {', '.join(changed)} would not reach a library that read it at "
                          "its import (huggingface_hub): start this command as a process")
     (main,) = [point.load() for point in entry_points(group="console_scripts", name=name)]

@@ -31,6 +31,22 @@ def no_launcher_variables_left_behind():
         pytest.fail(f"the test left launcher variables changed (before, after): {changed}")
 
 
+@pytest.fixture(autouse=True)
+def no_import_time_variables_left_behind():
+    """Puts back, after each test, the variables a library reads at its import (an ``HF_*`` offline switch, a cache
+    folder: ``tests.support.first_contact.read_at_import``) that the test left changed. In-process console mains
+    (``run_console_main``) compare the environment they run under with the session's, since the libraries read it
+    once: a value left behind by an earlier test, on whichever worker it ran, would refuse every main after it. Put
+    back rather than failed: production code called in-process may set one for its own process, as the demo does."""
+    from tests.support.first_contact import read_at_import
+
+    before = {name: value for name, value in os.environ.items() if read_at_import(name)}
+    yield
+    for name in [name for name in os.environ if read_at_import(name) and name not in before]:
+        del os.environ[name]
+    os.environ.update(before)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def one_tokenizer_load_per_folder():
     """judge-serve's tokenizer loader, remembering what it loaded (``tests.support.serve_in_process.remembering_loader``):

@@ -10,6 +10,18 @@ import pytest
 from scripts import demo
 
 
+@pytest.fixture(autouse=True)
+def offline_switches_put_back(monkeypatch):
+    """The demo sets the Hugging Face offline switches in its own environment (``os.environ.setdefault``), as it must
+    for itself and the commands it starts; called in this process, that would outlive the test, and libraries read
+    them at their import. monkeypatch puts each back as it was, absent included."""
+    for name in demo.OFFLINE_ENV:
+        absent = name not in os.environ
+        monkeypatch.setenv(name, os.environ.get(name, ""))  # so that monkeypatch records what was there
+        if absent:
+            monkeypatch.delenv(name)
+
+
 def _shared_tokenizer(monkeypatch, qwen_tokenizer) -> list:
     """The stage's ``build_qwen_tokenizer()`` answered by the session's ``qwen_tokenizer``, that function's own
     result with the same defaults, converted once per session rather than again per test (the stage reads and saves
