@@ -98,12 +98,19 @@ def test_a_script_that_fails_on_its_own_fails_the_help_check(tmp_path):
     assert "is not a package" in failures[0]
 
 
-#: A script that ignores --help and measures: it starts a child (as a bench starts a server or an engine), writes the
-#: child's pid to the file named by its first line, and waits.
-_MEASURES = """import subprocess, sys, time
-child = subprocess.Popen(["sleep", "60"])
+#: A script that ignores --help and measures: it starts a child (as a bench starts a server or an engine, one that
+#: outlives the wait by far unless it is killed), writes the child's pid beside itself, and never answers.
+_MEASURES = """import signal, subprocess, sys
+child = subprocess.Popen(["sleep", "300"])
 open(sys.argv[0] + ".child", "w").write(str(child.pid))
-time.sleep(60)
+signal.pause()
+"""
+#: Awaited before the script above (help_failures awaits in order), it answers --help only once that script's child
+#: is running, so the timeout is reached with the child there, however slowly the machine starts interpreters.
+_ANSWERS_ONCE_THE_CHILD_RUNS = """import argparse, os, sys, time
+while not os.path.exists(sys.argv[0].replace("a_gate.py", "measures.py.child")):
+    time.sleep(0.01)  # polling the condition, not waiting for it to have come
+argparse.ArgumentParser().parse_args()
 """
 
 
@@ -120,10 +127,12 @@ def test_a_script_that_does_not_answer_is_ended_with_its_children(tmp_path):
     output lasted as long as its children (which hold its pipes) ran on, and they were left running."""
     script = tmp_path / "measures.py"
     script.write_text(_MEASURES, encoding="utf-8")
+    gate = tmp_path / "a_gate.py"
+    gate.write_text(_ANSWERS_ONCE_THE_CHILD_RUNS, encoding="utf-8")
     started = time.monotonic()
-    failures = help_failures([script], timeout_s=3)
-    assert failures == ["measures.py: no answer in 3 s"]
-    assert time.monotonic() - started < 30, "the wait outlasted the timeout by the children's run"
+    failures = help_failures([gate, script], timeout_s=10)
+    assert failures == ["measures.py: no answer in 10 s"]
+    assert time.monotonic() - started < 120, "the wait outlasted the timeout by the children's run"
     child = int(Path(f"{script}.child").read_text())
     assert _ended(child), "the script's child is left running"
 
