@@ -711,27 +711,39 @@ def _record_claim(config: RankConfig, folder: Path) -> None:
 
 def _claim(config: RankConfig, out: Path) -> None:
     """Claim the candidate's folder under this run's key (``--overwrite``: deleting the answers and what was computed
-    from them), then record the claim (``_record_claim``)."""
-    from judge.plumbing.provenance import PROVENANCE_FILE
-    from judge.plumbing.run_folder import RUN_KEY_FILE, claim_run_folder
+    from them), then record the claim (``_record_claim``).
 
-    # The candidate's own key file, in the folder of its stage (the judge stage's is ``out/run_key.json``); answers
-    # written before the file existed are kept under this key: their rows have no instruction key, so they are
-    # asked again anyway.
-    claim_run_folder(out / "candidate", candidate_key(config), [f"../{ANSWERS}"], overwrite=config.overwrite,
-                     adopt_unkeyed=True)
-    if config.overwrite:
-        # The claim has just deleted the answers: what was computed from them goes with them, as `judge-eval run
-        # --overwrite` deletes its scores with its predictions. Left, a Ctrl+C before this run's first answer said
-        # them kept, and a rerun without --overwrite judged its items by their verdicts.
-        # The judge stage's key and record go too: kept, a rerun resumed without --overwrite whose judge stage asks
-        # nothing (``unasked_judge`` keeps a run.json) joined the ranking's settings to the discarded judge's record.
-        # No plain run's progress is left for them to describe: ``refuse_other_run_kind`` refused its folder.
-        gone = [name for name in (*RANKING_OUTPUTS, RUN_KEY_FILE, PROVENANCE_FILE) if (out / name).is_file()]
-        for name in gone:
-            (out / name).unlink()
-        if gone:
-            log.info("overwrite: deleted the discarded ranking's %s", ", ".join(gone))
+    Raises:
+        RunFolderBusy: with ``--overwrite``, another ranking's verdict stage holds ``out`` (still after
+            ``BUSY_RETRY_S``): nothing is deleted.
+    """
+    from judge.plumbing.provenance import PROVENANCE_FILE
+    from judge.plumbing.run_folder import RUN_KEY_FILE, claim_run_folder, hold_run_folder
+
+    # The deletions hold ``out`` as its verdict stage does (``hold_run_folder``, the lock ``judge-eval run`` takes):
+    # a look at the lock just before them leaves a window in which another ranking's verdict stage takes ``out`` and
+    # writes verdicts they then delete. Held, a verdict stage starting meanwhile waits out the deletions or is
+    # refused, and one holding ``out`` refuses them. Taken after the candidate's lock, the one order the two are
+    # taken in.
+    with hold_run_folder(out, "judge-eval rank") if config.overwrite else contextlib.nullcontext():
+        # The candidate's own key file, in the folder of its stage (the judge stage's is ``out/run_key.json``);
+        # answers written before the file existed are kept under this key: their rows have no instruction key, so
+        # they are asked again anyway.
+        claim_run_folder(out / "candidate", candidate_key(config), [f"../{ANSWERS}"], overwrite=config.overwrite,
+                         adopt_unkeyed=True)
+        if config.overwrite:
+            # The claim has just deleted the answers: what was computed from them goes with them, as `judge-eval run
+            # --overwrite` deletes its scores with its predictions. Left, a Ctrl+C before this run's first answer
+            # said them kept, and a rerun without --overwrite judged its items by their verdicts.
+            # The judge stage's key and record go too: kept, a rerun resumed without --overwrite whose judge stage
+            # asks nothing (``unasked_judge`` keeps a run.json) joined the ranking's settings to the discarded
+            # judge's record. No plain run's progress is left for them to describe: ``refuse_other_run_kind``
+            # refused its folder.
+            gone = [name for name in (*RANKING_OUTPUTS, RUN_KEY_FILE, PROVENANCE_FILE) if (out / name).is_file()]
+            for name in gone:
+                (out / name).unlink()
+            if gone:
+                log.info("overwrite: deleted the discarded ranking's %s", ", ".join(gone))
     _record_claim(config, out / "candidate")
 
 
@@ -742,8 +754,10 @@ def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Pa
     from judge.plumbing.run_folder import RunFolderBusy, run_folder_holder
 
     # Another ranking's verdict stage holds ``out`` (its own lock, taken after its candidate stage let this one go):
-    # this run would rewrite the items it judges, and --overwrite delete its verdicts. Asked, never waited for, so
-    # the one order the two locks are taken in (the candidate's, then out's) has nothing to deadlock on.
+    # this run would rewrite the items it judges, and --overwrite delete its verdicts. Asked here, before the
+    # candidate is reached (a served one takes minutes to start); --overwrite's deletions then hold out itself
+    # (``_claim``), asking for it for ``BUSY_RETRY_S`` at most, so the one order the two locks are taken in
+    # (the candidate's, then out's) has nothing to deadlock on.
     holder = run_folder_holder(out)
     if holder is not None:
         raise RunFolderBusy.held(out, holder)
@@ -774,10 +788,7 @@ def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Pa
             # candidate's max_tokens is fitted to what it allows (its max_model_len, judge-serve's caps).
             model, limits = first_contact(base_url, key.key, model, key_source=key.source, what="the candidate",
                                           policy=first_contact_policy(config))
-            if config.overwrite:  # every instruction is to do: the claim comes before the first answer
-                holder = run_folder_holder(out)  # asked again: a verdict stage may have taken out meanwhile
-                if holder is not None:
-                    raise RunFolderBusy.held(out, holder)
+            if config.overwrite:  # every instruction is to do: the claim, holding out, comes before the first answer
                 _claim(config, out)
             max_tokens, note = fit_max_tokens(config.max_tokens, limits, route="chat")
             if note:

@@ -83,3 +83,42 @@ def test_a_verdict_stage_taking_out_during_the_first_contact_stops_the_overwrite
         assert code == 2 and f"{out} is in use by" in capsys.readouterr().err
         assert {path.name: path.read_bytes() for path in out.iterdir()
                 if path.is_file() and path.name != "run.lock"} == before
+
+
+def test_a_verdict_stage_starting_between_the_last_look_and_the_overwrite_deletions_is_refused(
+        tmp_path: Path, data: Path, capsys, monkeypatch) -> None:
+    """Another ranking's verdict stage that takes ``out`` after the last look at its lock and before the deletions
+    of `--overwrite` (a thread started where the claim begins, the claim going on only once that thread has ended:
+    a gate, not a timing). The deletions looked and then deleted without the lock: the other stage took ``out``,
+    wrote its verdicts, and the deletions removed them under it. Now they hold ``out``: that stage is refused,
+    naming this ranking as the holder, and the ranking itself goes on."""
+    import threading
+
+    from judge.plumbing import run_folder
+
+    out = _ranked(tmp_path, data)
+    other: dict[str, str] = {}
+
+    def verdict_stage() -> None:
+        try:
+            with hold_run_folder(out, "judge-eval run"):
+                (out / "predictions.jsonl").write_text('{"id": "the other ranking\'s verdict"}\n')
+                other["wrote"] = "yes"
+        except run_folder.RunFolderBusy as err:
+            other["refused"] = str(err)
+
+    claim = run_folder.claim_run_folder
+
+    def claiming(folder, *args, **kwargs):
+        if Path(folder) == out / "candidate":
+            stage = threading.Thread(target=verdict_stage)
+            stage.start()
+            stage.join()
+        return claim(folder, *args, **kwargs)
+
+    monkeypatch.setattr(run_folder, "claim_run_folder", claiming)
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--overwrite")) == 0
+    assert "wrote" not in other  # before the fix: written, then deleted by the claim
+    assert other["refused"].startswith(f"{out} is in use by") and "judge-eval rank" in other["refused"]
+    assert (run_folder_holder(out / "candidate"), run_folder_holder(out)) == (None, None)
