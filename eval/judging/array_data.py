@@ -15,6 +15,8 @@ the rules are the loader's own (``JudgeRecord.from_row``, ``judge.records.same_c
   starting without judges rows the whole file's run refuses. Exit 4 with one line naming a record of each.
 * ``count DATA``: the records, a line blank by the loader's rule (nothing but whitespace once decoded,
   ``str.strip``: U+00A0, U+3000, ``\\x1c`` too) is none.
+* ``check DATA``: ``repeats``, and where it finds nothing (exit 0) ``count``'s number, from its one pass over the
+  data: what eval.sbatch asks before each task's cut, in one interpreter start.
 * ``cut DATA FIRST LAST``: records FIRST..LAST (1-based) to standard output, their bytes as the file holds them.
 * ``overwrite CONFIG``: ``yes`` or ``no``, the ``overwrite`` of a ``judge-eval run`` config as ``judge-eval run``
   reads it (``eval.judging.config.RunConfig`` through ``judge.plumbing.config_files.resolve_config``). A config it
@@ -34,7 +36,7 @@ from typing import Iterator
 from judge.plumbing.json_reading import JSON_REFUSALS, UTF8_BOM
 from judge.records import JudgeRecord, LineIndex, RecordError, gives_no_id, row_place, same_content
 
-__all__ = ["is_blank", "record_lines", "repeated_rows", "main"]
+__all__ = ["is_blank", "record_lines", "repeated_rows", "surveyed", "main"]
 
 #: A shown id's length at most: an id is the user's text, and the message is one line.
 _ID_SHOWN = 100
@@ -54,18 +56,26 @@ def record_lines(path: Path) -> Iterator[tuple[int, bytes]]:
 
 
 def repeated_rows(path: Path) -> tuple[list[str], int, str | None]:
+    """``surveyed``'s first three: the repeated rows, how many, the mix of rows with and without an id field."""
+    found, total, mixed, _ = surveyed(path)
+    return found, total, mixed
+
+
+def surveyed(path: Path) -> tuple[list[str], int, str | None, int]:
     """The rows of ``path`` whose loader id an earlier row has, each as "line 3 = line 1" (the same row again) or
     "line 3 repeats the id '...' of line 1 with other content"; the first 5, and how many in all. Third, from the
     same pass: where ``path`` holds records with an ``id`` field (the loader's own first-row test, ``"id" in row``)
     and records without one, the first record and the first of the other kind, as "line 1 has no id field, line 3
     has one"; None when every record has the field, or none has. A record counts when the loader reads it once its
-    missing id is derived; the others are left to ``judge-eval``, which names them."""
+    missing id is derived; the others are left to ``judge-eval``, which names them. Fourth, from the same pass:
+    the records (``record_lines``), as ``count`` counts them."""
     found: list[str] = []
-    total = 0
+    total = records = 0
     first: dict[str, JudgeRecord] = {}
     first_of_kind: dict[bool, int] = {}
     derive = None
     for number, raw in record_lines(path):
+        records += 1
         try:
             row = json.loads(raw.removeprefix(UTF8_BOM) if number == 0 else raw)
         except JSON_REFUSALS:
@@ -95,7 +105,7 @@ def repeated_rows(path: Path) -> tuple[list[str], int, str | None]:
                 shown = record.id if len(record.id) <= _ID_SHOWN else record.id[:_ID_SHOWN] + "..."
                 named = "the content id" if gives_no_id(row.get("id")) else "the id"
                 found.append(f"{here} repeats {named} {shown!r} of {there} with other content")
-    return found, total, _mixed(first_of_kind)
+    return found, total, _mixed(first_of_kind), records
 
 
 def _mixed(first_of_kind: dict[bool, int]) -> str | None:
@@ -109,7 +119,7 @@ def _mixed(first_of_kind: dict[bool, int]) -> str | None:
 
 
 #: Each command's operands, as the usage line names them.
-_OPERANDS = {"repeats": "DATA", "count": "DATA", "cut": "DATA FIRST LAST", "overwrite": "CONFIG"}
+_OPERANDS = {"repeats": "DATA", "count": "DATA", "check": "DATA", "cut": "DATA FIRST LAST", "overwrite": "CONFIG"}
 _USAGE = ("usage: python -m eval.judging.array_data {"
           + " | ".join(f"{command} {operands}" for command, operands in _OPERANDS.items()) + "}")
 
@@ -134,12 +144,14 @@ def main(argv: list[str] | None = None) -> int:
     command, path = args[0], Path(args[1])
     if command == "cut" and not all(bound.isdecimal() for bound in args[2:4]):
         return _refused(f"cut: FIRST and LAST are whole numbers, not {args[2]!r} and {args[3]!r}")
-    if command == "repeats":
-        found, total, mixed = repeated_rows(path)
+    if command in ("repeats", "check"):
+        found, total, mixed, records = surveyed(path)
         if mixed is not None:
             print(mixed)
             return 4
         if not found:
+            if command == "check":
+                print(records)
             return 0
         more = f" and {total - len(found)} more" if total > len(found) else ""
         print("; ".join(found) + more)

@@ -522,12 +522,12 @@ def test_without_an_interpreter_beside_judge_eval_the_repeat_check_is_skipped(tm
 
 def test_a_repeat_check_that_fails_stops_the_task_naming_the_check(tmp_path):
     """The interpreter beside judge-eval imports the check but its run of it fails (a traceback, exit 1: neither
-    none found, 0, nor a finding, 3 or 4): the task stops naming the check, as the record count's failure does,
+    none found, 0, nor a finding, 3 or 4): the task stops naming the check (which counts the records too),
     instead of going on as if the data held no repeated row."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "python").write_text(
-        '#!/bin/sh\nif [ "$1 $2 $3" = "-m eval.judging.array_data repeats" ]; then\n'
+        '#!/bin/sh\nif [ "$1 $2 $3" = "-m eval.judging.array_data check" ]; then\n'
         '    echo "Traceback (most recent call last): MemoryError" >&2\n    exit 1\nfi\n'
         f'exec "{sys.executable}" "$@"\n', encoding="utf-8")
     (bin_dir / "python").chmod(0o755)
@@ -535,8 +535,9 @@ def test_a_repeat_check_that_fails_stops_the_task_naming_the_check(tmp_path):
     proc = _one_task_array(tmp_path, 0, **_array_of(2, 0))
     assert proc.returncode == 2
     assert proc.stderr == ("Traceback (most recent call last): MemoryError\n"
-                           f"eval.sbatch: could not check JUDGE_EVAL_DATA={tmp_path}/data.jsonl for repeated rows "
-                           f"({bin_dir}/python -m eval.judging.array_data repeats failed, exit status 1)\n")
+                           f"eval.sbatch: could not check JUDGE_EVAL_DATA={tmp_path}/data.jsonl for repeated rows and "
+                           f"count its records ({bin_dir}/python -m eval.judging.array_data check failed, exit status "
+                           "1)\n")
     assert not (tmp_path / "eval").exists()
 
 
@@ -572,8 +573,9 @@ def test_a_file_of_unicode_whitespace_alone_stops_the_task_before_any_shard_is_c
 
 
 def test_the_data_module_eval_sbatch_runs_imports_the_standard_library_and_pollux_judge_alone(tmp_path):
-    """Every array task starts ``python -m eval.judging.array_data`` three times before it judges: importing it (and
-    so ``eval`` and ``eval.judging``) pulls in no third-party package, whose import would be paid on each start."""
+    """Every array task starts ``python -m eval.judging.array_data`` twice before it judges (``check``, ``cut``):
+    importing it (and so ``eval`` and ``eval.judging``) pulls in no third-party package, whose import would be paid
+    on each start."""
     code = ("import json, sys\nbefore = set(sys.modules)\nimport eval.judging.array_data\n"
             "tops = {name.partition('.')[0] for name in set(sys.modules) - before}\n"
             "print(json.dumps(sorted(tops - set(sys.stdlib_module_names) - {'judge', 'eval'})))\n")
