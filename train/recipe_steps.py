@@ -113,15 +113,15 @@ def drop_build_copies(tokenizer) -> None:
 
 
 def setup_logging() -> None:
-    """This package's logs at INFO on global rank 0 (WARNING elsewhere); transformers and DeepSpeed at WARNING.
-
-    The handler and the root level are ``judge-train``'s (``judge.plumbing.console_logging``, set in its main()); a host
-    program or pytest keeps its own.
-    """
+    """This package's logs at the root's level on global rank 0 (WARNING elsewhere), transformers' at WARNING or above.
+    The handler and the root level are ``judge-train``'s (its ``--log-level``: ``judge.plumbing.console_logging``); a
+    host program or pytest keeps its own, and the ``train`` logger's: a level set on it here would win over the root's
+    (``--log-level warning`` still printing INFO lines, ``--log-level debug`` none of the DEBUG ones)."""
     import transformers
 
-    logging.getLogger("train").setLevel(logging.INFO if is_main_process() else logging.WARNING)
-    transformers.utils.logging.set_verbosity_warning()
+    if not is_main_process():
+        logging.getLogger("train").setLevel(logging.WARNING)
+    transformers.utils.logging.set_verbosity(max(logging.WARNING, logging.getLogger().getEffectiveLevel()))
 
 
 #: The row fields that decide what a step trains on: the id (with the rows' order, the data position a checkpoint

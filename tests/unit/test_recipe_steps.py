@@ -187,3 +187,33 @@ def test_keep_last_checkpoint_forgets_the_best_one_only_at_the_last_save(stopped
     state = TrainerState(max_steps=10, global_step=global_step, best_model_checkpoint="out/checkpoint-2")
     keep_last_checkpoint(SimpleNamespace(stopped_at_step=stopped_at_step)).on_save(None, state, None)
     assert state.best_model_checkpoint == (None if forgotten else "out/checkpoint-2")
+
+
+@pytest.mark.parametrize("level", ["debug", "info", "warning", "error"])
+def test_the_recipe_logs_at_the_level_judge_train_was_given(level, monkeypatch):
+    """On global rank 0 ``setup_logging`` leaves the ``train`` logger to the root's level, which judge-train's
+    ``--log-level`` set: it set INFO there, so ``--log-level warning`` (or error) still printed the recipe's INFO lines
+    and ``--log-level debug`` never its DEBUG ones. transformers' own logger is at WARNING, quieter at error."""
+    import logging
+
+    import transformers
+
+    from judge.plumbing.console_logging import log_level_number
+    from train.recipe_steps import setup_logging
+
+    monkeypatch.delenv("RANK", raising=False)
+    root, train_logger = logging.getLogger(), logging.getLogger("train")
+    before = root.level, train_logger.level, transformers.utils.logging.get_verbosity()
+    try:
+        root.setLevel(log_level_number(level))  # what configure_logging(--log-level) sets
+        train_logger.setLevel(logging.NOTSET)  # a fresh process's
+        setup_logging()
+        assert train_logger.getEffectiveLevel() == log_level_number(level)
+        assert transformers.utils.logging.get_verbosity() == max(logging.WARNING, log_level_number(level))
+        monkeypatch.setenv("RANK", "1")  # the other ranks: warnings only, whatever the level
+        setup_logging()
+        assert train_logger.getEffectiveLevel() == logging.WARNING
+    finally:
+        root.setLevel(before[0])
+        train_logger.setLevel(before[1])
+        transformers.utils.logging.set_verbosity(before[2])
