@@ -486,12 +486,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return handlers[args.command](args)
     except (EndpointUnusable, ConfigError, ValueError, ResumeMismatch, RunFolderBusy) as err:
+        # One line for the user; its traceback kept at --log-level debug, since a ValueError may be a bug's too
+        log.debug("judge-eval %s: the traceback of the error below", args.command, exc_info=True)
         print(f"judge-eval {args.command}: error: {err}", file=sys.stderr)
         return EXIT_UNUSABLE if isinstance(err, EndpointUnusable) else 2
     except OSError as err:  # a missing input; or, a backstop, the output checked up front failing (a full disk)
         if (args.command in ("run", "rank") and not isinstance(err, FileNotFoundError) and not err.filename) or (
                 isinstance(err, BrokenPipeError) and stdout_closed()):  # stdout's reader gone: main answers it
             raise  # a connection's or the server's OSError names no file: no input error (exit 2)
+        log.debug("judge-eval %s: the traceback of the error below", args.command, exc_info=True)
         print(f"judge-eval {args.command}: error: {os_error_text(err, getattr(args, 'out', None))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl+C (asyncio.run cancels its tasks first): the rows are journaled, no traceback

@@ -27,7 +27,7 @@ Every run folder gets ``run.json`` (``judge.plumbing.provenance``: resolved sett
 data file, its source and hash, sandbox), the per-item JSONL files and ``metrics.json``.
 Generation progress is saved as it goes; re-running the same command resumes (``--overwrite`` starts over).
 
-Why one module of ~635 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
+Why one module of ~640 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
 table of exit codes, kept where ``main`` applies them; each task's own logic is in humaneval.py and rutie.py.
 """
 
@@ -613,6 +613,8 @@ def main(argv: list[str] | None = None) -> int:
             ValueError) as err:
         if isinstance(err, BrokenPipeError) and stdout_closed():  # stdout's reader gone: the wrapper answers it
             raise
+        # One line for the user; its traceback kept at --log-level debug, since a ValueError may be a bug's too
+        logger.debug("judge-eval mera %s: the traceback of the error below", config.task, exc_info=True)
         print(f"judge-eval mera {config.task}: error: {err}", file=sys.stderr)  # as eval.cli.main words an error
         # 2 as in eval.cli.main; a progress line that is no JSON object (JournalError) is a resume's input error
         return 2 if isinstance(err, (DataError, ResumeMismatch, RunFolderBusy, JournalError)) else 1
@@ -628,6 +630,7 @@ def main(argv: list[str] | None = None) -> int:
         message = endpoint_failure(err, config)
         if message is None:
             raise
+        logger.debug("judge-eval mera %s: the traceback of the error below", config.task, exc_info=True)
         print(f"judge-eval mera {config.task}: error: {message}", file=sys.stderr)
         return EXIT_UNUSABLE
     return 0
