@@ -470,8 +470,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         print(f"judge-train: error: {err}", file=sys.stderr)
         return 2
-    if not argv or argv[0] in ("-h", "--help"):
-        print(_usage())
+    if not argv or argv[0] in ("-h", "--help"):  # a bare `judge-train`: a usage error, on stderr as argparse's
+        print(_usage(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     command = argv[0]
     if command.startswith("-"):  # `judge-train --config ...` is `judge-train run --config ...`
