@@ -47,7 +47,6 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-
 #: The exit codes of ``judge-train run`` (and ``classifier``), as its ``--help`` lists them.
 RUN_EXIT_CODES = (
     "Exit codes: 0 trained and exported, or stopped at a checkpoint and requeued by Slurm (the rerun resumes; under "
@@ -189,8 +188,6 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     if is_main_process():
         print(f"judge-train: stopped at step {result.global_step}; continue with --resume")
     return stop_exit_code(result)
-
-
 
 
 def _interrupted(prog: str, config) -> int:
@@ -442,8 +439,9 @@ def _usage() -> str:
               "--resume); 4 a data stage that finished with an endpoint it could not use (a rerun into the same "
               "--output asks its jobs again); 130 a run interrupted by Ctrl+C (continue with --resume from the "
               "checkpoint its last line names) or a data stage interrupted (a rerun into the same --output asks "
-              "only for the rest); 141 stdout's reader gone (`judge-train ... | head -1`: the rest of the printout "
-              "dropped, no traceback); `judge-train submit` passes on sbatch's own code when sbatch fails."]
+              "only for the rest), or any other command interrupted (one line, no traceback); 141 stdout's reader "
+              "gone (`judge-train ... | head -1`: the rest of the printout dropped, no traceback); `judge-train "
+              "submit` passes on sbatch's own code when sbatch fails."]
     return "\n".join(lines)
 
 
@@ -474,9 +472,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_usage(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     command = argv[0]
-    if command.startswith("-"):  # `judge-train --config ...` is `judge-train run --config ...`
-        return run(argv)
-    if command not in SUBCOMMANDS:
+    if command not in SUBCOMMANDS and not command.startswith("-"):
         from judge.plumbing.config_files import unknown_command
 
         # a config file's name is often a command's (grpo.yaml): the --config it lacks is the remedy, not the command
@@ -484,12 +480,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"judge-train: error: {unknown_command('judge-train', command, SUBCOMMANDS, remedy=remedy)}",
               file=sys.stderr)
         return 2
-    if command == "run":
-        return run(argv[1:])
-    if command == "grpo":  # `judge-train run` with the recipe fixed, as `judge-train classifier` does
-        return run(argv[1:], prog="judge-train grpo", recipe="grpo")
-    module = importlib.import_module(SUBCOMMANDS[command][0])
-    return int(module.main(argv[1:]) or 0)
+    try:
+        if command.startswith("-"):  # `judge-train --config ...` is `judge-train run --config ...`
+            command, argv = "run", ["run", *argv]
+        if command == "run":
+            return run(argv[1:])
+        if command == "grpo":  # `judge-train run` with the recipe fixed, as `judge-train classifier` does
+            return run(argv[1:], prog="judge-train grpo", recipe="grpo")
+        module = importlib.import_module(SUBCOMMANDS[command][0])
+        return int(module.main(argv[1:]) or 0)
+    except KeyboardInterrupt:
+        # Ctrl+C where no command answers it (build-data, card, submit, any while it loads): one line and 130, as run's
+        if os.environ.get("RANK", "0") == "0":  # global rank 0's line alone, as run's (torchrun interrupts every rank)
+            print(f"judge-train {command}: interrupted (Ctrl+C)", file=sys.stderr, flush=True)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":
