@@ -31,7 +31,7 @@ as a hub id, which names no licence, so the card's body says to check the base's
 publishing; for a local base ``not-recorded`` linked to ``LICENSE``, and the card's body says to put the base
 model's licence there before publishing.
 
-Why one module of ~608 lines: each section of the card reads the same three records (manifest, run.json,
+Why one module of ~612 lines: each section of the card reads the same three records (manifest, run.json,
 config.json) and the evaluation part checks a run against the same export; split, a record's reading would be
 spelled in several places.
 """
@@ -577,8 +577,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = ExactArgumentParser(prog="judge-train card", description=__doc__.split("\n\n")[0],
                                      epilog="example: judge-train card --export runs/x/export --run runs/eval/x. "
                                      "Without --run, figures an earlier --run wrote are kept. Exit codes: 0 the card "
-                                     "written; 2 a missing or unreadable export, run or run.json, or a run that "
-                                     "judged other weights.")
+                                     "written; 2 a missing or unreadable export, run or run.json, a run that "
+                                     "judged other weights, or a card that could not be written (named).")
     parser.add_argument("--export", required=True, help="the export folder (holding pollux_judge.json)")
     parser.add_argument("--run", default=None, help="a folder scored by `judge-eval score` whose figures to include")
     parser.add_argument("--run-json", default=None, help="the training run.json (default: the export's own)")
@@ -599,6 +599,10 @@ def main(argv: list[str] | None = None) -> int:
                           warn=lambda line: print(f"judge-train card: warning: {line}", file=sys.stderr))
     except (FileNotFoundError, ValueError) as err:
         print(f"judge-train card: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a card that cannot be written (a full disk, a read-only folder): named, no traceback
+        what = f"{err.filename}: {err.strerror}" if err.filename and err.strerror else str(err)
+        print(f"judge-train card: error: {what}; the card is not written", file=sys.stderr)
         return 2
     print(f"judge-train card: wrote {path}")
     return 0

@@ -1,8 +1,8 @@
 """What ``judge-train``'s main says for what no subcommand answers itself: a Ctrl+C in build-data, card,
 criteria-classifier or submit (one line and 130, as ``judge-train run`` and ``judge-train data`` say theirs, not a
-KeyboardInterrupt traceback), and a bare ``judge-train`` (a usage error: the usage on stderr, as argparse says one,
-stdout left empty). The Ctrl+C is raised from inside each command's work, where a real one lands while it reads or
-writes."""
+KeyboardInterrupt traceback), a bare ``judge-train`` (a usage error: the usage on stderr, as argparse says one,
+stdout left empty), and a card it cannot write (one line and 2). The Ctrl+C is raised from inside each command's
+work, where a real one lands while it reads or writes."""
 
 from __future__ import annotations
 
@@ -60,3 +60,17 @@ def test_a_bare_judge_train_says_its_usage_on_stderr():
     asked = run_console_main("judge-train", ["--help"])
     assert asked.code == 0 and asked.err == ""
     assert asked.out.startswith("usage: judge-train [--log-level LEVEL]")
+
+
+def test_a_card_that_cannot_be_written_is_one_line_and_2(tmp_path, monkeypatch):
+    """`judge-train card` said a missing export or run in one line, but a card it could not write (a full disk, a
+    read-only export folder) ended in an OSError traceback."""
+    card = tmp_path / "export" / "README.md"
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device", str(card))
+
+    monkeypatch.setattr("train.model_card.write_card", full_disk)
+    outcome = run_console_main("judge-train", ["card", "--export", str(tmp_path / "export")])
+    assert outcome.code == 2 and outcome.out == ""
+    assert outcome.err == f"judge-train card: error: {card}: No space left on device; the card is not written\n"
