@@ -14,10 +14,18 @@ printed with its min-max and inter-quartile range over rounds (``bench/measure.p
 load average at start and end.
 
 **overhead.** ``--items`` distinct answers of ``--answer-tokens`` tokens, each on ``--criteria`` criteria,
-``--max-tokens`` generated, greedy; ``--clients`` concurrent clients each take one item at a time. Through
-judge-serve an item is one ``POST /v1/judge``. Directly (``--direct chat``, what a user does without judge-serve)
-each judgment is one ``POST /v1/chat/completions`` with the same rendered prompt as one user turn and the sampling
-parameters judge-serve sends (max_tokens, temperature, stop at ``[END]``, the scale's level-token log-probabilities);
+``--max-tokens`` generated, greedy; ``--clients`` concurrent clients each take one item at a time. Both arms decode
+under judge-serve's verdict regex (vLLM structured outputs, llguidance, a feedback of at most 16 characters, as the
+tests' servers and ``configs/serve/tiny-cpu.yaml`` have it), so that the random tiny judge writes verdicts and
+judge-serve's arm times the path a user's judgments take (a verdict read, its score computed from the level tokens'
+log-probabilities), not its failure path (an output holding no verdict, what a random judge writes freely); the mask
+costs the engine alike in both arms. ``--unconstrained`` decodes freely (a trained ``--model`` that keeps the
+format). Printed: each arm's share of judgments that came back as verdicts (the direct arm's outputs read by
+``judge.parse_verdict``, strictly, as judge-serve reads them, inside the arm's timing: a user calling vLLM directly
+reads the verdict too); a share under 1 is that part of the arm timing the failure path. Through judge-serve an item
+is one ``POST /v1/judge``. Directly (``--direct chat``, what a user does without judge-serve) each judgment is one
+``POST /v1/chat/completions`` with the same rendered prompt as one user turn and the sampling parameters judge-serve
+sends (max_tokens, temperature, stop at ``[END]``, the scale's level-token log-probabilities, the verdict regex);
 ``--direct tokens`` sends judge-serve's own ``/v1/completions`` payloads, tokenized beforehand outside the timing
 (so the ratio also charges judge-serve for the tokenizing vLLM's chat path does itself). Reported per round:
 throughput ratio (direct / judge-serve; 1.03 = judge-serve 3 % slower), p50 and p95 latency ratios (judge-serve /
@@ -40,7 +48,7 @@ Reported: wall ratio (shuffled / grouped) and each arm's prefix-cache hit rate (
 
 Results are printed and, with ``--out``, written as JSON.
 
-Why one script of ~640 lines: both modes share the engine and judge-serve they start, the payloads and the
+Why one script of ~700 lines: both modes share the engine and judge-serve they start, the payloads and the
 interleaved rounds; a reader runs it as one file, the way each script of ``bench/`` is run.
 """
 
@@ -91,6 +99,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-tokens", type=int, default=None, help="Tokens generated per judgment (default: 32 overhead, 4 ordering).")
     p.add_argument("--clients", type=int, default=8, help="overhead: concurrent clients, one item each at a time.")
     p.add_argument("--window", type=int, default=32, help="Engine requests in flight (judge-serve's max_concurrent_engine_requests).")
+    p.add_argument("--unconstrained", action="store_true",
+                   help="overhead: decode freely rather than under the verdict regex (for a trained --model that keeps "
+                        "the format; the random tiny judge then seldom writes a verdict, and judge-serve's arm times "
+                        "its failure path: the printed verdict shares say which path was timed).")
     p.add_argument("--direct", choices=["chat", "tokens"], default="chat",
                    help="overhead: how the direct arm calls vLLM (chat: /v1/chat/completions with the rendered prompt; "
                         "tokens: judge-serve's own /v1/completions payloads, pre-tokenized).")
@@ -120,6 +132,33 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 # ------------------------------------------------------------------------------------------ model and workload
+
+#: overhead's constrained decoding, as the tests' servers and configs/serve/tiny-cpu.yaml have it: judge-serve's
+#: verdict regex (``serve.judging.verdict_regex``) with a feedback of at most this many characters, masked by
+#: llguidance (``--structured-outputs-backend guidance`` on the engine).
+FEEDBACK_MAX_CHARS = 16
+
+
+def constrained(args: argparse.Namespace) -> bool:
+    """Whether the judgments decode under the verdict regex: overhead's default, so that the random tiny judge writes
+    verdicts and both arms time the path a user's judgments take (a verdict read, its score computed), not
+    judge-serve's failure path (no verdict); ``ordering`` times prefill and four tokens, which no verdict fits."""
+    return args.mode == "overhead" and not args.unconstrained
+
+
+def decoding_flags(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The flags judge-serve and the engine's config add for ``constrained``: the feedback bound (judge-serve's regex
+    and the direct arm's payloads alike), and the engine's structured-outputs backend (an engine judge-serve attaches
+    to keeps its own: judge-serve is not given it)."""
+    if not constrained(args):
+        return [], []
+    bound = ["--feedback-max-chars", str(FEEDBACK_MAX_CHARS)]
+    return bound, [*bound, "--structured-outputs-backend", "guidance"]
+
+
+def served_body(args: argparse.Namespace, item: dict[str, Any]) -> dict[str, Any]:
+    """judge-serve's request for one item: the direct arm's max_tokens and decoding."""
+    return {"items": [item], "max_tokens": args.max_tokens, "constrained": constrained(args)}
 
 
 def build_model(args: argparse.Namespace, scratch: Path) -> tuple[Path, list[str]]:
@@ -233,7 +272,8 @@ def start_engine(args, model: Path, flags: list[str], scratch: Path) -> tuple[Pr
     from serve.launch import engine_command, engine_env, engine_specs
     from serve.layout import resolve_layout
 
-    config, _ = resolve_config(["--model", str(model), "--served-model-name", "bench-judge", *flags])
+    engine_flags = [*flags, *decoding_flags(args)[1]]
+    config, _ = resolve_config(["--model", str(model), "--served-model-name", "bench-judge", *engine_flags])
     if not args.kv_cache and args.arch != "t-lite":
         config.cpu_kv_cache_gib = 1
     elif args.kv_cache:
@@ -263,6 +303,7 @@ def start_judge_serve(args, model: Path, flags: list[str], engine_url: str, scra
         sys.executable, "-m", "serve.cli", "--model", str(model), "--port", str(port), "--log-dir", str(scratch / "judge-serve"),
         "--served-model-name", "bench-judge", "--max-concurrent-engine-requests", str(args.window), "--no-access-log",
         "--max-batch-items", "1024", "--max-judgments-per-request", "8192", "--generator-url", engine_url, *flags,
+        *decoding_flags(args)[0],
     ]  # fmt: skip
     if args.profile:
         # py-spy starts judge-serve as its child and writes the samples when SIGINT stops both.
@@ -377,11 +418,11 @@ def build_payloads(args, model: Path) -> tuple[list[dict], dict[str, list[dict]]
     items = build_items(args, tokenizer)
     settings = JudgeSettings(
         model_name="bench-judge", kind=JudgeKind.SEQ2SEQ, engine_models={"generator": "bench-judge"}, max_model_len=0,
-        max_tokens=args.max_tokens, temperature=0.0, score_logprobs=True, lenient=False, constrained=False,
-        feedback_max_chars=0, max_judgments=10**9,
+        max_tokens=args.max_tokens, temperature=0.0, score_logprobs=True, lenient=False, constrained=constrained(args),
+        feedback_max_chars=FEEDBACK_MAX_CHARS if constrained(args) else 0, max_judgments=10**9,
     )  # fmt: skip
     builder = Judge(settings, tokenizer, None, None, None)  # only builds payloads here
-    options = JudgeOptions(max_tokens=args.max_tokens, temperature=0.0, lenient=False, constrained=False)
+    options = JudgeOptions(max_tokens=args.max_tokens, temperature=0.0, lenient=False, constrained=constrained(args))
     max_len = 8192 if args.arch == "t-lite" else 2048
     tokens, chat, keys = {}, {}, []
     for item in items:
@@ -397,6 +438,14 @@ def build_payloads(args, model: Path) -> tuple[list[dict], dict[str, list[dict]]
             chat[item["id"]].append(body)
         keys += [(item["instruction"], item["answer"])] * len(jobs)
     return items, chat, tokens, keys
+
+
+def direct_verdict(answer: dict[str, Any], direct: str) -> bool:
+    """Whether vLLM's answer to one direct judgment holds a verdict, read as judge-serve reads one (strictly)."""
+    import judge
+
+    choice = answer["choices"][0]
+    return judge.parse_verdict(choice["message"]["content"] if direct == "chat" else choice["text"]).ok
 
 
 def latency_stats(latencies: list[float]) -> tuple[float, float]:
@@ -435,29 +484,36 @@ async def overhead(args, http, engine: Process, engine_url: str, served: Process
     workload = {"items": len(items), "criteria": args.criteria, "judgments": n, "max_tokens": args.max_tokens,
                 "prompt_tokens_min": min(lengths), "prompt_tokens_max": max(lengths), "clients": args.clients,
                 "window": args.window, "arch": args.arch, "direct": f"{args.direct} ({path})",
-                "client_cpus": args.client_cpus or "any"}  # fmt: skip
+                "client_cpus": args.client_cpus or "any",
+                "decoding": f"constrained (verdict regex, feedback <= {FEEDBACK_MAX_CHARS} characters, guidance)"
+                            if constrained(args) else "unconstrained"}  # fmt: skip
     print(f"workload: {workload}", flush=True)
     limit = asyncio.Semaphore(args.window)
+    verdicts = {"direct": 0, "judge-serve": 0}  # the arm's judgments that came back as a verdict (a score read)
 
     async def direct_item(item):
         async def one(payload):
             async with limit:
-                await post(http, engine_url + path, payload)
+                answer = await post(http, engine_url + path, payload)
+            verdicts["direct"] += direct_verdict(answer, args.direct)
 
         await asyncio.gather(*(one(p) for p in direct_payloads[item["id"]]))
 
     async def served_item(item):
-        answer = await post(http, served_url + "/v1/judge", {"items": [item], "max_tokens": args.max_tokens})
+        answer = await post(http, served_url + "/v1/judge", served_body(args, item))
         assert answer["usage"]["judgments"] == len(item["criteria"])
+        verdicts["judge-serve"] += sum(bool(r["parse_ok"]) for r in answer["items"][0]["results"])
 
     arms = {"direct": direct_item, "judge-serve": served_item}
 
     async def arm(name: str) -> dict[str, float]:
         await reset_prefix_cache(http, engine_url)
         serve_cpu, engine_cpu = served.cpu_s(tree=False), engine.cpu_s(tree=True)
+        verdicts[name] = 0
         latencies, wall = await run_clients(items, args.clients, arms[name])
         p50, p95 = latency_stats(latencies)
         return {"judgments_per_s": n / wall, "wall_s": wall, "p50_s": p50, "p95_s": p95,
+                "verdict_share": verdicts[name] / n,
                 "serve_cpu_s_per_judgment": (served.cpu_s(tree=False) - serve_cpu) / n,
                 "engine_cpu_s_per_judgment": (engine.cpu_s(tree=True) - engine_cpu) / n}  # fmt: skip
 
@@ -471,7 +527,8 @@ async def overhead(args, http, engine: Process, engine_url: str, served: Process
                   "p95": s["p95_s"] / d["p95_s"]}  # fmt: skip
         print(f"  round {r + 1} ({order[0]} first): direct {d['judgments_per_s']:6.2f} j/s, judge-serve "
               f"{s['judgments_per_s']:6.2f} j/s, throughput x{ratios['throughput']:.3f}, p50 x{ratios['p50']:.3f}, "
-              f"judge-serve CPU {1000 * s['serve_cpu_s_per_judgment']:.2f} ms/judgment", flush=True)
+              f"judge-serve CPU {1000 * s['serve_cpu_s_per_judgment']:.2f} ms/judgment; verdicts: direct "
+              f"{d['verdict_share']:.0%}, judge-serve {s['verdict_share']:.0%}", flush=True)
         return {"ratios": ratios}
 
     rounds = await interleaved_rounds(arm, ("direct", "judge-serve"), args.rounds, compare)
@@ -484,6 +541,8 @@ async def overhead(args, http, engine: Process, engine_url: str, served: Process
         "serve_cpu_ms_per_judgment": lambda r: 1000 * r["judge-serve"]["serve_cpu_s_per_judgment"],
         "engine_cpu_ms_per_judgment_direct": lambda r: 1000 * r["direct"]["engine_cpu_s_per_judgment"],
         "engine_cpu_ms_per_judgment_served": lambda r: 1000 * r["judge-serve"]["engine_cpu_s_per_judgment"],
+        "direct_verdict_share": lambda r: r["direct"]["verdict_share"],
+        "serve_verdict_share": lambda r: r["judge-serve"]["verdict_share"],
     })  # fmt: skip
     return {"workload": workload, "rounds": rounds, "summary": summary}
 
@@ -499,6 +558,9 @@ def print_overhead(result: dict[str, Any]) -> None:
     print(f"judge-serve CPU per judgment: {fmt(s['serve_cpu_ms_per_judgment'], digits=2)} ms")
     print(f"engine CPU per judgment: direct {fmt(s['engine_cpu_ms_per_judgment_direct'], digits=1)} ms; "
           f"through judge-serve {fmt(s['engine_cpu_ms_per_judgment_served'], digits=1)} ms")
+    # Which path was timed: judge-serve's success path (a verdict read, its score computed) only where its share is 1.
+    print(f"share of judgments that were verdicts ({result['workload']['decoding']}): direct "
+          f"{fmt(s['direct_verdict_share'], digits=2)}; judge-serve {fmt(s['serve_verdict_share'], digits=2)}")
 
 
 # ------------------------------------------------------------------------------------------ ordering

@@ -186,3 +186,43 @@ def test_pollux_matrix_scores_are_levels_of_their_items_scales(bench_module):
     off = [(it.criteria_name, it.levels, it.score) for it in items
            if it.score is not None and it.score not in it.levels]
     assert off == [] and {it.levels for it in items} == {(0, 1), (0, 1, 2)}
+
+
+@pytest.fixture
+def serve_bench(monkeypatch):
+    """bench/serve.py as the module ``bench.serve`` (imported as ``serve`` it would shadow the package); the folders it
+    puts first on ``sys.path`` are taken off again after the test."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    return importlib.import_module("bench.serve")
+
+
+def test_serve_overhead_times_judgments_that_come_back_as_verdicts(serve_bench, tiny_causal_dir):
+    """bench/serve.py overhead sent the random tiny judge's judgments unconstrained, both arms: its outputs held no
+    verdict, so judge-serve's arm timed its failure path. Both arms now decode under the one verdict regex
+    judge-serve is started to use (its feedback bound), and the direct arm's answers are read for verdicts as
+    judge-serve reads them."""
+    from serve.cli import resolve_config
+    from serve.judging import verdict_regex
+
+    args = serve_bench.parse_args(["overhead", "--items", "2", "--criteria", "3", "--answer-tokens", "20"])
+    serve_flags, engine_flags = serve_bench.decoding_flags(args)
+    served, _ = resolve_config(["--model", str(tiny_causal_dir), *serve_flags])
+    engine, _ = resolve_config(["--model", str(tiny_causal_dir), *engine_flags])
+    assert served.feedback_max_chars > 0 and engine.structured_outputs_backend == "guidance"
+    items, chat, tokens, _ = serve_bench.build_payloads(args, tiny_causal_dir)
+    taxonomy = judge.load_taxonomy()
+    for item in items:
+        regexes = [verdict_regex(taxonomy.criterion(c).scale, served.feedback_max_chars, True)
+                   for c in item["criteria"]]
+        for arm in (chat, tokens):
+            assert [p["structured_outputs"]["regex"] for p in arm[item["id"]]] == regexes
+        assert serve_bench.served_body(args, item)["constrained"] is True
+    verdict, garbage = "[FEEDBACK] ok [RESULT] 1 [END]", "ĠĠ Reference ok"
+    assert serve_bench.direct_verdict({"choices": [{"message": {"content": verdict}}]}, "chat")
+    assert serve_bench.direct_verdict({"choices": [{"text": verdict}]}, "tokens")
+    assert not serve_bench.direct_verdict({"choices": [{"message": {"content": garbage}}]}, "chat")
+    # --unconstrained (a trained judge) and ordering (four tokens: no verdict fits) decode freely
+    for argv in (["overhead", "--unconstrained"], ["ordering"]):
+        free = serve_bench.parse_args(argv)
+        assert serve_bench.decoding_flags(free) == ([], [])
+        assert serve_bench.served_body(free, {})["constrained"] is False

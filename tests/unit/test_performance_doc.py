@@ -202,6 +202,8 @@ DATA_CHANGED = {
     "report_page": "2026-12-07",
     # the records name criteria scored on 0..2, the instant server answers on their scale
     "eval_client": "2026-12-07",
+    # serve.py overhead decodes under the verdict regex (its judgments verdicts, not failures); ordering is unchanged
+    "serve": "2026-12-07",
 }
 #: A day as the doc writes it (2026-12-07).
 DAY = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
