@@ -11,11 +11,13 @@ the two arms interleaved (A B, B A, ...), reported as the median with its min-ma
 (``bench/measure.py``).
 
 **overhead.** The same ``--items`` samples (sample-data instructions and answers, each on ``--criteria`` criteria
-of the Recommendations task type) as one ``/v1/judge`` request and as one ``/get_reward`` request in OpenRLHF's
-shape (the query is a ChatML prompt + the answer + ``<|im_end|><|endoftext|>``, the label the instruction and
-criteria). Reported: rewards per second of each arm, the wall ratio (get_reward / judge; goal <= 1.05), and
-judge-serve's own CPU-milliseconds per reward in each arm (``psutil``: its process, not the engine's), the figure a
-loaded machine disturbs least.
+named by id: the samples' criteria in turn go round every scale the taxonomy has, the Critical 0/1 flags best at 0,
+the other 0/1 criteria best at 1, 0..2, 0..3 and 0..4, each a criterion of its scale drawn by ``--seed``,
+``draw_criteria``) as one ``/v1/judge`` request and as one ``/get_reward`` request in OpenRLHF's shape (the query is
+a ChatML prompt + the answer + ``<|im_end|><|endoftext|>``, the label the instruction and criteria). Reported:
+rewards per second of each arm, the wall ratio (get_reward / judge; goal <= 1.05), and judge-serve's own
+CPU-milliseconds per reward in each arm (``psutil``: its process, not the engine's), the figure a loaded machine
+disturbs least.
 
 **openrlhf.** OpenRLHF's single-turn executor posts one sample per request (``openrlhf/utils/agent.py``), a fresh
 aiohttp session each, as many at once as it has rollouts in flight: ``--concurrency`` such requests at once against
@@ -65,16 +67,45 @@ def parse_args(argv=None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def criteria_by_scale() -> list[list[str]]:
+    """The taxonomy's criterion ids grouped by scale (its levels and its best end), the groups in the scales' order."""
+    import judge
+
+    groups: dict[tuple, list[str]] = {}
+    for criterion in judge.load_taxonomy().criteria.values():
+        groups.setdefault((criterion.scale.levels, criterion.scale.best), []).append(criterion.id)
+    return [groups[scale] for scale in sorted(groups)]
+
+
+def draw_criteria(n: int, n_criteria: int, seed: int) -> list[list[str]]:
+    """Each of ``n`` samples' ``n_criteria`` distinct criteria, the judgments spread over every scale the taxonomy has:
+    the samples' criteria taken in turn (sample by sample) go round the scales (``criteria_by_scale``), each a
+    criterion of its scale drawn by ``random.Random(seed)``. A task type's first criteria are its Critical 0/1 flags
+    (Recommendations' first two): at ``--criteria 2`` no 0..2 prompt, POLLUX's most, would be timed."""
+    groups = criteria_by_scale()
+    if n_criteria > sum(len(group) for group in groups):
+        raise SystemExit(f"--criteria {n_criteria}: the taxonomy has {sum(len(g) for g in groups)} criteria")
+    rng, drawn = random.Random(seed), []
+    for i in range(n):
+        slots = [(i * n_criteria + j) % len(groups) for j in range(n_criteria)]
+        picks = {g: rng.sample(groups[g], min(slots.count(g), len(groups[g]))) for g in sorted(set(slots))}
+        # a scale with fewer criteria than this sample's turns on it gives its turns left to the next scales'
+        spare = [c for g, group in enumerate(groups) for c in group if c not in picks.get(g, [])]
+        drawn.append([picks[g].pop(0) if picks[g] else spare.pop(rng.randrange(len(spare))) for g in slots])
+    return drawn
+
+
 def build_samples(n: int, n_criteria: int, seed: int) -> list[dict[str, Any]]:
-    """``n`` distinct (instruction, answer) samples from the sample data, each on the same criteria."""
+    """``n`` distinct (instruction, answer) samples from the sample data, each on ``n_criteria`` criteria
+    (``draw_criteria``: all the taxonomy's scales among them)."""
     import judge
 
     records = judge.load_records(judge.sample_data_path())
-    criteria = [c.id for c in judge.load_taxonomy().criteria_for("Recommendations")][:n_criteria]
+    criteria = draw_criteria(n, n_criteria, seed)
     rng = random.Random(seed)
     # Stripped: /get_reward judges the answer stripped (judge.rewards.policy_answer), /v1/judge as sent.
     return [{"instruction": rng.choice(records).instruction, "answer": (f"Ответ {i}. " + rng.choice(records).answer[:600]).strip(),
-             "criteria": criteria} for i in range(n)]  # fmt: skip
+             "criteria": criteria[i]} for i in range(n)]  # fmt: skip
 
 
 def judge_body(samples: list[dict]) -> dict:

@@ -226,3 +226,33 @@ def test_serve_overhead_times_judgments_that_come_back_as_verdicts(serve_bench, 
         free = serve_bench.parse_args(argv)
         assert serve_bench.decoding_flags(free) == ([], [])
         assert serve_bench.served_body(free, {})["constrained"] is False
+
+
+def test_rewards_criteria_go_round_every_scale_of_the_taxonomy(bench_module):
+    """bench/rewards.py judged every sample on the first --criteria criteria of Recommendations: at its default 2,
+    two Critical 0/1 flags, so no 0..2 criterion's prompt (POLLUX's most) was ever timed. The samples' criteria now
+    go round every scale the taxonomy has, each sample's distinct, the draw the seed's."""
+    rewards = bench_module("rewards")
+    taxonomy = judge.load_taxonomy()
+
+    def scale(cid):
+        return taxonomy.criteria[cid].scale.levels, taxonomy.criteria[cid].scale.best
+
+    every = {scale(cid) for cid in taxonomy.criteria}
+    args = rewards.parse_args([])
+    samples = rewards.build_samples(args.items, args.criteria, args.seed)  # the overhead comparison's, as main's
+    per_scale = [scale(c) for s in samples for c in s["criteria"]]
+    assert set(per_scale) == every and max(map(per_scale.count, every)) - min(map(per_scale.count, every)) <= 1
+    assert all(len(set(s["criteria"])) == args.criteria for s in samples)
+    assert rewards.build_samples(args.items, args.criteria, args.seed) == samples
+    assert [s["criteria"] for s in rewards.build_samples(args.items, args.criteria, args.seed + 1)] != \
+        [s["criteria"] for s in samples]
+    wide = rewards.draw_criteria(4, 40, 0)  # more criteria per sample than some scales have: still distinct
+    assert all(len(set(criteria)) == 40 for criteria in wide)
+    # judge-serve resolves the drawn ids as the criteria the bench means, each on its own scale
+    from serve.jobs import check_criteria
+    from serve.schema import parse_judge_request
+
+    resolved = check_criteria(parse_judge_request(rewards.judge_body(samples)))
+    assert [[(c.scale.levels, c.scale.best) for c in item] for item in resolved] == \
+        [[scale(c) for c in s["criteria"]] for s in samples]

@@ -204,6 +204,8 @@ DATA_CHANGED = {
     "eval_client": "2026-12-07",
     # serve.py overhead decodes under the verdict regex (its judgments verdicts, not failures); ordering is unchanged
     "serve": "2026-12-07",
+    # the samples' criteria go round every scale of the taxonomy, not Recommendations' first (Critical) ones
+    "rewards": "2026-12-07",
 }
 #: A day as the doc writes it (2026-12-07).
 DAY = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
