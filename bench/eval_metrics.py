@@ -4,15 +4,15 @@
     .venv/bin/python bench/eval_metrics.py --items 40000 --regression --end-to-end   # example override
 
 A synthetic table (seeded) with the POLLUX shape: 2-5 experts per item (mean ~2.94), scales 0-1 / 0-2 / 0-3 / 0-4
-(each item's criterion one the taxonomy scores on that scale, each record's rubric that scale), 11 evaluated models,
-the taxonomy's 35 task types and 60 criterion names (Zero-Shot by the real rule: about 30 % of the items), 3 % parse
-failures, experts named from a pool of ``EXPERT_POOL`` (``expert_ids``, for the
-validity section's alternative annotator test). The timed step is `eval.scoring.item_table.evaluate`, with BLAS on one
-thread as `judge-eval score` runs it: every metric cell of the report (3 splits x overall / model /
-task type / criterion), the 100-fold Verdict Confidence, 1,000-resample bootstrap intervals for MAE and Spearman,
-Kendall, confusion matrices. ``--end-to-end`` also writes the table as JSONL data + predictions and times the whole
-`judge-eval score` command (loading and validating 160k records, metrics.json, Markdown, report.html; no PNGs,
-which are opt-in)
+(each item's task type and criterion a pair the taxonomy has, its criterion one the taxonomy scores on that scale,
+each record's rubric that scale), 11 evaluated models, the taxonomy's 35 task types and 60 criterion names
+(Zero-Shot by the real rule: about 26 % of the items), 3 % parse failures, experts named from a pool of
+``EXPERT_POOL`` (``expert_ids``, for the validity section's alternative annotator test). The timed step is
+`eval.scoring.item_table.evaluate`, with BLAS on one thread as `judge-eval score` runs it: every metric cell of the
+report (3 splits x overall / model / task type / criterion), the 100-fold Verdict Confidence, 1,000-resample
+bootstrap intervals for MAE and Spearman, Kendall, confusion matrices. ``--end-to-end`` also writes the table as
+JSONL data + predictions and times the whole `judge-eval score` command (loading and validating 160k records,
+metrics.json, Markdown, report.html; no PNGs, which are opt-in)
 ``--rounds`` times, each round a fresh Python process (imports counted, as a user's command pays them), printing
 the median wall and CPU time with their min-max and each stage's share (the functions `score` calls, timed by
 wrapping them: load records, read predictions, build table, POLLUX's own evaluator, metrics, items.parquet, plots,
@@ -82,8 +82,10 @@ def synthetic_table(n_items: int, seed: int = 0, regression: bool = False):
     judge_scores = np.clip(raw if regression else np.rint(raw), 0, top)
     status = np.where(rng.random(n_items) < 0.03, "parse_failed", "ok").astype(object)
     judge_scores[status != "ok"] = np.nan
-    task_idx = rng.integers(0, len(task_types), n_items)
-    crit_idx = _on_their_scale(rng.integers(0, len(criteria), n_items), top, criteria, taxonomy, seed)
+    # Drawn and left unused, so that the columns drawn after them (the models) stay as they were; each item's task type
+    # and criterion come as one pair of the taxonomy's instead (``_taxonomy_pairs``).
+    rng.integers(0, len(task_types), n_items), rng.integers(0, len(criteria), n_items)
+    task_idx, crit_idx = _taxonomy_pairs(top, task_types, criteria, taxonomy, seed)
     # The split comes from the real rule (judge.split_of), once per (task type, criterion) pair.
     spec = judge.load_split_spec()
     split_of_pair = np.array([[judge.split_of(SimpleNamespace(id="", task_type=t, task_subtype="", criteria_name=c),
@@ -116,20 +118,29 @@ def synthetic_table(n_items: int, seed: int = 0, regression: bool = False):
     )
 
 
-def _on_their_scale(crit_idx: np.ndarray, top: np.ndarray, criteria: np.ndarray, taxonomy, seed: int) -> np.ndarray:
-    """``crit_idx`` with each item whose criterion has no taxonomy scale 0..top (a Critical 0/1 flag drawn 0..4) given
-    one that has, drawn by a generator of its own, so that every other column stays as drawn: an item's criterion and
-    its scale come together, as in the POLLUX test."""
-    scales = {}
-    for criterion in taxonomy.criteria.values():
-        scales.setdefault(criterion.name["ru"], set()).add(criterion.scale.levels[-1])
-    fits = np.array([[t in scales[name] for t in range(5)] for name in criteria])
-    wrong = np.flatnonzero(~fits[crit_idx, top])
+def _taxonomy_pairs(top: np.ndarray, task_types: np.ndarray, criteria: np.ndarray, taxonomy,
+                    seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's (task type, criterion name) as indices into ``task_types`` and ``criteria``: a pair the taxonomy has
+    (a leaf of the task type lists a criterion of that name) whose criterion is scored on 0..``top`` of the item,
+    drawn uniformly among such pairs by a generator of its own, so that every other column stays as drawn. An item's
+    task type, criterion and scale come together, as in the POLLUX test: a task type scored on a criterion its
+    leaves never list, or a criterion on a scale it does not have, is no item a real run holds."""
+    type_of = {name: i for i, name in enumerate(task_types)}
+    name_of = {name: i for i, name in enumerate(criteria)}
+    pairs: dict[int, set[tuple[int, int]]] = {}
+    for task in taxonomy.tasks:
+        for cid in task.criteria:
+            criterion = taxonomy.criteria[cid]
+            pair = (type_of[task.task_type], name_of[criterion.name["ru"]])
+            pairs.setdefault(criterion.scale.levels[-1], set()).add(pair)
     redraw = np.random.default_rng(seed + 2)
-    crit_idx = crit_idx.copy()
-    for i in wrong:
-        crit_idx[i] = redraw.choice(np.flatnonzero(fits[:, top[i]]))
-    return crit_idx
+    task_idx, crit_idx = np.zeros(len(top), dtype=np.int64), np.zeros(len(top), dtype=np.int64)
+    for t in np.unique(top):
+        on_scale = np.array(sorted(pairs[int(t)]), dtype=np.int64)  # sorted: the draw follows no set order
+        rows = np.flatnonzero(top == t)
+        chosen = on_scale[redraw.integers(0, len(on_scale), len(rows))]
+        task_idx[rows], crit_idx[rows] = chosen[:, 0], chosen[:, 1]
+    return task_idx, crit_idx
 
 
 # A rationale of the length a POLLUX judge writes (several hundred characters of Russian), for --rationale-chars.

@@ -256,3 +256,22 @@ def test_rewards_criteria_go_round_every_scale_of_the_taxonomy(bench_module):
     resolved = check_criteria(parse_judge_request(rewards.judge_body(samples)))
     assert [[(c.scale.levels, c.scale.best) for c in item] for item in resolved] == \
         [[scale(c) for c in s["criteria"]] for s in samples]
+
+
+def test_eval_metrics_items_pair_a_task_type_with_a_criterion_its_leaves_list():
+    """bench/eval_metrics.py drew each item's task type and criterion apart: most of its (task type, criterion)
+    pairs (a poem's rhyme judged on a code task) are in no task of the taxonomy, so the timed per-task-type and
+    per-criterion cells, and the Zero-Shot split read from the pair, held items no real run has. Each item's pair is
+    now one a leaf of its task type lists, scored on the item's scale, drawn the same for the same seed."""
+    from bench.eval_metrics import synthetic_table
+
+    taxonomy = judge.load_taxonomy()
+    listed = {(task.task_type, taxonomy.criteria[cid].name["ru"], taxonomy.criteria[cid].scale.levels[-1])
+              for task in taxonomy.tasks for cid in task.criteria}
+    table = synthetic_table(3000)
+    drawn = list(zip(table.task_type.tolist(), table.criteria_name.tolist(), table.scale_high.astype(int).tolist()))
+    assert [pair for pair in drawn if pair not in listed] == []
+    assert set(table.task_type) == set(taxonomy.task_types)
+    again, other = synthetic_table(3000), synthetic_table(3000, seed=1)
+    assert list(again.task_type) == list(table.task_type) and list(again.criteria_name) == list(table.criteria_name)
+    assert list(other.criteria_name) != list(table.criteria_name)
