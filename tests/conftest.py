@@ -122,7 +122,8 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_configure(config):
-    """Idle OpenMP threads sleep; one vLLM cache for every engine of the run."""
+    """Idle OpenMP threads sleep; vLLM logs at its own default level whatever imports trl; one vLLM cache for every
+    engine of the run."""
     # The suite keeps more busy processes than cores (two workers, engines, training ranks, each with OpenMP threads),
     # and libgomp's idle threads spin before they sleep, burning CPU the others need: a tiny training beside another
     # and three test files with engines and training each took less CPU with PASSIVE (measured: docs/performance.md,
@@ -130,6 +131,12 @@ def pytest_configure(config):
     # inherits it. The Makefile exports it too, for the demo; a value already in the environment wins, so
     # `OMP_WAIT_POLICY= pytest ...` runs libgomp's default (it ignores a value it cannot parse, with a warning).
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # trl's import sets VLLM_LOGGING_LEVEL=ERROR in os.environ where it is unset (trl/_compat.py, its vLLM logging
+    # patch): the first test on a worker to import it in-process would silence, for every engine started after it on
+    # that worker, the INFO and WARNING lines that the engine log tails of a failed test's report carry
+    # (tests/unit/test_library_import_environment.py). vLLM's own default (vllm/envs.py), so trl keeps it; a value
+    # already in the environment wins.
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO")
     if "PYTEST_XDIST_WORKER" not in os.environ:  # the controller (or a run without xdist); workers inherit it
         # vLLM inspects a model's class in a fresh Python process unless its cache has the answer
         # (vllm/model_executor/models/registry.py, "modelinfos"), about a quarter of a cold engine start's CPU
