@@ -9,7 +9,7 @@ whose export is complete at its last step ends with nothing to do (``RunFinished
 without a checkpoint or a finished export, or ``--overwrite-output-dir``, whose deletion waits for
 ``clear_earlier_run``, as training begins.
 
-Why one module of ~570 lines: judge-train, slurm/train.sbatch (``_main``) and judge-train submit read a run folder
+Why one module of ~580 lines: judge-train, slurm/train.sbatch (``_main``) and judge-train submit read a run folder
 through these same rules (which checkpoint is whole, whether it resumes, with which settings, ranks and ZeRO layout,
 whether the run is finished), so that none of them resumes what another would refuse.
 """
@@ -29,6 +29,12 @@ __all__ = ["latest_checkpoint", "survey_checkpoints", "check_resumable", "check_
            "clear_earlier_run", "what_a_resume_keeps"]
 
 logger = logging.getLogger(__name__)
+#: Where ``what_a_resume_keeps`` has ``check_output_dir`` log: nowhere, the words it returns say the same. Set up once:
+#: a handler added at each call piled up on this process-wide logger, one more for every interrupted launch in a
+#: process that runs several (tests, a notebook).
+_QUIET = logging.getLogger(f"{__name__}.interrupted")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
 
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -398,11 +404,8 @@ def what_a_resume_keeps(config: TrainConfig) -> str:
     saved yet, or an ``--overwrite-output-dir`` launch stopped before it deleted the earlier run, whose checkpoints
     a resume refuses) a rerun of the same command. A checkpoint cut off mid-save is named as passed over."""
     folder = config.output_dir
-    quiet = logging.getLogger(f"{__name__}.interrupted")  # the check's warnings: the words returned say them
-    quiet.addHandler(logging.NullHandler())
-    quiet.propagate = False
     try:
-        kept = check_output_dir(config.replaced(resume=True), log=quiet)
+        kept = check_output_dir(config.replaced(resume=True), log=_QUIET)
     except RunFinished as finished:
         return finished.message
     except ConfigError:

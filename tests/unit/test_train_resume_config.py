@@ -663,6 +663,22 @@ def test_what_an_interrupted_launch_keeps_is_asked_of_the_deepspeed_json_the_con
     assert what_a_resume_keeps(config).startswith("no checkpoint to resume from")
 
 
+
+def test_asking_again_what_a_resume_keeps_adds_no_handler_to_the_process(tmp_path):
+    """Each call added a NullHandler to its quiet logger, which lives as long as the process: one more for every
+    interrupted launch a process asked about (every test of a Ctrl+C here left one behind)."""
+    import logging
+
+    from train.output_folder import what_a_resume_keeps
+
+    config = Seq2SeqConfig(output_dir=str(tmp_path / "run"))
+    quiet = logging.getLogger("train.output_folder.interrupted")
+    assert what_a_resume_keeps(config).startswith("no checkpoint to resume from")
+    handlers = quiet.handlers[:]
+    for _ in range(3):
+        what_a_resume_keeps(config)
+    assert quiet.handlers == handlers and not quiet.propagate
+
 def test_a_copy_naming_another_deepspeed_json_reads_that_one(tmp_path):
     """``TrainConfig.replaced`` keeps the reading only for the same ``deepspeed``: another path is read when asked."""
     import json
