@@ -40,6 +40,7 @@ from pathlib import Path
 
 from eval.input_checks import refuse_another_run, refuse_score_arguments
 from eval.scoring import item_table
+from eval.scoring.gc_freeze import older_objects_frozen
 from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, item_columns, report_items
 from eval.reports.html_report import render_report_page
 from eval.reports.plots import write_plots
@@ -298,6 +299,7 @@ def _whole(value: object) -> bool:
 
 
 @one_blas_thread()
+@older_objects_frozen()  # imports made before score's work are not walked by every full collection again
 def score(
     predictions: str | Path,
     data: str | Path | None = None,

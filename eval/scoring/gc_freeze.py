@@ -1,0 +1,31 @@
+"""The objects a process already holds, frozen for a call: ``gc.freeze`` (Python's permanent generation) on entry,
+``gc.unfreeze`` after, so that the full collections inside the call walk only what it made.
+
+Most of what a scoring process holds before its work is what its imports made (modules, classes, functions and their
+dicts: tens of thousands of objects), which every full collection walks again and never frees. The collector still
+runs inside the block; the frozen objects are as collectable as before once it ends. ``judge-eval score`` runs under
+it (its own allocations trigger a few full collections a run), and so does Holm's adjustment, after which
+statsmodels runs a full collection of its own (``eval.scoring.holm``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+
+__all__ = ["older_objects_frozen"]
+
+
+@contextlib.contextmanager
+def older_objects_frozen():
+    """The objects that exist on entry frozen inside the block, or the call it decorates, and unfrozen after. Where
+    the process already holds frozen objects (someone else's ``gc.freeze``), nothing is frozen or unfrozen: their
+    state is theirs."""
+    freeze = not gc.get_freeze_count()
+    if freeze:
+        gc.freeze()
+    try:
+        yield
+    finally:
+        if freeze:
+            gc.unfreeze()

@@ -1,0 +1,82 @@
+"""`judge-eval score` runs with the objects that existed before it frozen (``eval.scoring.gc_freeze``): the full
+collections its own allocations trigger then walk what the run made, not every imported module, class and function
+again. Once it returns nothing is frozen; a process that froze objects of its own keeps them frozen."""
+
+from __future__ import annotations
+
+import gc
+import json
+import weakref
+
+import pytest
+
+import judge
+import eval.scoring.item_table as item_table_module
+from eval.judging.predictions import record_content_key
+from eval.scoring.score import score
+
+
+class _Node:
+    pass
+
+
+def _cycle():
+    """A weak reference to an object kept alive by nothing but a reference cycle."""
+    node = _Node()
+    node.self = node
+    return weakref.ref(node)
+
+
+@pytest.fixture
+def collector_off():
+    """No automatic collection: a cycle dies only where someone calls ``gc.collect()``."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
+def _run(tmp_path):
+    records = judge.load_records(judge.sample_data_path())[:8]
+    rows = [{"id": r.id, "judge": "j", "raw_output": f"[FEEDBACK] ok [RESULT] {max(r.expert_scores)} [END]",
+             "feedback": "ok", "score": max(r.expert_scores), "parse_ok": True, "error": None, "reason": "",
+             "score_source": "verdict", "latency_s": 0.1, "content_key": record_content_key(r)} for r in records]
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    (run / "predictions.jsonl").write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
+                                           encoding="utf-8")
+    return run
+
+
+def test_score_walks_only_what_it_made_and_leaves_the_collector_as_it_found_it(tmp_path, monkeypatch,
+                                                                               collector_off):
+    run = _run(tmp_path)
+    build_table, seen = item_table_module.build_table, []
+
+    def watched_build(*args, **kwargs):  # inside score: is an object made before the call frozen?
+        gc.collect()
+        seen.append((gc.get_freeze_count(), older() is not None))
+        return build_table(*args, **kwargs)
+
+    monkeypatch.setattr(item_table_module, "build_table", watched_build)
+    gc.collect()
+    older = _cycle()
+    score(run, judge.sample_data_path(), tmp_path / "out", n_boot=0, vc_repeats=5)
+    assert seen and seen[0][0] > 0 and seen[0][1]  # frozen, so a full collection inside left it
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert older() is None  # collectable again once score returned
+
+    theirs = _cycle()
+    gc.freeze()  # a process's own freeze: kept as it is
+    try:
+        score(run, judge.sample_data_path(), tmp_path / "out2", n_boot=0, vc_repeats=5)
+        gc.collect()
+        assert gc.get_freeze_count() > 0 and theirs() is not None  # still frozen: their freeze was not undone
+    finally:
+        gc.unfreeze()
+    gc.collect()
+    assert theirs() is None
