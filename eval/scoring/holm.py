@@ -4,18 +4,19 @@
 
 statsmodels ends every Holm adjustment with ``gc.collect()`` (statsmodels/stats/multitest.py, 0.15): a full
 collection, which walks every object the process holds (pandas', scipy's and the run's among them) once per family,
-for far less arithmetic. The objects that exist before the call are frozen for it (``gc.freeze``,
-Python's permanent generation), so that collection walks only what the call made; they are unfrozen after, as
-collectable as before. Measured in docs/performance.md; the pitfall and the freeze are pinned in
+for far less arithmetic. The objects that exist before the call are frozen for it (``gc.freeze``, Python's permanent
+generation: ``eval.scoring.gc_freeze``), so that collection walks only what the call made; they are unfrozen after,
+as collectable as before. Measured in docs/performance.md; the pitfall and the freeze are pinned in
 tests/unit/test_holm.py.
 """
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Sequence
 
 import numpy as np
+
+from eval.scoring.gc_freeze import older_objects_frozen
 
 __all__ = ["holm_adjusted_p"]
 
@@ -39,11 +40,5 @@ def holm_adjusted_p(p_values: Sequence[float]) -> np.ndarray:
         raise ValueError(f"Holm's adjustment: {bad[0]} is not a p-value (NaN or outside [0, 1]); leave an undefined "
                          "cell out of the family")
 
-    freeze = not gc.get_freeze_count()
-    if freeze:
-        gc.freeze()
-    try:
+    with older_objects_frozen():
         return multipletests(list(p_values), method="holm")[1]
-    finally:
-        if freeze:
-            gc.unfreeze()
