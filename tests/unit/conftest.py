@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 from pathlib import Path
@@ -76,6 +77,18 @@ def one_certificate_trust_store(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SSL_CERT_FILE", str(store))
         yield
+
+
+@pytest.fixture
+def collector_off():
+    """No automatic collection: a cycle dies only where someone calls ``gc.collect()``."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 @pytest.fixture

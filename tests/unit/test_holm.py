@@ -24,18 +24,6 @@ def _cycle() -> weakref.ref:
     return weakref.ref(_Node())
 
 
-@pytest.fixture
-def collector_off():
-    """No automatic collection: a cycle dies only where someone calls ``gc.collect()``."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
-
-
 def test_the_adjusted_values_by_hand():
     """p = 0.01, 0.04, 0.03, 0.2 (m = 4): sorted 0.01, 0.03, 0.04, 0.2 times 4, 3, 2, 1 = 0.04, 0.09, 0.08, 0.2, made
     non-decreasing = 0.04, 0.09, 0.09, 0.2, in the order given 0.04, 0.09, 0.09, 0.2. Capped at 1: 0.6 x 2 = 1.2."""

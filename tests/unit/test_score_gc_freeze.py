@@ -8,8 +8,6 @@ import gc
 import json
 import weakref
 
-import pytest
-
 import judge
 import eval.scoring.item_table as item_table_module
 from eval.judging.predictions import record_content_key
@@ -25,18 +23,6 @@ def _cycle():
     node = _Node()
     node.self = node
     return weakref.ref(node)
-
-
-@pytest.fixture
-def collector_off():
-    """No automatic collection: a cycle dies only where someone calls ``gc.collect()``."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
 
 
 def _run(tmp_path):
