@@ -6,7 +6,7 @@ reader of Arrow tables (JSONL and Parquet); this module only finds the rows or t
 ``load_record_columns`` gives the records of any source as columns (``judge.record_columns.RecordColumns``, what
 the scoring path reads), ``load_records`` as ``JudgeRecord`` objects.
 
-Why one module of ~960 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
+Why one module of ~970 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
 instructions) takes a source through one decision, which file or folder or dataset name it is, which split, and what
 to say when it is none of them; kept in several modules, the rules for one source would drift between readers.
 """
@@ -768,10 +768,17 @@ def load_records_report(source: str | Path, split: str | None = None, make_id: b
     tables = _parquet_tables(Path(source), split)
     found = _column_wise(source, make_id, tables)
     if found is not None:
-        del tables  # as in load_record_columns: the tables' memory back before the records are built
+        del tables  # as in load_record_columns: the reading's spare memory back before the records are built
         _release_arrow_memory()
         columns, report = found
-        return columns.records(), report
+        del found
+        records = columns.records()
+        # The columns' texts are Arrow arrays over the file's bytes: that memory is free only once the records are
+        # built and the columns dropped, and given back only when released then (else it stays resident for the
+        # rest of the run: more than the file's size).
+        del columns
+        _release_arrow_memory()
+        return records, report
     return _row_wise(source, split, make_id, tables)
 
 

@@ -80,6 +80,25 @@ def test_clean_jsonl_loads_column_wise_like_row_by_row(tmp_path, monkeypatch):
     assert expected[1].n_duplicates == 1 and expected[1].n_abstentions == 1
 
 
+def test_the_arrow_memory_of_a_load_is_released_after_the_records_are_built(tmp_path, monkeypatch):
+    """load_records builds its records from Arrow columns over the file's bytes, and Arrow's allocator keeps memory
+    freed until it is released: the last release comes once the columns are dropped, when Arrow holds nothing of
+    the load. Released while the columns still held the texts, all of it stayed resident for a whole
+    `judge-eval run` (more than the data file's size)."""
+    from judge import record_sources
+
+    path = _jsonl(tmp_path / "d.jsonl", CLEAN[:-1])  # no duplicate: one would leave the columns' texts as Python's
+    held_at_release = []
+    release = record_sources._release_arrow_memory
+    monkeypatch.setattr(record_sources, "_release_arrow_memory",
+                        lambda: held_at_release.append(pa.total_allocated_bytes()) or release())
+    _forbid_row_path(monkeypatch)
+    before = pa.total_allocated_bytes()
+    records = judge.load_records(path)
+    assert [r.id for r in records] == ["a1", "a2", "a3", "a4"]
+    assert held_at_release and held_at_release[-1] <= before, (before, held_at_release)
+
+
 def test_records_at_a_permutation_of_every_row_follow_it_field_by_field(tmp_path):
     """An index as long as the table that is not 0..n-1 in order ([2, 0, 1, 3]) took the whole text, score and flag
     columns unpermuted while the ids followed it: record "a2" came back with the first row's answer and experts (and
