@@ -20,18 +20,28 @@ Example::
         ...  # make Slurm signal the job; wait for signal_pending(hold.pids, signal.SIGTERM)
     finally:
         hold.thaw()
+
+Where Slurm is not the one signalling (a test's own ``kill``, judge-serve's supervisors), SIGSTOP holds a process, and
+:func:`stop_processes` sends it and waits until each process has stopped: a SIGSTOP takes effect only when its target
+next runs, and a signal that comes before that is not held pending behind it (its docstring says why).
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Sequence
 
+from tests.support.slurm_cluster import signal_processes, signal_states
+
 #: Seconds a cgroup may take to report all its tasks frozen (microseconds when none is in an uninterruptible wait).
 FREEZE_TIMEOUT_S = 30.0
+#: Seconds a SIGSTOP'd process may take to stop: it stops itself once it next runs, at once unless the machine keeps
+#: it off the CPU or it sits in an uninterruptible wait.
+STOP_TIMEOUT_S = 60.0
 
 _names = itertools.count()
 
@@ -198,3 +208,48 @@ def freezer_unavailable_reason() -> str | None:
         finally:
             probe.rmdir()
     return None
+
+
+def _stopped_or_gone(pid: int) -> bool | None:
+    """True when every thread of ``pid`` is stopped (``/proc/<pid>/task/*/stat`` state ``T``), None when the process
+    is gone (or only a zombie is left), else False."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    states = []
+    for tid in tids:
+        try:
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except OSError:  # a thread that ended meanwhile
+            continue
+        states.append(stat[stat.rfind(")") + 2])
+    if not states or all(state in "ZX" for state in states):
+        return None
+    return all(state in "TtZX" for state in states)
+
+
+def stop_processes(pids: Sequence[int], timeout_s: float = STOP_TIMEOUT_S) -> list[int]:
+    """SIGSTOP each of ``pids``, wait until every one of them has stopped, and return those stopped (one that ended
+    meanwhile is left out).
+
+    ``kill`` only queues a SIGSTOP: its target stops itself the next time it runs, and a machine under load can keep
+    it off the CPU a while. A signal sent to it meanwhile is not held pending behind the stop: the kernel hands a
+    process its lowest-numbered pending signal first, so a SIGINT, SIGUSR1 or SIGTERM (all below SIGSTOP's 19) is
+    taken first, its handler made ready to run at the SIGCONT, and the process stops with nothing pending. A test
+    that stops processes and then waits for a signal to be pending in them (``slurm_cluster.signal_pending``) stops
+    them here, so that the signal lands on stopped processes on any machine.
+
+    Raises:
+        AssertionError: A process has not stopped within ``timeout_s`` (the message gives its state and signal masks);
+            every process stopped here is continued (SIGCONT) first, so that a failed test leaves none stopped.
+    """
+    sent = signal_processes(pids, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout_s
+    while waiting := [pid for pid in sent if _stopped_or_gone(pid) is False]:
+        if time.monotonic() >= deadline:
+            states = signal_states(waiting)
+            signal_processes(sent, signal.SIGCONT)
+            raise AssertionError(f"SIGSTOP did not stop {waiting} within {timeout_s:g} s:\n{states}")
+        time.sleep(0.01)
+    return [pid for pid in sent if _stopped_or_gone(pid)]

@@ -2,19 +2,22 @@
 undoes a SIGSTOP, with the SIGTERM sent meanwhile pending until the thaw: what the Slurm preemption tests need, as
 slurmd continues a job's tasks before it signals them. Against a child Python process that exits 0 from its SIGTERM
 handler; each check reads the kernel's state right after the signal (SIGCONT's waking of a stopped task and a frozen
-task's pending signal are there when ``kill`` returns; only a SIGSTOP is waited for, as the target stops itself)."""
+task's pending signal are there when ``kill`` returns; only a SIGSTOP is waited for, as the target stops itself).
+``stop_processes``, the SIGSTOP hold of tests that are not about Slurm, is that wait: why it is needed (a signal that
+comes before the stop is taken first, never pending) and that it returns only once the process has stopped."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.process_freezer import available_freezers, freeze_processes, freezer_unavailable_reason
+from tests.support.process_freezer import available_freezers, freeze_processes, freezer_unavailable_reason, stop_processes
 from tests.support.slurm_cluster import signal_pending, stopped_processes
 
 _CHILD = """
@@ -51,6 +54,70 @@ def test_a_sigstop_hold_is_undone_by_sigcont(child):
         time.sleep(0.01)
     child.send_signal(signal.SIGCONT)
     assert stopped_processes([child.pid]) == []
+
+
+def test_stop_processes_returns_the_process_stopped_so_a_signal_then_stays_pending(child):
+    assert stop_processes([child.pid]) == [child.pid]
+    assert stopped_processes([child.pid]) == [child.pid]  # no wait here: stop_processes waited
+    child.send_signal(signal.SIGTERM)
+    assert signal_pending([child.pid], signal.SIGTERM) == [child.pid]
+    child.send_signal(signal.SIGCONT)
+    assert child.wait(timeout=30) == 0
+    assert child.stdout.read() == "SIGTERM handled\n"
+
+
+def test_stop_processes_leaves_out_a_process_that_is_gone(child):
+    child.kill()
+    child.wait()
+    assert stop_processes([child.pid]) == []
+
+
+@pytest.mark.skipif(freezer_unavailable_reason() is not None, reason=f"{freezer_unavailable_reason()}")
+def test_a_signal_sent_before_a_sigstop_took_effect_is_taken_first_and_never_pending(child):
+    """Why stop_processes waits: SIGSTOP, then SIGTERM, sent to a process that does not run in between (held in a
+    frozen cgroup here; a loaded machine can keep a woken process off the CPU as long). Once it runs it takes the
+    SIGTERM first (the kernel hands out the lowest-numbered pending signal first, SIGSTOP is 19), then stops: stopped,
+    with no SIGTERM pending, although the SIGTERM came after the SIGSTOP. Its handler runs at the SIGCONT."""
+    hold = freeze_processes([child.pid])
+    try:
+        child.send_signal(signal.SIGSTOP)
+        child.send_signal(signal.SIGTERM)
+        assert signal_pending([child.pid], signal.SIGTERM) == [child.pid]  # both queued: it has not run
+    finally:
+        hold.thaw()
+    deadline = time.monotonic() + 30  # the target stops itself, on its way back from the kernel
+    while not stopped_processes([child.pid]):
+        assert time.monotonic() < deadline, "SIGSTOP did not stop the child"
+        time.sleep(0.01)
+    assert signal_pending([child.pid], signal.SIGTERM) == []  # taken before the stop, not held behind it
+    assert child.poll() is None
+    child.send_signal(signal.SIGCONT)
+    assert child.wait(timeout=30) == 0
+    assert child.stdout.read() == "SIGTERM handled\n"
+
+
+@pytest.mark.skipif(freezer_unavailable_reason() is not None, reason=f"{freezer_unavailable_reason()}")
+def test_stop_processes_waits_for_the_stop_not_for_the_sigstop_to_be_sent(child):
+    """Against a process that cannot run (a frozen cgroup), stop_processes is still waiting once its SIGSTOP is
+    pending, and returns only after the thaw has let the process stop; a SIGTERM sent then stays pending."""
+    hold = freeze_processes([child.pid])
+    returned: list[list[int]] = []
+    waiter = threading.Thread(target=lambda: returned.append(stop_processes([child.pid])))
+    try:
+        waiter.start()
+        deadline = time.monotonic() + 30
+        while not signal_pending([child.pid], signal.SIGSTOP):  # sent by stop_processes
+            assert time.monotonic() < deadline, "stop_processes sent no SIGSTOP"
+            time.sleep(0.01)
+        assert waiter.is_alive() and returned == []  # the frozen child cannot have stopped
+    finally:
+        hold.thaw()
+    waiter.join(timeout=60)
+    assert returned == [[child.pid]] and stopped_processes([child.pid]) == [child.pid]
+    child.send_signal(signal.SIGTERM)
+    assert signal_pending([child.pid], signal.SIGTERM) == [child.pid]
+    child.send_signal(signal.SIGCONT)
+    assert child.wait(timeout=30) == 0
 
 
 @pytest.mark.skipif(freezer_unavailable_reason() is not None, reason=f"{freezer_unavailable_reason()}")

@@ -27,6 +27,7 @@ import pytest
 from judge.plumbing.processes import group_members, http_status
 from tests.support.fixtures_serve import (MARKER_ENV, JudgeServer, JudgeServeProcess, marked_processes, process_titles,
                                          requests_held_at, wait_until_gone)
+from tests.support.process_freezer import stop_processes
 from tests.support.slurm_cluster import signal_pending, signal_processes, signal_states
 
 ITEM = {"instruction": "Объясни, почему небо голубое.", "answer": "Из-за рэлеевского рассеяния света.", "reference_answer": "Рассеяние Рэлея."}
@@ -209,9 +210,10 @@ def test_judge_serve_sigterm_while_its_engine_loads_leaves_nothing(tiny_causal_d
     try:
         _wait_engine_core(marker)
         (supervisor,) = process.engine_pgids()
-        # Until no new member appears: a process the engine started while the first ones were being frozen.
+        # Until no new member appears: a process the engine started while the first ones were being frozen. Each is
+        # stopped before the next step (stop_processes): one still to act on its SIGSTOP would take the SIGINT first.
         while new := [pid for pid in group_members(supervisor) if pid != supervisor and pid not in frozen]:
-            frozen += signal_processes(new, signal.SIGSTOP)
+            frozen += stop_processes(new)
         assert http_status(process.server.root_url + "/ready") != 200, "the engine was up before it was frozen"
         loading = [_engine_main_pid(supervisor), *(pid for pid in frozen if _is_engine_core(pid))]
         assert len(loading) == 2 and set(loading) <= set(frozen), (loading, frozen)
@@ -246,11 +248,13 @@ def test_judge_serve_kill_9_leaves_nothing(tiny_causal_dir, tmp_path):
     try:
         process.wait_ready()
         (supervisor,) = process.engine_pgids()
+        # Stopped, not only sent SIGSTOP (stop_processes): a process still to act on it when the SIGINT came would
+        # take the SIGINT first (the kernel hands out the lowest-numbered signal first) and never hold it pending.
         while new := [pid for pid in group_members(supervisor) if pid != supervisor and pid not in frozen]:
-            frozen += signal_processes(new, signal.SIGSTOP)
+            frozen += stop_processes(new)
         stopping = [_engine_main_pid(supervisor), *(pid for pid in frozen if _is_engine_core(pid))]
         assert len(stopping) == 2 and set(stopping) <= set(frozen), (stopping, frozen)
-        outer = signal_processes([process.managed.pid], signal.SIGSTOP)
+        outer = stop_processes([process.managed.pid])
         n = len(marked_processes(marker))
         # What wait_until_gone counts below: the engine's tree among it, or "nothing left" would not look at it.
         assert {supervisor, *frozen} <= set(marked_processes(marker)), "the engine's tree is not marked"

@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.fixtures_models import free_port
-from tests.support.process_freezer import FrozenProcesses, freeze_processes, freezer_unavailable_reason
+from tests.support.process_freezer import (FrozenProcesses, freeze_processes, freezer_unavailable_reason,
+                                         stop_processes)
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 from tests.support.slurm_cluster import (
     FINAL_STATES,
@@ -182,10 +183,11 @@ def training_runs(slurm_cluster, slurm_job_env, tmp_path_factory, tiny_causal_di
         if signalled_at_step is None:
             steps = len(re.findall(r"^0: \{'loss'", _log(runs["preempted"], jobs["preempted"]), re.M))
             if steps >= SIGNAL_AFTER_STEPS:
-                # Mid-training on any machine: the job is frozen (SIGSTOP) before Slurm signals it, and thawed only
-                # once SIGUSR1 is pending in a rank (the ranks handle it; torchrun ignores it), so the signal lands
-                # where the job stood, not after a slow poll let it finish its 4 steps.
-                frozen_pids = signal_processes(job_processes(str(runs["preempted"])), signal.SIGSTOP)
+                # Mid-training on any machine: the job is stopped (SIGSTOP, waited for) before Slurm signals it, and
+                # thawed only once SIGUSR1 is pending in a rank (the ranks handle it; torchrun ignores it), so the
+                # signal lands where the job stood, not after a slow poll let it finish its 4 steps. A rank still to
+                # act on its SIGSTOP would take SIGUSR1 first and never hold it pending (stop_processes).
+                frozen_pids = stop_processes(job_processes(str(runs["preempted"])))
                 try:
                     slurm_cluster.command(["scancel", "--signal=USR1", str(jobs["preempted"])])
                     pending_deadline = time.monotonic() + SIGNAL_WAIT_S
