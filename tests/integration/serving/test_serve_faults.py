@@ -31,9 +31,12 @@ from tests.support.process_freezer import stop_processes
 from tests.support.slurm_cluster import signal_pending, signal_processes, signal_states
 
 ITEM = {"instruction": "Объясни, почему небо голубое.", "answer": "Из-за рэлеевского рассеяния света.", "reference_answer": "Рассеяние Рэлея."}
-#: One restart allowed per hour, the first after 1 s: the first kill heals, the second is past the limit.
+#: One restart allowed per hour, the first after 1 s: the first kill heals, the second is past the limit. No /health
+#: probes of the engine (``--engine-hang-probes 0``; its death is still seen by its exit and its port): a probe sent
+#: to the frozen API server would wait on its port as the judged request does and be taken for it by
+#: ``requests_held_at``, and the kill would then come before the request was in flight.
 HEALING_ARGS = ("--engine-max-restarts", "1", "--engine-restart-window-s", "3600", "--engine-restart-backoff-s", "1",
-                "--engine-stop-grace-s", "20", "--max-tokens", "512")  # fmt: skip
+                "--engine-stop-grace-s", "20", "--max-tokens", "512", "--engine-hang-probes", "0")  # fmt: skip
 
 
 def _post(server: JudgeServer, body: dict, timeout: float = 300) -> httpx.Response:
