@@ -68,15 +68,14 @@ def test_served_released_r_score_is_the_head_over_the_generated_text(released_re
     assert not (released_regression_dir.parent / "imported").exists()
 
 
-def test_released_data_judged_by_the_released_regression_judge_and_scored(released_regression_server, tmp_path, monkeypatch):
+def test_released_data_judged_by_the_released_regression_judge_and_scored(released_regression_server, released_data,
+                                                                          tmp_path, monkeypatch):  # fmt: skip
     """The -r layout served under its hub id: every item gets the head's raw value (regression_score), `score`
     compares with the experts' mean, and POLLUX's evaluator, which reads a score from text, gives no figure."""
     from eval.judging.predictions import read_predictions
-    from tests.support.release_artifacts import write_released_dataset
     from tests.support.release_artifacts import assert_paper_and_pollux_figures, judge_and_score
 
-    data = write_released_dataset(tmp_path / "POLLUX")
-    metrics = judge_and_score(released_regression_server, data, tmp_path / "r", monkeypatch)
+    metrics = judge_and_score(released_regression_server, released_data, tmp_path / "r", monkeypatch)
     assert metrics["target"] == "mean"
     assert_paper_and_pollux_figures(metrics, regression=True)  # POLLUX's evaluator reads text: no -r figure
     rows = read_predictions(tmp_path / "r")

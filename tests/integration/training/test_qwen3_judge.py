@@ -85,7 +85,8 @@ def test_seq2seq_recipe_trains_a_qwen3_judge_on_the_thinking_off_rendering(qwen3
         assert not before[name].equal(after[name]), name
 
 
-def test_judge_serve_serves_the_qwen3_export_with_thinking_off(qwen3_seq2seq_run, qwen3_tokenizer, tmp_path, monkeypatch):
+def test_judge_serve_serves_the_qwen3_export_with_thinking_off(qwen3_seq2seq_run, qwen3_tokenizer, released_data,
+                                                                tmp_path, monkeypatch):  # fmt: skip
     """judge-serve (vLLM engine, Qwen3ForCausalLM) judges with the thinking-off prompt apply_chat renders, and its
     chat passthrough renders the same prompt by default (the engine starts with --default-chat-template-kwargs
     enable_thinking=false) — 4 tokens (<think> \\n\\n </think> \\n\\n) more than when a client turns thinking on."""
@@ -122,10 +123,8 @@ def test_judge_serve_serves_the_qwen3_export_with_thinking_off(qwen3_seq2seq_run
         on = chat_prompt_tokens({"chat_template_kwargs": {"enable_thinking": True}})
 
         # The Pollux-4B-Judge layout on the released benchmark's shards: judged, scored, POLLUX's figures beside.
-        from tests.support.release_artifacts import write_released_dataset
         from tests.support.release_artifacts import assert_paper_and_pollux_figures, judge_and_score
 
-        data = write_released_dataset(tmp_path / "POLLUX")
-        assert_paper_and_pollux_figures(judge_and_score(server, data, tmp_path / "eval", monkeypatch))
+        assert_paper_and_pollux_figures(judge_and_score(server, released_data, tmp_path / "eval", monkeypatch))
     assert off == len(qwen3_tokenizer(QWEN3_PROMPT_TEXT, add_special_tokens=False)["input_ids"])
     assert off - on == 4
