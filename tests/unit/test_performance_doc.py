@@ -3,6 +3,7 @@ and point to its row, so a re-measured figure is changed in one place and no cop
 
 from __future__ import annotations
 
+import functools
 import importlib
 import io
 import re
@@ -191,24 +192,40 @@ def test_the_name_check_refuses_what_is_not_there():
         "configs/train/tiny/seq2seq.yaml"]
 
 
-#: Bench scripts whose data (the items, records or answers they time) changed, with the day it did: a figure measured
-#: before is not one of today's bench. Add a script here when its data changes; its rows then name that day or a later
-#: one, in a note ("measured before ... (day); not re-measured") or in a new measurement.
+#: Bench scripts whose data (the items, records or answers they time) changed, with the commit that last changed it: a
+#: figure measured before is not one of today's bench. Keyed on the commit, not its day: a row measured earlier the
+#: same day names that day too. Add a script here when its data changes; its rows then name that commit, in a note
+#: ("measured before ... (commit, day); not re-measured") or saying why the change does not reach them, or name the
+#: commit they were measured at, which has the change in its history.
 DATA_CHANGED = {
-    # bench/eval_metrics.py's items carry their criterion's scale, each record that scale's rubric; experts_tables.py
-    # and report_page.py time those records
-    "eval_metrics": "2026-12-07",
-    "experts_tables": "2026-12-07",
-    "report_page": "2026-12-07",
+    # bench/eval_metrics.py's items: each item's task type and criterion a pair the taxonomy has, on the item's scale
+    # (after 7b393b70 gave each its criterion's scale); experts_tables.py and report_page.py time the same items
+    "eval_metrics": "3bc44241",
+    "experts_tables": "3bc44241",
+    "report_page": "3bc44241",
     # the records name criteria scored on 0..2, the instant server answers on their scale
-    "eval_client": "2026-12-07",
+    "eval_client": "d2f71e30",
     # serve.py overhead decodes under the verdict regex (its judgments verdicts, not failures); ordering is unchanged
-    "serve": "2026-12-07",
+    "serve": "974399c7",
     # the samples' criteria go round every scale of the taxonomy, not Recommendations' first (Critical) ones
-    "rewards": "2026-12-07",
+    "rewards": "550b7eb4",
 }
-#: A day as the doc writes it (2026-12-07).
-DAY = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+#: A commit as the doc writes it (62b6790, 3bc44241).
+COMMIT = re.compile(r"(?<![\w.])[0-9a-f]{7,40}(?!\w|\.\d)")
+
+
+@functools.cache
+def has_in_history(commit: str, change: str) -> bool:
+    """Whether ``change`` is ``commit`` or one of its ancestors (``git merge-base --is-ancestor``); False for a hex
+    word that is no commit of this clone."""
+    return subprocess.run(["git", "merge-base", "--is-ancestor", change, commit], cwd=ROOT,
+                          capture_output=True).returncode == 0
+
+
+def knows_commits(*commits: str) -> bool:
+    """Whether this checkout has git and each commit (a shallow clone or an exported tree may not)."""
+    return all(subprocess.run(["git", "cat-file", "-e", f"{c}^{{commit}}"], cwd=ROOT,
+                              capture_output=True).returncode == 0 for c in commits)
 
 
 def table_rows(text: str) -> list[list[str]]:
@@ -221,21 +238,26 @@ def table_rows(text: str) -> list[list[str]]:
             if row and not separator[n] and not (n + 1 < len(cells) and separator[n + 1])]  # fmt: skip
 
 
-def rows_on_old_data(text: str, changed: dict[str, str]) -> list[str]:
-    """The rows whose command (the last cell) runs a bench script of ``changed`` and which name no day on or after
-    the day its data changed: their figures read as today's bench."""
+def rows_on_old_data(text: str, changed: dict[str, str], after=has_in_history) -> list[str]:
+    """The rows whose command (the last cell) runs a bench script of ``changed`` and which name neither the commit
+    that changed its data nor a commit with that change in its history (``after(commit, change)``): their figures
+    read as today's bench."""
     stale = []
     for cells in table_rows(text):
+        named = set(COMMIT.findall(" ".join(cells)))
         for script in sorted(set(re.findall(r"bench/(\w+)\.py", cells[-1])) & set(changed)):
-            if not any(day >= changed[script] for day in DAY.findall(" ".join(cells))):
+            change = changed[script]
+            if not any(change.startswith(c) or c.startswith(change) or after(c, change) for c in named):
                 stale.append(f"{script}: {cells[0][:80]}")
     return stale
 
 
 def test_a_row_measured_on_a_bench_s_old_data_says_so():
-    """A row timed by a bench script whose data changed since names the day of the change (its note: measured before,
-    not re-measured) or a later measurement's: the end-to-end `judge-eval score` row and five others described the
-    bench as it is with figures of its items before they carried their criterion's scale."""
+    """A row timed by a bench script whose data changed since names the commit of the change (its note: measured
+    before, not re-measured) or the commit of a later measurement: the end-to-end `judge-eval score` row and five
+    others described the bench as it is with figures of its items before they carried their criterion's scale."""
+    if not knows_commits(*DATA_CHANGED.values()):
+        pytest.skip("this checkout has no git history holding the commits that changed the benches' data")
     perf = PERFORMANCE.read_text(encoding="utf-8")
     timed = [cells[0] for cells in table_rows(perf)
              if set(re.findall(r"bench/(\w+)\.py", cells[-1])) & set(DATA_CHANGED)]  # fmt: skip
@@ -243,13 +265,39 @@ def test_a_row_measured_on_a_bench_s_old_data_says_so():
     assert rows_on_old_data(perf, DATA_CHANGED) == []
 
 
-def test_the_old_data_rule_reads_the_command_cell_and_the_days():
-    """By hand: a row run by a changed script with only earlier days is caught; one naming the change's day or a later
-    one is not, nor a row that names the script outside its command cell, nor the header and separator."""
+def test_the_old_data_rule_reads_the_command_cell_and_the_commits():
+    """By hand, with a made-up history (c0ffee1 before the change abc1234, fade123 after it): a row run by a changed
+    script that names only the change's day, or a commit before it, is caught; one naming the change (a note, by its
+    short or long hash) or a commit after it is not, nor a row that names the script outside its command cell, nor
+    the header and separator."""
     text = ("| what | figure | command |\n|---|---|---|\n"
-            "| old | 1.0 s at abc (2026-12-01) | `python bench/eval_metrics.py --rounds 3` |\n"
-            "| noted | 1.0 s; measured before ... (2026-12-07); not re-measured | `python bench/eval_metrics.py` |\n"
-            "| later | 1.0 s (2026-12-09) | `python bench/report_page.py` |\n"
+            "| old | 1.0 s at c0ffee1 (2026-12-07) | `python bench/eval_metrics.py --rounds 3` |\n"
+            "| noted | 1.0 s; before ... (abc1234f, 2026-12-07); not re-measured | `python bench/eval_metrics.py` |\n"
+            "| later | 1.0 s at fade123 (2026-12-07) | `python bench/report_page.py` |\n"
             "| elsewhere, as `bench/eval_metrics.py` runs it | 1.0 s | `git archive x \\| tar -x` |\n")
     assert len(table_rows(text)) == 4 and table_rows(text)[3][-1] == "`git archive x \\| tar -x`"
-    assert rows_on_old_data(text, {"eval_metrics": "2026-12-07", "report_page": "2026-12-07"}) == ["eval_metrics: old"]
+    history = {("fade123", "abc1234")}
+    after = lambda commit, change: (commit, change) in history  # noqa: E731
+    assert rows_on_old_data(text, {"eval_metrics": "abc1234", "report_page": "abc1234"}, after) == [
+        "eval_metrics: old"]
+    assert COMMIT.findall("at 62b6790 (2026-12-07), 1,266 MiB, 1234567.5, judge.x; since 3bc44241.") == [
+        "62b6790", "3bc44241"]
+    if knows_commits("HEAD"):
+        assert has_in_history("HEAD", "HEAD") and not has_in_history("0000000", "HEAD")
+
+
+def test_a_row_measured_on_the_day_of_a_change_but_before_it_is_caught_without_its_note():
+    """The rows measured at 62b6790 on bench/eval_metrics.py's items name 2026-12-07, the day 3bc44241 changed those
+    items after the runs: without their notes they must still be caught, so the measurement's day cannot stand for
+    the note."""
+    if not knows_commits(*DATA_CHANGED.values()):
+        pytest.skip("this checkout has no git history holding the commits that changed the benches' data")
+    perf = PERFORMANCE.read_text(encoding="utf-8")
+    note = ("Measured on the bench's items before each item's task type and criterion were a pair the taxonomy has "
+            "(3bc44241, 2026-12-07); not re-measured")
+    assert perf.count(note) == 4
+    stripped = perf.replace(note, "")
+    assert rows_on_old_data(perf, DATA_CHANGED) == []
+    flagged = rows_on_old_data(stripped, DATA_CHANGED)
+    assert len(flagged) == 4, flagged
+    assert {hit.split(":")[0] for hit in flagged} == {"eval_metrics", "experts_tables", "report_page"}
