@@ -1,8 +1,10 @@
 """eval.sbatch and rank.sbatch each carry the few lines of Python that read a claim record (the run.json judge-eval
 writes once it has claimed its folder) to decide whether ``--overwrite`` stands on a requeue. They stay two copies:
 Slurm runs a spooled copy of each script, with no sibling file to source, and a reader in pollux-judge
-(``python3 -m judge...``) needs an interpreter that imports it, where the copies read the record with any python3.
-So the two are held to one text here, and that text to one table of records, the claim judge-eval itself writes
+(``python3 -m judge...``) needs an interpreter that imports it, where the program imports only the standard library
+(rank.sbatch runs it under python3, eval.sbatch under judge-eval's interpreter where it finds one, else python3). So
+the two programs (the text between ``-c '`` and its closing quote; the interpreter lines around them differ) are held
+to one text here, and that text to one table of records, the claim judge-eval itself writes
 (``judge.plumbing.provenance.write_provenance``) among them."""
 
 from __future__ import annotations
