@@ -419,3 +419,74 @@ def test_every_code_name_the_docs_cite_is_in_the_source():
 ])
 def test_the_code_name_check_finds_what_is_there_and_only_that(dotted, resolves):
     assert (unresolved_code_name(dotted) is None) is resolves, unresolved_code_name(dotted)
+
+
+def _block_commands(page: Path) -> Iterator[tuple[int, int, str]]:
+    """(block number, line, command) of each line of a page's code blocks, ``\\``-continued lines joined."""
+    block, in_block, command, start = 0, False, "", 0
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            in_block, block = not in_block, block + (not in_block)
+            continue
+        if not in_block:
+            continue
+        command, start = (command + " " + line.rstrip().removesuffix("\\"), start) if command else \
+            (line.rstrip().removesuffix("\\"), number)
+        if not line.rstrip().endswith("\\"):
+            yield block, start, command
+            command = ""
+
+
+def unguarded_after_background_serve(page: Path) -> list[str]:
+    """Each console-script command that runs, in the block of a `judge-serve ... &` (its pid in `$serve`), after
+    that line without `kill -0 $serve &&` before it, unless it names a URL of another host only: if judge-serve
+    exited (its port in use, a wrong `--model`), the `until` loop stops waiting and such a command reaches whatever
+    else answers on the port, another judge-serve with other weights under the same name among them."""
+    wrong, serving = [], None
+    for block, line, command in _block_commands(page):
+        try:
+            words = shlex.split(command, comments=True)  # URLs whole: _words splits them at ':'
+        except ValueError:
+            words = command.split()
+        if serving != block:
+            serving = None
+        if words and words[0] == "judge-serve" and "&" in words:
+            serving = block
+            continue
+        if serving is None:
+            continue
+        if words[:3] == ["kill", "-0", "$serve"] and "&&" in words:
+            continue  # guarded
+        rest = list(words)
+        while rest and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", rest[0]):
+            rest = rest[1:]  # MY_KEY=... judge-eval ...
+        if not rest or rest[0] not in CONSOLE_SCRIPTS:
+            continue
+        urls = [w for w in rest if re.match(r"https?://", w)]
+        if urls and not any(re.match(r"https?://(127\.0\.0\.1|localhost|\[::1\])[:/]", u) for u in urls):
+            continue  # another host's server: judge-serve's exit does not change who answers there
+        name = page.relative_to(REPO) if page.is_relative_to(REPO) else page.name
+        wrong.append(f"{name}:{line}: {' '.join(words)}")
+    return wrong
+
+
+def test_every_command_after_a_background_judge_serve_is_guarded_by_its_pid():
+    """On every page (the first pages' `judge-eval run` lines are also checked in tests/unit/test_first_hour_docs.py),
+    a console script run after `judge-serve ... & serve=$!` in the same block runs only while that judge-serve is
+    alive: docs/security.md's `judge-eval mera rutie` and docs/reasoning-judges.md's full `judge-train data traces`
+    runs (their teacher `configs/data/traces.yaml`'s 127.0.0.1:8000) were left unguarded beside guarded lines."""
+    wrong = [problem for page in PAGES for problem in unguarded_after_background_serve(page)]
+    assert not wrong, "commands after a background judge-serve without `kill -0 $serve &&`:\n" + "\n".join(wrong)
+
+
+def test_the_background_serve_guard_check_finds_an_unguarded_line(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("```bash\njudge-serve --model M & serve=$!\nuntil python -c ...; do sleep 5; done\n"
+                    "kill -0 $serve && judge-eval run --judge http://127.0.0.1:8000/v1 --out a\n"
+                    "judge-train data traces --config c.yaml \\\n    --out b\n"
+                    "K=1 judge-eval mera rutie --endpoint http://localhost:8000/v1\n"
+                    "judge-eval run --judge https://other.example/v1 ...\n```\n\n"
+                    "```bash\njudge-eval run --judge http://127.0.0.1:8000/v1\n```\n", encoding="utf-8")
+    wrong = [w.split(": ", 1)[1] for w in unguarded_after_background_serve(page)]
+    assert wrong == ["judge-train data traces --config c.yaml --out b",
+                     "K=1 judge-eval mera rutie --endpoint http://localhost:8000/v1"], wrong
