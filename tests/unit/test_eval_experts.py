@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import json
+import shlex
+from pathlib import Path
 
 import pytest
 
@@ -414,3 +416,18 @@ def test_the_csvs_paper_column_names_a_papers_table_only_on_the_split_that_table
             assert row["paper"] == "", row
     assert seen == {"mean_by_model", "mean_by_task_type", "mean_by_criterion", "vc_by_model", "vc_by_task_type",
                     "vc_by_criterion"}
+
+
+def test_the_docs_experts_block_has_a_line_that_runs_without_the_release(tmp_path, capsys):
+    """docs/evaluation.md's `judge-eval experts` block named only `data/POLLUX` and the hub id, both needing a
+    download; a reader on a machine without the release had no command to try. Its offline line (`--data sample`)
+    runs as written, into a folder of the test's."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "evaluation.md").read_text(encoding="utf-8")
+    lines = [shlex.split(line, comments=True) for line in page.splitlines() if line.startswith("judge-eval experts ")]
+    offline = [words for words in lines if words[words.index("--data") + 1] == "sample"]
+    assert offline, lines
+    words = offline[0]
+    words[words.index("--out") + 1] = str(tmp_path / "experts")
+    assert main(words[1:]) == 0
+    assert (tmp_path / "experts" / "experts.md").is_file()
+    assert "Full test" in capsys.readouterr().out
