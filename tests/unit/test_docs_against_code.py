@@ -490,3 +490,23 @@ def test_the_background_serve_guard_check_finds_an_unguarded_line(tmp_path):
     wrong = [w.split(": ", 1)[1] for w in unguarded_after_background_serve(page)]
     assert wrong == ["judge-train data traces --config c.yaml --out b",
                      "K=1 judge-eval mera rutie --endpoint http://localhost:8000/v1"], wrong
+
+
+def test_the_ranking_pages_cpu_candidate_answers_fit_the_tiny_judges_window():
+    """docs/ranking.md's CPU ranking (the quickstart's judge under configs/eval/tiny-cpu.yaml, a tiny candidate)
+    states a candidate `--max-tokens` whose answers fit the tiny judge's prompt room (its serve config's
+    `max_model_len` less the verdict's `max_tokens`) with half of it to spare for the instruction and rubric: as the
+    page stood, the candidate's default (4096, lowered to 1024 by its 2048-token window) filled that room and every
+    verdict failed as `context_length_exceeded`."""
+    import yaml
+
+    from eval.judging.config import RunConfig
+
+    serve = yaml.safe_load((REPO / "configs" / "serve" / "tiny-cpu.yaml").read_text(encoding="utf-8"))
+    room = serve["max_model_len"] - serve.get("max_tokens", RunConfig.max_tokens)
+    text = " ".join((REPO / "docs" / "ranking.md").read_text(encoding="utf-8").split())
+    start = text.index("No sample of these rows is bundled")
+    paragraph = text[start:text.index("`--split NAME`", start)]
+    stated = re.search(r"`--max-tokens (\d+)`", paragraph)
+    assert stated, paragraph
+    assert int(stated.group(1)) <= room // 2, (stated.group(1), room)
