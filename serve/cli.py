@@ -421,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from serve.app import create_app
     from serve.connections import header_deadline_protocol
-    from serve.quiet_logs import quiet_client_floods, quiet_health_polls
+    from serve.quiet_logs import quiet_client_floods, quiet_health_polls, uvicorn_through_the_console
 
     raise_descriptor_limit(log)
 
@@ -451,9 +451,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
 
+    uvicorn_through_the_console()  # its lines on stderr in the shared format, not its own (the access log on stdout)
     server = Server(
         uvicorn.Config(
             app,
+            log_config=None,
             host=config.host,
             port=config.port,
             log_level=config.log_level.lower(),

@@ -1,4 +1,5 @@
-"""What judge-serve keeps out of its log, and how it spaces the lines a client can make it repeat.
+"""What judge-serve keeps out of its log, how it spaces the lines a client can make it repeat, and how uvicorn's lines
+join it.
 
 A health poll every second (load balancers, Slurm scripts, ``until curl .../ready`` loops) and a client repeating
 what is refused (a wrong key, a connection past ``max_connections``) would each add a line per request, burying the
@@ -11,10 +12,29 @@ import logging
 import time
 from typing import Any, Callable
 
-__all__ = ["HEALTH_POLLS", "SpacedWarning", "quiet_client_floods", "quiet_health_polls"]
+__all__ = ["HEALTH_POLLS", "UVICORN_LOGGERS", "SpacedWarning", "quiet_client_floods", "quiet_health_polls",
+           "uvicorn_through_the_console"]
+
+#: uvicorn's loggers (uvicorn/config.py, LOGGING_CONFIG): their parent, the server's own lines, the access log.
+UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
 
 #: Routes that load balancers, Slurm scripts and ``until curl .../ready`` loops poll every second or so.
 HEALTH_POLLS = ("/health", "/ready")
+
+
+def uvicorn_through_the_console() -> None:
+    """uvicorn's lines through the root logger's handler, the one set-up of every console script
+    (``judge.plumbing.console_logging``: stderr, one format with the time and the logger's name): its loggers keep
+    no handler of their own and propagate. Call it before ``uvicorn.Config(..., log_config=None)``: uvicorn's default
+    ``log_config`` (a ``dictConfig``) gives them handlers of their own, in a format without the time, the access log
+    on stdout. ``uvicorn.Config`` still sets their levels from its ``log_level`` and, with ``access_log=False``,
+    silences the access log; the filters judge-serve puts on these loggers apply as before."""
+    for name in UVICORN_LOGGERS:
+        logger = logging.getLogger(name)
+        for handler in logger.handlers[:]:
+            logger.removeHandler(handler)
+        logger.propagate = True
+    logging.getLogger("uvicorn").setLevel(logging.NOTSET)  # the parent follows the root (uvicorn's config set INFO)
 
 
 class _NoHealthPolls(logging.Filter):

