@@ -361,6 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     idle_threads_sleep()  # before vLLM loads torch; the engines inherit it (serve.launch.engine_env)
     try:
         config, args = resolve_config(argv)
+        configure_logging(config.log_level)  # before the checkpoint is read: serve.released says what it builds there
         layout = resolve_layout(config.model, config.generator_model or None, config.derived_cache_dir or None)
         config, start_notes = fit_trained_lengths(config, layout, args.chosen_settings)
         start_notes += structured_outputs_notes(config)
@@ -411,7 +412,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"judge-serve: error: log_dir: {problem}", file=sys.stderr)
             return 2
 
-    configure_logging(config.log_level)
     log = logging.getLogger("judge_serve")
     for level, note in start_notes:
         log.log(level, note)

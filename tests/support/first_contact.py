@@ -1,6 +1,7 @@
 """What tests/unit/test_first_contact.py, tests/unit/test_first_use.py and tests/integration/serving/test_first_contact.py
 share: a console script started as a process (``start_judge_eval``), or its ``main`` called in this process as the
-console script calls it (``run_console_main``)."""
+console script calls it (``run_console_main``); the logging set-up a main changes, put back (``logging_left_as_found``,
+also what the unit tests' conftest does around each test)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import warnings
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Iterator
 
 from judge.plumbing.console_logging import CHATTY_LOGGERS
 from tests.support.console_scripts import console_script
@@ -117,6 +119,30 @@ def read_at_import(key: str) -> bool:
 _AT_IMPORT = {key: value for key, value in os.environ.items() if read_at_import(key)}
 
 
+@contextlib.contextmanager
+def logging_left_as_found() -> Iterator[None]:
+    """The logging set-up a console main changes (``judge.plumbing.console_logging.configure_logging``) put back as
+    the block found it: the root logger's level and handlers (one added in the block is closed and removed, one
+    removed is added back) and the levels of the ``CHATTY_LOGGERS``. uvicorn's loggers are left as the block leaves
+    them: every server start sets them up again (judge-serve sends them to the root's handler, uvicorn's default
+    gives them handlers of their own), and pytest adds its capture handlers to a logger that does not propagate only
+    at a phase's start, so putting back a list of them taken earlier could leave pytest's there."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    levels = {name: logging.getLogger(name).level for name in CHATTY_LOGGERS}
+    try:
+        yield
+    finally:
+        for handler in [handler for handler in root.handlers if handler not in handlers]:
+            root.removeHandler(handler)
+            handler.close()
+        for handler in handlers:
+            root.addHandler(handler)  # in their order; one still there stays where it is
+        root.setLevel(level)
+        for name, was in levels.items():
+            logging.getLogger(name).setLevel(was)
+
+
 def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = None,
                      cwd: Path | None = None) -> Outcome:
     """Console script ``name``'s ``main`` (its ``console_scripts`` entry point) called with ``argv`` in this process, as
@@ -140,9 +166,9 @@ def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = No
     non-daemon threads.
 
     The process is left as found: environment, current folder, ``sys.argv``, the root logger's handlers and level and
-    the HTTP loggers' levels, the warnings filters and ``showwarning``, and the handlers of ``_SIGNALS``; a thread the
-    main started and left running (but ``PROCESS_WIDE_THREADS``), still alive ``THREAD_GRACE_S`` after the main
-    returned, fails the call, naming it.
+    the HTTP loggers' levels (``logging_left_as_found``), the warnings filters and ``showwarning``, and the handlers
+    of ``_SIGNALS``; a thread the main started and left running (but ``PROCESS_WIDE_THREADS``), still alive
+    ``THREAD_GRACE_S`` after the main returned, fails the call, naming it.
     """
     runs_under = os.environ if env is None else env
     changed = [f"{key}={runs_under.get(key)!r}" for key in sorted({*runs_under, *_AT_IMPORT})
@@ -151,9 +177,6 @@ def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = No
                          "its import (huggingface_hub): start this command as a process")
     (main,) = [point.load() for point in entry_points(group="console_scripts", name=name)]
     environ, folder, argv0 = dict(os.environ), os.getcwd(), sys.argv
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    levels = {logger: logging.getLogger(logger).level for logger in CHATTY_LOGGERS}
     handled = {sig: signal.getsignal(sig) for sig in _SIGNALS}
     threads = set(threading.enumerate())
     out, err = io.StringIO(), io.StringIO()
@@ -162,8 +185,9 @@ def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = No
         if cwd is not None:
             os.chdir(cwd)
         sys.argv = [console_script(name), *argv]
-        root.handlers = []
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+        with logging_left_as_found(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                warnings.catch_warnings():
+            logging.getLogger().handlers = []
             _console_filters()
             warnings.showwarning = _show_on_stderr
             try:
@@ -171,11 +195,6 @@ def run_console_main(name: str, argv: list[str], env: dict[str, str] | None = No
             except SystemExit as stop:
                 code = _exit_status(stop.code, err)
     finally:
-        for handler in root.handlers:
-            handler.close()
-        root.handlers, root.level = handlers, level
-        for logger, was in levels.items():
-            logging.getLogger(logger).setLevel(was)
         for sig, handler in handled.items():
             if handler is not None:  # None: a handler not set from Python, which no main here replaces
                 signal.signal(sig, handler)

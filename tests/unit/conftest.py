@@ -48,6 +48,19 @@ def no_import_time_variables_left_behind():
     os.environ.update(before)
 
 
+@pytest.fixture(autouse=True)
+def logging_set_up_put_back():
+    """Puts back, after each test, the root logger's level and handlers and the HTTP loggers' levels that a console
+    main called by the test itself set up (``configure_logging``: judge-serve's ``--print-config`` and
+    ``--check-labels`` do before they read the checkpoint): left at info, or at debug, they would change what every
+    later test on its worker logs and captures. Put back rather than failed: setting up its process's logging is
+    what a main does (``run_console_main`` puts it back the same way, ``logging_left_as_found``)."""
+    from tests.support.first_contact import logging_left_as_found
+
+    with logging_left_as_found():
+        yield
+
+
 @pytest.fixture(scope="session", autouse=True)
 def one_tokenizer_load_per_folder():
     """judge-serve's tokenizer loader, remembering what it loaded (``tests.support.serve_in_process.remembering_loader``):

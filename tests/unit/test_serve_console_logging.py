@@ -1,17 +1,21 @@
 """judge-serve's console: one logging set-up (``judge.plumbing.console_logging``) for its own lines and uvicorn's,
-on stderr. judge-serve runs in this process (``run_console_main``) with a stand-in for its app: no engine starts."""
+on stderr, set up before the checkpoint is read; and the in-process mains leaving the test process's logging as they
+found it. judge-serve runs in this process (``run_console_main``) with a stand-in for its app: no engine starts."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import types
 
 import pytest
 
+from judge.plumbing.console_logging import CHATTY_LOGGERS
 from judge.plumbing.processes import free_port
-from tests.support.first_contact import run_console_main
+from tests.support.first_contact import logging_left_as_found, run_console_main
+from tests.support.released_r_checkpoint import released_r
 
 def console_line(level: str, name: str) -> str:
     """The regex of a line's start in the shared set-up's format: ``2026-12-07 08:00:00,123 INFO name: ``."""
@@ -85,3 +89,37 @@ def test_uvicorns_lines_go_through_the_shared_set_up_on_stderr(tmp_path, monkeyp
         return
     assert server_line.search(said.err), said.err
     assert access.findall(said.err) == ([] if "--no-access-log" in flags else ["/v1/models"]), said.err
+
+
+def test_what_a_released_judges_views_build_says_is_shown(tmp_path):
+    """judge-serve set up its logging only after reading the checkpoint: serve.released's INFO lines about building
+    (or reusing) a released -r judge's derived views were never shown (Python's last-resort handler shows warnings
+    only). The set-up now comes first: the line is on stderr, in the shared format, at --log-level info."""
+    root = released_r(tmp_path / "r")
+    said = run_console_main("judge-serve", ["--model", str(root), "--derived-cache-dir", str(tmp_path / "views"),
+                                            "--print-config"])
+    assert said.code == 0, said.err
+    assert json.loads(said.out)["judge_kind"] == "regression"
+    building = console_line("INFO", "judge_serve.released") + "building the causal and classifier"
+    assert re.search(building, said.err), said.err
+    quiet = run_console_main("judge-serve", ["--model", str(root), "--derived-cache-dir", str(tmp_path / "views"),
+                                             "--print-config", "--log-level", "warning"])
+    assert quiet.code == 0 and "judge_serve.released" not in quiet.err, quiet.err
+
+
+def test_a_main_called_in_process_leaves_the_logging_set_up_as_found(tmp_path, request):
+    """judge-serve --print-config now sets up logging (the root logger's level, the HTTP loggers' levels) before it
+    prints: a unit test calling the main itself would leave them set for every later test on its worker. The unit
+    tests' conftest puts them back after each test (``logging_set_up_put_back``, through ``logging_left_as_found``,
+    which ``run_console_main`` uses too)."""
+    import serve.cli
+
+    assert "logging_set_up_put_back" in request.fixturenames
+    root = logging.getLogger()
+    before = (root.handlers[:], root.level, [logging.getLogger(name).level for name in CHATTY_LOGGERS])
+    with logging_left_as_found():
+        root.handlers = []  # as in a console start: configure_logging then adds its handler
+        assert serve.cli.main(["--model", str(_causal_folder(tmp_path / "ckpt")), "--log-level", "debug",
+                               "--print-config"]) == 0
+        assert root.level == logging.DEBUG and len(root.handlers) == 1  # the main set logging up
+    assert (root.handlers, root.level, [logging.getLogger(name).level for name in CHATTY_LOGGERS]) == before
