@@ -18,9 +18,11 @@ __all__ = ["older_objects_frozen"]
 
 @contextlib.contextmanager
 def older_objects_frozen():
-    """The objects that exist on entry frozen inside the block, or the call it decorates, and unfrozen after. Where
-    the process already holds frozen objects (someone else's ``gc.freeze``), nothing is frozen or unfrozen: their
-    state is theirs."""
+    """The objects that exist on entry frozen inside the block, or the call it decorates, and unfrozen after, when
+    the block raises too. Where the process already holds frozen objects on entry (someone else's ``gc.freeze``),
+    nothing is frozen or unfrozen: their state is theirs. The count is read once, on entry: a ``gc.freeze`` made
+    inside the block (by code it calls, or by another thread) is undone with it, so it is not for concurrent use
+    with another freezer (the console scripts that reach it, score, compare and rank, run it on their one thread)."""
     freeze = not gc.get_freeze_count()
     if freeze:
         gc.freeze()

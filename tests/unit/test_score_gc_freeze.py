@@ -8,6 +8,8 @@ import gc
 import json
 import weakref
 
+import pytest
+
 import judge
 import eval.scoring.item_table as item_table_module
 from eval.judging.predictions import record_content_key
@@ -66,3 +68,24 @@ def test_score_walks_only_what_it_made_and_leaves_the_collector_as_it_found_it(t
         gc.unfreeze()
     gc.collect()
     assert theirs() is None
+
+
+def test_score_that_raises_leaves_nothing_frozen(tmp_path, monkeypatch, collector_off):
+    """A score that raises midway (here: in the item table) unfreezes what it froze on the way out, as one that
+    returns does: the objects made before it are collectable again."""
+    run = _run(tmp_path)
+    frozen_inside = []
+
+    def failing_build(*args, **kwargs):
+        frozen_inside.append(gc.get_freeze_count())
+        raise RuntimeError("the item table failed")
+
+    monkeypatch.setattr(item_table_module, "build_table", failing_build)
+    gc.collect()
+    older = _cycle()
+    with pytest.raises(RuntimeError, match="the item table failed"):
+        score(run, judge.sample_data_path(), tmp_path / "out", n_boot=0, vc_repeats=5)
+    assert frozen_inside and frozen_inside[0] > 0  # it raised inside the block
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert older() is None
