@@ -6,7 +6,7 @@ reader of Arrow tables (JSONL and Parquet); this module only finds the rows or t
 ``load_record_columns`` gives the records of any source as columns (``judge.record_columns.RecordColumns``, what
 the scoring path reads), ``load_records`` as ``JudgeRecord`` objects.
 
-Why one module of ~970 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
+Why one module of ~975 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
 instructions) takes a source through one decision, which file or folder or dataset name it is, which split, and what
 to say when it is none of them; kept in several modules, the rules for one source would drift between readers.
 """
@@ -723,14 +723,20 @@ def load_record_columns(source: str | Path, split: str | None = None, make_id: b
 
     JSONL and Parquet sources whose columns pass the column checks are read without building a Python object per
     record; any other source (or one a check flags) is read row by row, as ``load_records_report`` reads it. Same
-    arguments, errors and report as ``load_records_report``.
+    arguments, errors and report as ``load_records_report``. The columns' texts hold Arrow memory until they are
+    dropped; a caller that drops them and goes on working gives it back then
+    (``pyarrow.default_memory_pool().release_unused()``), or Arrow's allocator keeps it resident.
     """
     source = _cached_dataset(source, split)
     _refuse_split_of_a_file(Path(source), split)
     tables = _parquet_tables(Path(source), split)
     found = _column_wise(source, make_id, tables)
     if found is not None:
-        del tables  # the Arrow tables' memory goes back now (``_release_arrow_memory``), not at the run's end
+        # The reading's spare memory goes back now (``_release_arrow_memory``), not at the run's end. The columns'
+        # texts are Arrow arrays over the file's bytes, freed only when the caller drops the columns: its callers hold
+        # them to the end of their work (score and experts to their end; a report page until its items are built,
+        # then only the page is written), so none releases after.
+        del tables
         _release_arrow_memory()
         return found
     records, report = _row_wise(source, split, make_id, tables)

@@ -823,6 +823,7 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
         file = data_path(m.data, folder)
         if file not in own:
             found, _ = load_records(m.data, folder)
+            # the columns kept: an id's key is built from them when the page asks for it
             own[file] = None if found is None else _current_keys(_Texts(found))
         checked = own[file] if own[file] is not None else current
         data = m.data if own[file] is not None else shown_data

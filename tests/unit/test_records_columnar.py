@@ -80,11 +80,9 @@ def test_clean_jsonl_loads_column_wise_like_row_by_row(tmp_path, monkeypatch):
     assert expected[1].n_duplicates == 1 and expected[1].n_abstentions == 1
 
 
-def test_the_arrow_memory_of_a_load_is_released_after_the_records_are_built(tmp_path, monkeypatch):
-    """load_records builds its records from Arrow columns over the file's bytes, and Arrow's allocator keeps memory
-    freed until it is released: the last release comes once the columns are dropped, when Arrow holds nothing of
-    the load. Released while the columns still held the texts, all of it stayed resident for a whole
-    `judge-eval run` (more than the data file's size)."""
+def _releases_watched(tmp_path, monkeypatch):
+    """A clean JSONL file that loads column-wise only, and the list that gets what Arrow holds
+    (``pa.total_allocated_bytes``) at each of the loader's releases of Arrow's memory."""
     from judge import record_sources
 
     path = _jsonl(tmp_path / "d.jsonl", CLEAN[:-1])  # no duplicate: one would leave the columns' texts as Python's
@@ -93,10 +91,32 @@ def test_the_arrow_memory_of_a_load_is_released_after_the_records_are_built(tmp_
     monkeypatch.setattr(record_sources, "_release_arrow_memory",
                         lambda: held_at_release.append(pa.total_allocated_bytes()) or release())
     _forbid_row_path(monkeypatch)
+    return path, held_at_release
+
+
+def test_the_arrow_memory_of_a_load_is_released_after_the_records_are_built(tmp_path, monkeypatch):
+    """load_records builds its records from Arrow columns over the file's bytes, and Arrow's allocator keeps memory
+    freed until it is released: the last release comes once the columns are dropped, when Arrow holds nothing of
+    the load. Released while the columns still held the texts, all of it stayed resident for a whole
+    `judge-eval run` (more than the data file's size)."""
+    path, held_at_release = _releases_watched(tmp_path, monkeypatch)
     before = pa.total_allocated_bytes()
     records = judge.load_records(path)
     assert [r.id for r in records] == ["a1", "a2", "a3", "a4"]
     assert held_at_release and held_at_release[-1] <= before, (before, held_at_release)
+
+
+def test_load_record_columns_releases_before_its_columns_are_dropped_and_they_free_all_it_held(tmp_path, monkeypatch):
+    """load_record_columns releases once, with the columns it returns still holding their texts' Arrow memory (no
+    release of it can come before the caller drops them): that is all Arrow holds of the load, and dropping the
+    columns frees it, for a caller that goes on working to release."""
+    path, held_at_release = _releases_watched(tmp_path, monkeypatch)
+    before = pa.total_allocated_bytes()
+    columns, _ = judge.load_record_columns(path)
+    assert list(columns.ids) == ["a1", "a2", "a3", "a4"]
+    assert held_at_release == [pa.total_allocated_bytes()] and held_at_release[0] > before, (before, held_at_release)
+    del columns
+    assert pa.total_allocated_bytes() <= before
 
 
 def test_records_at_a_permutation_of_every_row_follow_it_field_by_field(tmp_path):
