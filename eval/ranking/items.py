@@ -13,14 +13,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RankedItem", "STATUSES", "UNJUDGED_STATUSES", "EMPTY_ANSWER", "NO_ANSWER", "VERDICT", "REGRESSION_HEAD",
+from judge.verdicts import VerdictError
+
+__all__ = ["RankedItem", "STATUSES", "NOT_RUN_ERRORS", "UNJUDGED_STATUSES", "EMPTY_ANSWER", "NO_ANSWER", "VERDICT", "REGRESSION_HEAD",
            "pollux_scale_levels", "gate_score", "item_status", "is_scored", "unnormalisable", "data_binary_criteria"]
 
 #: What became of one (instruction, criterion): ``ok`` is scored; the others are counted per cell (``no_prediction``:
 #: the item has no row in the judge's predictions at all, as a run cut short leaves it; ``no_answer``: the
-#: candidate's request failed, so the judge was not asked; ``empty_answer``: see ``EMPTY_ANSWER``). Only
-#: ``no_answer`` and ``empty_answer`` items can also be scored (0, by ``NO_ANSWER`` and ``EMPTY_ANSWER``).
-STATUSES = ("ok", "unparsed", "out_of_scale", "request_failed", "no_prediction", "no_answer", "empty_answer")
+#: candidate's request failed, so the judge was not asked; ``empty_answer``: see ``EMPTY_ANSWER``; ``not_run``: the
+#: judge's server never ran the judgment, ``NOT_RUN_ERRORS``, where ``unparsed`` is a judge's text that read no
+#: score). Only ``no_answer`` and ``empty_answer`` items can also be scored (0, by ``NO_ANSWER`` and
+#: ``EMPTY_ANSWER``). ``not_run`` comes last so that cells.csv keeps the earlier counts' columns where they were.
+STATUSES = ("ok", "unparsed", "out_of_scale", "request_failed", "no_prediction", "no_answer", "empty_answer",
+            "not_run")
+#: A prediction's errors (``judge.VerdictError``) for a judgment its server never ran: the prompt did not fit the
+#: judge's context, the engine aborted it or refused it (each row's ``reason`` says which); ``judge-eval score``
+#: reports them by the same codes under its failures by reason.
+NOT_RUN_ERRORS = (VerdictError.CONTEXT_LENGTH_EXCEEDED, VerdictError.ABORTED, VerdictError.ENGINE_REFUSED)
 #: The statuses of items the judge was not asked about (``eval.ranking.rank.write_items``'s ``unjudged.jsonl``).
 UNJUDGED_STATUSES = ("no_answer", "empty_answer")
 #: How an answer that is empty once thinking is stripped enters the matrix. POLLUX's score.py skips only an answer
@@ -81,7 +90,8 @@ class RankedItem:
         levels: the rubric's levels as POLLUX reads them (``pollux_scale_levels``), () when it reads none.
         score: the judge's score, None unless the verdict parsed.
         status: ``request_failed`` when the judge's request failed, ``no_prediction`` when the item has no
-            prediction, ``unparsed`` for a verdict without a score, ``no_answer`` / ``empty_answer`` when the
+            prediction, ``not_run`` when the judge's server never ran the judgment (``NOT_RUN_ERRORS``),
+            ``unparsed`` for a verdict without a score, ``no_answer`` / ``empty_answer`` when the
             judge was not asked (``STATUSES``); else ``ok`` (``out_of_scale`` is decided here from ``levels``).
         source: where the score came from (``judge.wire.ScoreSource``): ``verdict`` (a score read from the judge's
             text) or ``regression_head`` (continuous; the gate reads it snapped to a level: ``gate_score``).

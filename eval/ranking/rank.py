@@ -1040,6 +1040,7 @@ def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "too
     raw output (``judge.verdicts.parse_pollux_result``); a regression head's score is its own either way, and its
     item says so (``source``: the gate reads a head's continuous score snapped to a level, ``matrix.gate_score``).
     """
+    from eval.ranking.items import NOT_RUN_ERRORS
     from eval.ranking.matrix import RankedItem, pollux_scale_levels
     from eval.judging.predictions import REQUEST_FAILED as JUDGE_REQUEST_FAILED
     from eval.judging.predictions import iter_predictions
@@ -1066,6 +1067,8 @@ def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "too
             score = parse_pollux_result(pred.get("raw_output")).score
         if pred.get("error") == JUDGE_REQUEST_FAILED:
             status = "request_failed"
+        elif score is None and pred.get("error") in NOT_RUN_ERRORS:
+            status = "not_run"
         elif score is None:
             status = "unparsed"
         else:

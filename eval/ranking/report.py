@@ -190,7 +190,9 @@ def render_ranking_page(result: Mapping[str, Any]) -> str:
             "all non-binary scores. Colours run from white at "
             f"{_fmt(low_end, 2)} to blue at {_fmt(high_end, 2)}. Under each value: its 95% bootstrap interval over "
             "instructions and the scores it rests on; a red outline marks a cell with items that were not judged "
-            "or not scored (unparsed, out of scale, request failed, no verdict written, no answer, empty answer), "
+            "or not scored (unparsed, out of scale, request failed, no verdict written, no answer, empty answer, "
+            "not run: a judgment the judge's server never ran, its prompt too long for the judge's context or "
+            "aborted or refused by its engine), "
             "which POLLUX drops silently or judges as an empty answer.</p>",
             _matrix_table(matrix),
             "<h2>Answers</h2>",
@@ -210,7 +212,8 @@ def render_ranking_page(result: Mapping[str, Any]) -> str:
             "stripped, and n_no_prediction items the judge wrote no verdict for "
             "(judged by the next run): none of them was judged, and each is counted in its cell above. POLLUX sends "
             f"an empty answer to its judge; the toolkit cannot, so those items are {empty}. Verdicts that did not "
-            "parse, were out of scale or whose request failed are counted per cell above.</p>"]
+            "parse, were out of scale, whose request failed or that the judge's server never ran (not_run) are "
+            "counted per cell above.</p>"]
     return html_page(f"judge-eval rank: {shown_name(result['model'])}", subtitle, body)
 
 

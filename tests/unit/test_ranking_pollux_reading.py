@@ -74,7 +74,7 @@ def test_half_and_bold_levels_gate_nothing_and_failed_only_cells_add_no_row_or_c
     # A comparison's common grid without that cell keeps the count out of the cells too (no error).
     arrays = matrix_arrays(items, layout=matrix_arrays(items[:2]))
     assert arrays.failures_elsewhere == {"unparsed": 1, "out_of_scale": 0, "request_failed": 0,
-                                          "no_prediction": 0, "no_answer": 0, "empty_answer": 0}
+                                          "no_prediction": 0, "no_answer": 0, "empty_answer": 0, "not_run": 0}
 
 
 # ---------------------------------------------------------------------------------------------- through the CLI
