@@ -1,11 +1,13 @@
 """judge-train criteria-classifier: train the tfidf task classifier of ``criteria: auto`` (``judge.criteria_auto``).
 
-    judge-train criteria-classifier --out judge/data/criteria_tfidf          # rebuild the classifier that ships
+    judge-train criteria-classifier --out runs/criteria-clf                  # rebuild the classifier that ships
     judge-train criteria-classifier --data runs/instructions/instructions.jsonl --out runs/task-clf --no-bundled
     judge-train criteria-classifier --data ai-forever/POLLUX --allow-benchmark-rows --out runs/task-clf   # see below
 
 With no ``--data`` it trains on the bundled rows and the taxonomy (``train.criteria_rows.bundled_rows``) with
-the default parameters: exactly the artefact in ``judge/data/criteria_tfidf``, which a test checks against today's rows.
+the default parameters: the artefact in ``judge/data/criteria_tfidf`` (a test checks it against today's rows), up to
+float noise in the last digits on another machine, whose BLAS sums in another order; ``--out
+judge/data/criteria_tfidf`` replaces the shipped files, for when the bundled rows or the taxonomy change.
 ``--data`` adds labelled instructions: POLLUX-format records by their task columns, ``judge-train data
 instructions`` output, or labelled JSONL. A source in the released benchmark's schema (the release by hub id or
 folder, or a JSONL converted from it) is refused unless ``--allow-benchmark-rows`` is given

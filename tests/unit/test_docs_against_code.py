@@ -510,3 +510,52 @@ def test_the_ranking_pages_cpu_candidate_answers_fit_the_tiny_judges_window():
     stated = re.search(r"`--max-tokens (\d+)`", paragraph)
     assert stated, paragraph
     assert int(stated.group(1)) <= room // 2, (stated.group(1), room)
+
+
+#: The flags by which a console script writes its output folder.
+OUTPUT_FLAGS = ("--out", "--output-dir", "--out-dir")
+
+
+def writes_into_the_package(page: Path) -> list[str]:
+    """Each code-block command of ``page`` whose output flag names a folder inside one of the repository's Python
+    packages (a top-level folder with ``__init__.py``: judge, train, serve, eval, tests): run verbatim, it rewrites
+    tracked files and leaves a reader's clone modified. Prose may name such a command for a maintainer's purpose."""
+    packages = {p.name for p in REPO.iterdir() if (p / "__init__.py").is_file()}
+    wrong = []
+    for _, line, command in _block_commands(page):
+        try:
+            words = shlex.split(command, comments=True)
+        except ValueError:
+            words = command.split()
+        for i, word in enumerate(words):
+            flag, _, value = word.partition("=")
+            if flag not in OUTPUT_FLAGS:
+                continue
+            value = value or (words[i + 1] if i + 1 < len(words) else "")
+            parts = Path(value).parts  # "./train/x" is ("train", "x")
+            if parts and parts[0] in packages:
+                name = page.relative_to(REPO) if page.is_relative_to(REPO) else page.name
+                wrong.append(f"{name}:{line}: {' '.join(words)}")
+    return wrong
+
+
+def test_no_documented_command_writes_into_the_package():
+    """A command a page gives to run writes into runs/ or a folder the reader names, never into the package's own
+    files: docs/criteria-auto.md's rebuild of the shipped classifier (`--out judge/data/criteria_tfidf`) rewrote the
+    tracked files, which differ from the committed build in float noise (another machine's BLAS sums in another
+    order), leaving a new user's clone modified."""
+    wrong = [problem for page in PAGES for problem in writes_into_the_package(page)]
+    assert not wrong, "commands that write into the package's tracked files:\n" + "\n".join(wrong)
+
+
+def test_the_package_write_check_finds_an_output_into_a_package(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("`judge-train criteria-classifier --out judge/data/x` (prose)\n\n```bash\n"
+                    "judge-train criteria-classifier --out judge/data/criteria_tfidf   # the shipped one\n"
+                    "judge-train criteria-classifier --out=./train/x\n"
+                    "judge-train criteria-classifier --out runs/task-clf\n"
+                    "judge-train run --config c.yaml \\\n    --output-dir serve/x\n```\n", encoding="utf-8")
+    wrong = [w.split(": ", 1)[1] for w in writes_into_the_package(page)]
+    assert wrong == ["judge-train criteria-classifier --out judge/data/criteria_tfidf",
+                     "judge-train criteria-classifier --out=./train/x",
+                     "judge-train run --config c.yaml --output-dir serve/x"], wrong
