@@ -559,3 +559,72 @@ def test_the_package_write_check_finds_an_output_into_a_package(tmp_path):
     assert wrong == ["judge-train criteria-classifier --out judge/data/criteria_tfidf",
                      "judge-train criteria-classifier --out=./train/x",
                      "judge-train run --config c.yaml --output-dir serve/x"], wrong
+
+
+#: The flags by which a console script reads a file or folder an earlier command wrote.
+INPUT_FLAGS = ("--data", "--input", "--judge", "--model", "--predictions", "--export", "--run")
+
+
+def _cpu_lines() -> list[tuple[str, list[str], str]]:
+    """(where, words, comment) of every code-block command whose trailing comment labels it ``CPU``."""
+    found = []
+    for page in PAGES:
+        for _, line, command in _block_commands(page):
+            code, _, comment = command.partition("  #")
+            if not re.search(r"\bCPU\b", comment):
+                continue
+            try:
+                words = shlex.split(code)
+            except ValueError:
+                words = code.split()
+            found.append((_where(page, line), words, comment))
+    return found
+
+
+def _flag_values(words: list[str], flags: tuple[str, ...]) -> list[str]:
+    values = []
+    for i, word in enumerate(words):
+        flag, eq, value = word.partition("=")
+        if flag in flags:
+            values.append(value if eq else words[i + 1] if i + 1 < len(words) else "")
+    return values
+
+
+def cpu_lines_reading_what_no_cpu_line_writes(lines: list[tuple[str, list[str], str]]) -> list[str]:
+    """Each CPU-labelled line that reads a ``runs/`` path no CPU-labelled line writes (by ``--out``, ``--output``,
+    ``--output-dir``, or its ``--config``'s ``output_dir``), unless its comment says it is ``given`` that file: run
+    on a CPU it has nothing to read, its input coming from a GPU-served stage."""
+    import yaml
+
+    written = []
+    for _, words, _ in lines:
+        outs = _flag_values(words, ("--out", "--output", "--output-dir"))
+        for config in _flag_values(words, ("--config",)) if not outs else ():
+            if (REPO / config).is_file():
+                outs.append(str((yaml.safe_load((REPO / config).read_text(encoding="utf-8")) or {}).get(
+                    "output_dir", "")))
+        written += [o.rstrip("/") for o in outs if o]
+    wrong = []
+    for where, words, comment in lines:
+        for value in _flag_values(words, INPUT_FLAGS):
+            if value.startswith("runs/") and not re.search(r"\bgiven\b", comment) and not any(
+                    value == w or value.startswith(w + "/") for w in written):
+                wrong.append(f"{where}: reads {value}")
+    return wrong
+
+
+def test_every_line_labelled_cpu_reads_what_a_cpu_line_writes():
+    """A command a page labels CPU runs on a CPU from what the pages' CPU lines write: docs/reasoning-judges.md's tiny
+    integer SFT read runs/data/traces/traces.jsonl, which only the traces stage writes, its teacher
+    Pollux-4B-Judge served on a GPU (no traces file is bundled); the line now says it is given that file."""
+    wrong = cpu_lines_reading_what_no_cpu_line_writes(_cpu_lines())
+    assert not wrong, "CPU lines whose input no CPU line writes:\n" + "\n".join(wrong)
+
+
+def test_the_cpu_input_check_finds_an_input_only_a_gpu_stage_writes():
+    lines = [("a.md:1", ["judge-train", "--config", "configs/train/tiny/seq2seq.yaml"], " CPU"),
+             ("a.md:2", ["judge-eval", "run", "--judge", "runs/tiny-seq2seq/export", "--out", "runs/eval/x"], " CPU"),
+             ("a.md:3", ["judge-eval", "score", "--predictions=runs/eval/x"], " CPU"),
+             ("a.md:4", ["judge-train", "--data", "runs/data/traces/traces.jsonl"], " CPU"),
+             ("a.md:5", ["judge-train", "--data", "runs/data/traces/traces.jsonl"], " CPU, given traces.jsonl")]
+    assert cpu_lines_reading_what_no_cpu_line_writes(lines) == ["a.md:4: reads runs/data/traces/traces.jsonl"]
