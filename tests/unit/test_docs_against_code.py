@@ -437,6 +437,14 @@ def _block_commands(page: Path) -> Iterator[tuple[int, int, str]]:
             command = ""
 
 
+def _shell_words(command: str) -> list[str]:
+    """A block command's shell words, comments dropped and URLs whole (``_words`` splits them at ':')."""
+    try:
+        return shlex.split(command, comments=True)
+    except ValueError:
+        return command.split()
+
+
 def unguarded_after_background_serve(page: Path) -> list[str]:
     """Each console-script command that runs, in the block of a `judge-serve ... &` (its pid in `$serve`), after
     that line without `kill -0 $serve &&` before it, unless it names a URL of another host only: if judge-serve
@@ -444,10 +452,7 @@ def unguarded_after_background_serve(page: Path) -> list[str]:
     else answers on the port, another judge-serve with other weights under the same name among them."""
     wrong, serving = [], None
     for block, line, command in _block_commands(page):
-        try:
-            words = shlex.split(command, comments=True)  # URLs whole: _words splits them at ':'
-        except ValueError:
-            words = command.split()
+        words = _shell_words(command)
         if serving != block:
             serving = None
         if words and words[0] == "judge-serve" and "&" in words:
@@ -516,26 +521,27 @@ def test_the_ranking_pages_cpu_candidate_answers_fit_the_tiny_judges_window():
 OUTPUT_FLAGS = ("--out", "--output-dir", "--out-dir")
 
 
-def writes_into_the_package(page: Path) -> list[str]:
-    """Each code-block command of ``page`` whose output flag names a folder inside one of the repository's Python
-    packages (a top-level folder with ``__init__.py``: judge, train, serve, eval, tests): run verbatim, it rewrites
-    tracked files and leaves a reader's clone modified. Prose may name such a command for a maintainer's purpose."""
+def _block_lines() -> list[tuple[str, str]]:
+    """(page:line, command) of every code-block command on every page."""
+    return [(_where(page, line), command) for page in PAGES for _, line, command in _block_commands(page)]
+
+
+def writes_into_the_package(commands: list[tuple[str, str]]) -> list[str]:
+    """Each of the (page:line, command) ``commands`` whose output flag names a folder inside one of the repository's
+    Python packages (a top-level folder with ``__init__.py``: judge, train, serve, eval, tests): run verbatim, it
+    rewrites tracked files and leaves a reader's clone modified. Code blocks only: prose may name such a command for
+    a maintainer's purpose."""
     packages = {p.name for p in REPO.iterdir() if (p / "__init__.py").is_file()}
     wrong = []
-    for _, line, command in _block_commands(page):
-        try:
-            words = shlex.split(command, comments=True)
-        except ValueError:
-            words = command.split()
+    for where, command in commands:
+        words = _shell_words(command)
         for i, word in enumerate(words):
             flag, _, value = word.partition("=")
             if flag not in OUTPUT_FLAGS:
                 continue
-            value = value or (words[i + 1] if i + 1 < len(words) else "")
-            parts = Path(value).parts  # "./train/x" is ("train", "x")
+            parts = Path(value or (words[i + 1] if i + 1 < len(words) else "")).parts  # "./train/x": train, x
             if parts and parts[0] in packages:
-                name = page.relative_to(REPO) if page.is_relative_to(REPO) else page.name
-                wrong.append(f"{name}:{line}: {' '.join(words)}")
+                wrong.append(f"{where}: {' '.join(words)}")
     return wrong
 
 
@@ -544,21 +550,19 @@ def test_no_documented_command_writes_into_the_package():
     files: docs/criteria-auto.md's rebuild of the shipped classifier (`--out judge/data/criteria_tfidf`) rewrote the
     tracked files, which differ from the committed build in float noise (another machine's BLAS sums in another
     order), leaving a new user's clone modified."""
-    wrong = [problem for page in PAGES for problem in writes_into_the_package(page)]
-    assert not wrong, "commands that write into the package's tracked files:\n" + "\n".join(wrong)
+    assert not (wrong := writes_into_the_package(_block_lines())), \
+        "commands that write into the package's tracked files:\n" + "\n".join(wrong)
 
 
-def test_the_package_write_check_finds_an_output_into_a_package(tmp_path):
-    page = tmp_path / "page.md"
-    page.write_text("`judge-train criteria-classifier --out judge/data/x` (prose)\n\n```bash\n"
-                    "judge-train criteria-classifier --out judge/data/criteria_tfidf   # the shipped one\n"
-                    "judge-train criteria-classifier --out=./train/x\n"
-                    "judge-train criteria-classifier --out runs/task-clf\n"
-                    "judge-train run --config c.yaml \\\n    --output-dir serve/x\n```\n", encoding="utf-8")
-    wrong = [w.split(": ", 1)[1] for w in writes_into_the_package(page)]
-    assert wrong == ["judge-train criteria-classifier --out judge/data/criteria_tfidf",
-                     "judge-train criteria-classifier --out=./train/x",
-                     "judge-train run --config c.yaml --output-dir serve/x"], wrong
+@pytest.mark.parametrize(("command", "into"), [
+    ("judge-train criteria-classifier --out judge/data/criteria_tfidf   # the shipped one", True),
+    ("judge-train criteria-classifier --out=./train/x", True),
+    ("judge-train run --config c.yaml --output-dir serve/x", True),
+    ("judge-train criteria-classifier --out runs/task-clf", False),
+    ("judge-eval run --judge runs/tiny-seq2seq/export --out runs/eval/tiny   # judge/ read, not written", False),
+])  # fmt: skip
+def test_the_package_write_check_finds_an_output_into_a_package(command, into):
+    assert bool(writes_into_the_package([("a.md:1", command)])) is into
 
 
 #: The flags by which a console script reads a file or folder an earlier command wrote.
@@ -570,14 +574,9 @@ def _cpu_lines() -> list[tuple[str, list[str], str]]:
     found = []
     for page in PAGES:
         for _, line, command in _block_commands(page):
-            code, _, comment = command.partition("  #")
-            if not re.search(r"\bCPU\b", comment):
-                continue
-            try:
-                words = shlex.split(code)
-            except ValueError:
-                words = code.split()
-            found.append((_where(page, line), words, comment))
+            comment = command.partition("  #")[2]
+            if re.search(r"\bCPU\b", comment):
+                found.append((_where(page, line), _shell_words(command), comment))
     return found
 
 
