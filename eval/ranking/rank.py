@@ -1112,6 +1112,20 @@ def _summary_line(matrix, unanswered: Mapping[str, Sequence[Any]], selection: Ma
             f"{_ids(empty)}")
 
 
+def first_not_run(predictions: Path) -> str:
+    """The first prediction of ``predictions`` whose judgment the judge's server never ran (``not_run``), said with
+    its id, error code and reason (cut at 300 characters), or "" when there is none."""
+    from eval.judging.predictions import iter_predictions
+    from eval.ranking.items import NOT_RUN_ERRORS
+
+    for row in iter_predictions(predictions):
+        if row.get("error") in NOT_RUN_ERRORS and not row.get("parse_ok"):
+            reason = str(row.get("reason") or "no reason recorded")
+            reason = reason if len(reason) <= 300 else reason[:300] + "…"
+            return f"the first judgment not run, id {row['id']}: {row['error']}: {reason}"
+    return ""
+
+
 def _ids(ids: Sequence[Any]) -> str:
     """The first ten of ``ids`` as a message shows them (a mark when there are more), or "" for none."""
     if not ids:
@@ -1250,7 +1264,7 @@ def rank(config: RankConfig) -> dict[str, Any]:
 
     # The matrix and its page (numpy, the scoring's compare tables) only once there are verdicts to put in them:
     # a refused config or data does not import them.
-    from eval.ranking.items import data_binary_criteria
+    from eval.ranking.items import data_binary_criteria, is_scored
     from eval.ranking.matrix import UNJUDGED_STATUSES, pollux_matrix
     from eval.ranking.report import write_ranking_page
 
@@ -1261,8 +1275,15 @@ def rank(config: RankConfig) -> dict[str, Any]:
     # --limit that leaves out an instruction's binary rubric would otherwise turn a scale-less rubric's gate off
     # without a word.
     binary = data_binary_criteria((r.meta, name, rubrics) for r in data_rows for name, rubrics in r.criteria)
-    matrix = pollux_matrix(items, normalize=config.normalize, n_boot=config.n_boot, seed=config.seed,
-                           empty_answer=config.empty_answer, no_answer=config.no_answer, binary_criteria=binary)
+    try:
+        matrix = pollux_matrix(items, normalize=config.normalize, n_boot=config.n_boot, seed=config.seed,
+                               empty_answer=config.empty_answer, no_answer=config.no_answer, binary_criteria=binary)
+    except ValueError as err:
+        if any(is_scored(it, config.empty_answer, config.no_answer) for it in items) or \
+                not any(it.status == "not_run" for it in items):
+            raise
+        # Counts alone leave the reader to open predictions.jsonl: the first such row's words say what to change.
+        raise ValueError(f"{err}; {first_not_run(out / 'predictions.jsonl')}") from None
     matrix.write_csv(out / MATRIX)
     write_atomically(out / "cells.csv", matrix.cells_csv().encode("utf-8"))
     answered = [a for r in rows if (a := answers.get(r.prompt_id)) is not None and a.answers(r)]

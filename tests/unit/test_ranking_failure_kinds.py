@@ -60,3 +60,27 @@ def test_the_matrix_the_summary_and_the_refusal_count_a_too_long_prompt_as_not_r
     with pytest.raises(ValueError, match=r"'not_run': 1") as raised:
         pollux_matrix(ranked_items(tmp_path / "items.jsonl", tmp_path / "predictions.jsonl"), n_boot=0)
     assert "'unparsed': 0" in str(raised.value)
+
+
+def test_a_run_whose_every_verdict_is_too_long_says_so_and_why(tmp_path: Path, data: Path, capsys) -> None:
+    """The walk's CPU ranking, scripted: every judge request refused as too long for the judge's window (vLLM's
+    words, HTTP 400). The run stops (exit 2) with "no verdict was scored", counting them not_run (it said
+    unparsed), and quotes the first one's error and reason, which says what to shorten."""
+    from eval.cli import main
+    from tests.support.eval_ranking import Candidate, Judge, rank_argv, scores_by_output
+
+    too_long = ("This model's maximum context length is 2048 tokens. However, your prompt contains 3000 input "
+                "tokens, which exceeds this limit even without any output tokens.")
+
+    class TooLong(Judge):
+        def _respond(self, path: str, body: dict):
+            if path != "/v1/chat/completions":
+                return 404, {"detail": "Not Found"}
+            return 400, {"object": "error", "message": too_long, "type": "BadRequestError", "code": 400}
+
+    with Candidate() as cand, TooLong(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "r", "--empty-answer", "unscored",
+                         "--no-answer", "unscored")) == 2
+    err = capsys.readouterr().err
+    assert "no verdict was scored" in err and "'unparsed': 0" in err and "'not_run': " in err, err
+    assert "context_length_exceeded" in err and "maximum context length is 2048 tokens" in err, err
