@@ -7,10 +7,11 @@ things before its first write:
 - ``hold_run_folder(out, job)``: an exclusive ``fcntl.flock`` on ``out/run.lock`` for as long as the job runs. A
   second job on the same folder stops at once with an error naming the holder (pid, host, command, start time),
   instead of both appending (every item judged twice). The kernel drops the lock when the holder
-  exits, however it exits, so a killed run never leaves a stale lock behind. On NFS, Linux emulates ``flock`` with
-  byte-range locks (since 2.6.12), which hold across nodes; on file systems without locks ``flock`` fails with an
-  error rather than passing silently. Given the job's progress files, a launch refused before any work leaves the
-  folder as it found it (no lock, key or folder of its own left behind).
+  exits, however it exits, so a killed run never leaves a stale lock behind. A job run in-process by a caller that
+  holds the folder (``judge-eval rank``'s verdict stage) runs under the caller's hold (``reentrant``). On NFS,
+  Linux emulates ``flock`` with byte-range locks (since 2.6.12), which hold across nodes; on file systems without
+  locks ``flock`` fails with an error rather than passing silently. Given the job's progress files, a launch refused
+  before any work leaves the folder as it found it (no lock, key or folder of its own left behind).
 - ``claim_run_folder(out, run_key, progress_files)``: the folder's ``run_key.json`` (the settings that shape the
   results, written when the folder was started) must equal this launch's; a mismatch is refused with the settings
   that differ, unless ``overwrite`` discards the earlier progress.
@@ -28,6 +29,7 @@ import json
 import os
 import socket
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -73,7 +75,8 @@ class RunFolderUnwritable(ConfigError):
 
 
 @contextlib.contextmanager
-def hold_run_folder(out_dir: str | Path, job: str, progress_files: Sequence[str] | None = None) -> Iterator[Path]:
+def hold_run_folder(out_dir: str | Path, job: str, progress_files: Sequence[str] | None = None, *,
+                    reentrant: bool = False) -> Iterator[Path]:
     """Hold ``out_dir`` (created 0700 if missing) for this process until the block ends.
 
     Args:
@@ -84,6 +87,13 @@ def hold_run_folder(out_dir: str | Path, job: str, progress_files: Sequence[str]
             settings, an API key unset or refused) leaves the folder as it found it: its key and run.json as they
             were, the lock file gone if this made it, and the folder (with the parents made for it) gone if this
             made it and nothing else was written there. Without them, what the block wrote stays.
+        reentrant: a job its caller runs in-process, in the folder the caller holds (``judge-eval rank``'s verdict
+            stage, ``judge-eval run`` called inside the ranking's hold of its folder): where this thread already
+            holds ``out_dir`` by an enclosing ``hold_run_folder``, the block runs under that hold, the lock neither
+            taken again (a second ``flock`` of the same file, even by the same process, is refused as another
+            holder's) nor let go at its end, and the holder recorded left as the caller's; ``progress_files`` still
+            puts the bookkeeping back after a refusal, and never removes the caller's lock file or folder. Held
+            by another thread or process, or by no one, the lock is taken as without it.
 
     Yields:
         The folder.
@@ -94,8 +104,12 @@ def hold_run_folder(out_dir: str | Path, job: str, progress_files: Sequence[str]
         ConfigError: ``out_dir`` is a file, or lies under one, or cannot be made or written (read-only, no permission).
     """
     refuse_file(out_dir)
-    made = [p for p in (Path(out_dir), *Path(out_dir).parents) if not p.exists()]  # the folder first, its parents
-    folder, fd, lock_made = _locked(out_dir)
+    held = _held_by_this_thread(out_dir) if reentrant else None
+    if held is None:
+        made = [p for p in (Path(out_dir), *Path(out_dir).parents) if not p.exists()]  # the folder first, its parents
+        folder, fd, lock_made = _locked(out_dir)
+    else:  # the caller's hold: its lock, its lock file and its folder
+        folder, fd, lock_made, made = Path(out_dir), None, False, []
     found = None
     try:
         if progress_files is not None:
@@ -103,13 +117,16 @@ def hold_run_folder(out_dir: str | Path, job: str, progress_files: Sequence[str]
             # the launch goes on to the refusal of its own that names it.
             with contextlib.suppress(OSError):
                 found = _found(folder, progress_files)
-        holder = {"job": job, "pid": os.getpid(), "host": socket.gethostname(),
-                  "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                  "argv": redact_argv(sys.argv)}  # fmt: skip
-        if os.environ.get("SLURM_JOB_ID"):  # what `scancel` needs, for whoever finds the folder held
-            holder["slurm_job_id"] = os.environ["SLURM_JOB_ID"]
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(holder, ensure_ascii=False) + "\n").encode(), 0)
+        if fd is not None:
+            holder = {"job": job, "pid": os.getpid(), "host": socket.gethostname(),
+                      "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                      "argv": redact_argv(sys.argv)}  # fmt: skip
+            if os.environ.get("SLURM_JOB_ID"):  # what `scancel` needs, for whoever finds the folder held
+                holder["slurm_job_id"] = os.environ["SLURM_JOB_ID"]
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(holder, ensure_ascii=False) + "\n").encode(), 0)
+            held = _file_id(os.fstat(fd))
+            _HELD[held] = threading.get_ident()
         yield folder
     except (Exception, KeyboardInterrupt):
         if found is not None:
@@ -118,7 +135,29 @@ def hold_run_folder(out_dir: str | Path, job: str, progress_files: Sequence[str]
     finally:
         # Releases the lock. The file stays, but where the folder is left as found: removed while held, a writer
         # that opened it meanwhile finds it gone once it takes the lock, and takes the one there then (_locked).
-        os.close(fd)
+        if fd is not None:
+            _HELD.pop(held, None)
+            os.close(fd)
+
+
+#: The lock files this process holds by ``hold_run_folder`` now, by (device, inode): the thread holding each. Only a
+#: block of the thread that holds a folder runs under that hold (``reentrant``): another thread of the process (a test
+#: standing in for a second job) is refused, as another process is.
+_HELD: dict[tuple[int, int], int] = {}
+
+
+def _file_id(stat: os.stat_result) -> tuple[int, int]:
+    return stat.st_dev, stat.st_ino
+
+
+def _held_by_this_thread(out_dir: str | Path) -> tuple[int, int] | None:
+    """The (device, inode) of ``out_dir``'s lock file when this thread holds it (``_HELD``), else None: the file
+    itself, not its path, so that the same folder named otherwise (relative, through a link) is the same hold."""
+    try:
+        held = _file_id(os.stat(Path(out_dir) / LOCK_FILE))
+    except OSError:
+        return None
+    return held if _HELD.get(held) == threading.get_ident() else None
 
 
 #: What ``hold_run_folder`` puts back as it found it after a refusal: the files a claim and a run's record write.
