@@ -389,7 +389,8 @@ def run(config: RunConfig, *, max_tokens_chosen: bool = True, ranking: bool = Fa
             When not, a judge-serve judge trained by GRPO is asked for the completion length it was trained with,
             where that is more (``trained_max_completion_length`` in its ``GET /v1/models`` entry).
         ranking: the caller is `judge-eval rank`'s verdict stage, judging in the ranking's own folder
-            (``refuse_other_run_kind``).
+            (``refuse_other_run_kind``), which it may hold already: the run then goes on under the ranking's hold
+            (``hold_run_folder``'s ``reentrant``) instead of being refused as another writer.
 
     With ``overwrite``, the predictions, criteria auto's items and the scores ``judge-eval score`` wrote into ``out``
     (``eval.judging.run_settings.SCORE_OUTPUTS``, each named in the log) are deleted once the folder is claimed,
@@ -420,7 +421,7 @@ def run(config: RunConfig, *, max_tokens_chosen: bool = True, ranking: bool = Fa
     data = None if config.criteria == "auto" else _read_data(config)
     # One writer per folder; a refusal before any verdict (another kind's folder, other settings, a key unset or
     # refused) leaves the folder as it found it, not holding a lock and a key of settings nothing was asked with.
-    with hold_run_folder(config.out, "judge-eval run", progress_files=PROGRESS_FILES) as out:
+    with hold_run_folder(config.out, "judge-eval run", progress_files=PROGRESS_FILES, reentrant=ranking) as out:
         return _run_holding(config, out, max_tokens_chosen, data, ranking)
 
 

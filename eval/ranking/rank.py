@@ -46,6 +46,9 @@ Three stages, each resumable, all in ``--out``:
    ``report.html``, the matrix as a heat map. ``judge-eval compare`` of two ranking folders is ``eval.ranking.compare``,
    of three or more ``eval.ranking.leaderboard``.
 
+One ranking writes in ``--out`` at a time: the answers stage holds ``candidate/`` (``judge.plumbing.run_folder``),
+then ``--out`` itself from its end to the ranking's, the verdict stage judging under that hold (``answers_stage``).
+
 Departures from POLLUX, each counted in the matrix: an instruction whose answer request failed is not judged
 (``no_answer``, retried by the next run, exit code 3; POLLUX's ``src/utils/openai_runner.py`` at 2e8eb789 turns a
 failed request into ``""`` and judges that) and is scored by ``--no-answer`` (``eval.ranking.matrix.NO_ANSWER``: 0
@@ -673,8 +676,11 @@ def candidate_key(config: RankConfig) -> dict[str, Any]:
     return key
 
 
-def answers_stage(rows: Sequence[InstructionRow], config: RankConfig, out: Path) -> dict[str, Any]:
-    """Ask the candidate for every instruction of ``rows`` that has no answer to its text yet.
+@contextlib.contextmanager
+def answers_stage(rows: Sequence[InstructionRow], config: RankConfig, out: Path) -> Iterator[dict[str, Any]]:
+    """Ask the candidate for every instruction of ``rows`` that has no answer to its text yet; yield the stage's
+    counts with ``out`` held (``hold_run_folder``) until the block ends: the stages after it (items.jsonl and
+    unjudged.jsonl, the verdicts, the matrix and its files) run under that one hold.
 
     ``answers.jsonl`` ends with one row per instruction: those of ``rows`` in data order, then the answers to
     instructions outside this run's selection (a smaller ``--limit``, another ``--meta``), kept for the run that
@@ -683,15 +689,22 @@ def answers_stage(rows: Sequence[InstructionRow], config: RankConfig, out: Path)
     Raises:
         ResumeMismatch: ``answers.jsonl`` was asked with other candidate settings (``candidate_key``), naming each.
         ConfigError: it holds another candidate's answers.
-        RunFolderBusy: another ranking's candidate stage holds the folder, or a verdict stage holds ``out``.
+        RunFolderBusy: another ranking's candidate stage holds the folder, or another ranking holds ``out``.
     """
     from judge.plumbing.run_folder import hold_run_folder
 
-    # The stage holds its own folder (the judge stage holds ``out``): one writer of answers.jsonl, and a refusal
+    # The stage holds its own folder (``out`` is held after it): one writer of answers.jsonl, and a refusal
     # before any answer (an unreachable candidate, a key it refuses, other settings; --overwrite deletes nothing
     # before the candidate's first contact) leaves the folder as it found it. The key it left marked a ranking's folder (eval.input_checks.RANKING_MARKERS): judge-eval run refused it.
-    with hold_run_folder(out / "candidate", "judge-eval rank", progress_files=[f"../{ANSWERS}"]):
-        return _answers_holding(rows, config, out)
+    with contextlib.ExitStack() as out_held:
+        with hold_run_folder(out / "candidate", "judge-eval rank", progress_files=[f"../{ANSWERS}"]):
+            counts = _answers_holding(rows, config, out)
+            # ``out`` is taken before the candidate's folder is let go, in the one order the two locks are taken in
+            # (``_claim``'s): let go between the stages, another ranking's --overwrite deleted the answers, items and
+            # verdicts this one was about to judge, and one started after the verdicts wrote its items and results
+            # among this one's. The verdict stage runs under this hold (``judge-eval run``'s ``ranking``).
+            out_held.enter_context(hold_run_folder(out, "judge-eval rank"))
+        yield counts
 
 
 def _record_claim(config: RankConfig, folder: Path) -> None:
@@ -714,17 +727,17 @@ def _claim(config: RankConfig, out: Path) -> None:
     from them), then record the claim (``_record_claim``).
 
     Raises:
-        RunFolderBusy: with ``--overwrite``, another ranking's verdict stage holds ``out`` (still after
-            ``BUSY_RETRY_S``): nothing is deleted.
+        RunFolderBusy: with ``--overwrite``, another ranking holds ``out`` (still after ``BUSY_RETRY_S``): nothing
+            is deleted.
     """
     from judge.plumbing.provenance import PROVENANCE_FILE
     from judge.plumbing.run_folder import RUN_KEY_FILE, claim_run_folder, hold_run_folder
 
-    # The deletions hold ``out`` as its verdict stage does (``hold_run_folder``, the lock ``judge-eval run`` takes):
-    # a look at the lock just before them leaves a window in which another ranking's verdict stage takes ``out`` and
-    # writes verdicts they then delete. Held, a verdict stage starting meanwhile waits out the deletions or is
-    # refused, and one holding ``out`` refuses them. Taken after the candidate's lock, the one order the two are
-    # taken in.
+    # The deletions hold ``out`` as a ranking does from the end of its candidate stage (``hold_run_folder``, the lock
+    # ``judge-eval run`` takes): a look at the lock just before them leaves a window in which another ranking takes
+    # ``out`` and writes verdicts they then delete. Held, a ranking reaching ``out`` meanwhile waits out the
+    # deletions or is refused, and one holding ``out`` refuses them. Taken after the candidate's lock, the one order
+    # the two are taken in.
     with hold_run_folder(out, "judge-eval rank") if config.overwrite else contextlib.nullcontext():
         # The candidate's own key file, in the folder of its stage (the judge stage's is ``out/run_key.json``);
         # answers written before the file existed are kept under this key: their rows have no instruction key, so
@@ -753,11 +766,12 @@ def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Pa
     from judge.plumbing.journal import rewrite_journal
     from judge.plumbing.run_folder import RunFolderBusy, run_folder_holder
 
-    # Another ranking's verdict stage holds ``out`` (its own lock, taken after its candidate stage let this one go):
-    # this run would rewrite the items it judges, and --overwrite delete its verdicts. Asked here, before the
-    # candidate is reached (a served one takes minutes to start); --overwrite's deletions then hold out itself
-    # (``_claim``), asking for it for ``BUSY_RETRY_S`` at most, so the one order the two locks are taken in
-    # (the candidate's, then out's) has nothing to deadlock on.
+    # Another ranking holds ``out`` (from the end of its candidate stage to the end of its ranking, its verdict stage
+    # judging under that hold): this run would rewrite the items it judges, and --overwrite delete its verdicts.
+    # Asked here, before the candidate is reached (a served one takes minutes to start); --overwrite's deletions then
+    # hold out itself (``_claim``), and the stage takes it again at its end (``answers_stage``), asking for it for
+    # ``BUSY_RETRY_S`` at most, so the one order the two locks are taken in (the candidate's, then out's) has nothing
+    # to deadlock on.
     holder = run_folder_holder(out)
     if holder is not None:
         raise RunFolderBusy.held(out, holder)
@@ -1211,7 +1225,6 @@ def rank(config: RankConfig) -> dict[str, Any]:
     """
     from eval.judging.format_choice import chosen_verdict_format
     from eval.judging.run_settings import RUN_FOLDER_JOBS, refuse_other_run_kind
-    from judge.plumbing.provenance import read_provenance, update_provenance
     from judge.plumbing.run_folder import refuse_other_job
     from judge.verdicts import VerdictReader
 
@@ -1243,7 +1256,16 @@ def rank(config: RankConfig) -> dict[str, Any]:
     unnormalisable_rubric(rows, config.normalize, str(config.data))
     # The folder is made by the candidate stage, once the data is read and checked (a bad one leaves no empty
     # folder), and taken back if the stage is refused before any answer.
-    answer_counts = answers_stage(rows, config, out)
+    with answers_stage(rows, config, out) as answer_counts:
+        return _ranking_holding(config, out, rows, data_rows, answer_counts)
+
+
+def _ranking_holding(config: RankConfig, out: Path, rows: Sequence[InstructionRow],
+                     data_rows: Sequence[InstructionRow], answer_counts: Mapping[str, Any]) -> dict[str, Any]:
+    """``rank``'s items, verdict and matrix stages, ``out`` held (``answers_stage``): ``rows`` the selection of
+    ``data_rows``, ``answer_counts`` the candidate stage's."""
+    from judge.plumbing.provenance import read_provenance, update_provenance
+
     answers = read_answers(out / ANSWERS)
     chosen = {r.prompt_id for r in rows}
     others = [r for r in data_rows if r.prompt_id not in chosen]
