@@ -17,6 +17,26 @@ from judge.plumbing.processes import free_port
 from tests.support.first_contact import logging_left_as_found, run_console_main
 from tests.support.released_r_checkpoint import released_r
 
+
+@pytest.fixture(autouse=True)
+def uvicorn_loggers_put_back():
+    """uvicorn's loggers (``serve.quiet_logs.UVICORN_LOGGERS``) as this module's test found them: judge-serve's main,
+    run here up to uvicorn's start, sends them through the root's handler (no handler of their own, propagating, the
+    parent at NOTSET) and puts judge-serve's filters on them (``quiet_client_floods``, ``quiet_health_polls``). Neither
+    the conftest's ``logging_set_up_put_back`` nor ``run_console_main`` puts those back, and a later test on the worker
+    that installs the filters itself and counts them would find one there already. Their handlers, filters,
+    propagate flags and levels are put back; pytest adds none of its own to these loggers, so the lists taken at the
+    set-up are the ones to put back."""
+    from serve.quiet_logs import UVICORN_LOGGERS
+
+    loggers = [logging.getLogger(name) for name in UVICORN_LOGGERS]
+    found = [(logger.handlers[:], logger.filters[:], logger.propagate, logger.level) for logger in loggers]
+    yield
+    for logger, (handlers, filters, propagate, level) in zip(loggers, found):
+        logger.handlers[:], logger.filters[:], logger.propagate = handlers, filters, propagate
+        logger.setLevel(level)
+
+
 def console_line(level: str, name: str) -> str:
     """The regex of a line's start in the shared set-up's format: ``2026-12-07 08:00:00,123 INFO name: ``."""
     return r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} " + f"{level} {re.escape(name)}: "
