@@ -14,7 +14,7 @@ import pytest
 
 from judge.plumbing.console_logging import CHATTY_LOGGERS
 from judge.plumbing.processes import free_port
-from tests.support.first_contact import logging_left_as_found, run_console_main
+from tests.support.first_contact import run_console_main
 from tests.support.released_r_checkpoint import released_r
 
 
@@ -131,15 +131,20 @@ def test_a_main_called_in_process_leaves_the_logging_set_up_as_found(tmp_path, r
     """judge-serve --print-config now sets up logging (the root logger's level, the HTTP loggers' levels) before it
     prints: a unit test calling the main itself would leave them set for every later test on its worker. The unit
     tests' conftest puts them back after each test (``logging_set_up_put_back``, through ``logging_left_as_found``,
-    which ``run_console_main`` uses too)."""
+    which ``run_console_main`` uses too). Its body is run here as pytest runs it, a generator set up before the main
+    and finished after it, and the set-up must be as it found it."""
     import serve.cli
+    from tests.unit.conftest import logging_set_up_put_back
 
-    assert "logging_set_up_put_back" in request.fixturenames
+    assert "logging_set_up_put_back" in request.fixturenames  # autouse: every unit test has it
     root = logging.getLogger()
     before = (root.handlers[:], root.level, [logging.getLogger(name).level for name in CHATTY_LOGGERS])
-    with logging_left_as_found():
-        root.handlers = []  # as in a console start: configure_logging then adds its handler
-        assert serve.cli.main(["--model", str(_causal_folder(tmp_path / "ckpt")), "--log-level", "debug",
-                               "--print-config"]) == 0
-        assert root.level == logging.DEBUG and len(root.handlers) == 1  # the main set logging up
+    put_back = logging_set_up_put_back.__wrapped__()  # the fixture's own function, not pytest's wrapper
+    next(put_back)
+    root.handlers = []  # as in a console start: configure_logging then adds its handler
+    assert serve.cli.main(["--model", str(_causal_folder(tmp_path / "ckpt")), "--log-level", "debug",
+                           "--print-config"]) == 0
+    assert root.level == logging.DEBUG and len(root.handlers) == 1  # the main set logging up
+    with pytest.raises(StopIteration):
+        next(put_back)
     assert (root.handlers, root.level, [logging.getLogger(name).level for name in CHATTY_LOGGERS]) == before
