@@ -395,15 +395,28 @@ class _Texts:
         from judge.record_columns import as_columns
 
         self._columns = as_columns(records) if records is not None else None
-        self._built: dict[str, Any] = {}
+        self._built: dict[str, Any] = {}  # None: not in the records
+        self._ids = None  # the records' ids as an Arrow string array, once asked for
 
     def prefetch(self, item_ids) -> None:
-        """Build the records of these ids in one pass (one at a time costs a pass over the columns each)."""
+        """Build the records of these ids in one pass (one at a time costs a pass over the columns each); an id not
+        in the records is remembered as None. The records' ids are matched against the few asked in one Arrow pass
+        (ids are unique once loaded), not through a lookup of every id (``RecordColumns.index_of``)."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         if self._columns is None:
             return
-        wanted = {i for i in map(str, item_ids) if i not in self._built}
-        rows = sorted({row for row in map(self._columns.index_of, wanted) if row is not None})
-        for record in self._columns.records_at(rows):
+        wanted = list(dict.fromkeys(i for i in map(str, item_ids) if i not in self._built))
+        if not wanted:
+            return
+        if self._ids is None:
+            self._ids = pa.array(self._columns.ids, type=pa.string())
+        found = pc.index_in(self._ids, value_set=pa.array(wanted, type=pa.string()))
+        for item_id in wanted:
+            self._built[item_id] = None
+        for record in self._columns.records_at(np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False))):
             self._built[record.id] = record
 
     def get(self, item_id: str):
@@ -411,7 +424,6 @@ class _Texts:
             return None
         if item_id not in self._built:
             self.prefetch([item_id])
-            self._built.setdefault(item_id, None)
         return self._built[item_id]
 
 

@@ -290,6 +290,23 @@ def test_an_item_not_in_the_data_keeps_its_feedback_and_says_why():
     assert {item for item, d in _by_id(capped).items() if d is not None} == {"i1", "i2"}
 
 
+def test_the_texts_of_a_page_are_found_without_a_lookup_of_every_record(monkeypatch):
+    """The records as columns (as score passes them): the page's few items are matched against the records' ids in
+    one pass, not through ``RecordColumns.index_of``'s lookup of all of them; an id the data lacks is looked for
+    once and reads as absent."""
+    from judge.record_columns import RecordColumns, as_columns
+
+    def every_id(self, record_id):
+        raise AssertionError("index_of builds a lookup of every record's id")
+
+    monkeypatch.setattr(RecordColumns, "index_of", every_id)
+    records, predictions = as_columns(_records(3)), _predictions(4)
+    data = report_items(_items(4), records, predictions, "j", "mode")
+    details = _by_id(data)
+    assert details["i3"]["m"] == "Item i3 is not in the labelled data." and details["i3"]["v"] == [{"f": "fb 3"}]
+    assert [data["strings"][details[f"i{k}"]["i"]] for k in range(3)] == ["x0", "x1", "x2"]
+
+
 # ------------------------------------------------------------------------------------ compare.html, 3 runs
 
 
