@@ -460,14 +460,15 @@ def read_item_columns(path: Path) -> dict[str, Any]:
 def item_columns(items) -> dict[str, Any]:
     """The columns of an item table (``eval.scoring.item_table.arrow_table``, as ``items.parquet`` holds it) that
     ``report_items`` reads: the float columns as numpy arrays (null -> NaN, which rounds to None), the expert
-    scores as their Arrow list column, the text columns as Arrow arrays too (``report_items`` labels their distinct
-    values, not 160k Python strings each), the others as lists (``to_pydict`` of every column took ~1 s on 160k)."""
+    scores as their Arrow list column, the text and flag columns as Arrow arrays too (``report_items`` labels their
+    distinct values, not 160k Python values each), the others as lists (``to_pydict`` of every column took ~1 s on
+    160k)."""
     import pyarrow as pa
 
     def values(column):
         if pa.types.is_floating(column.type):
             return column.to_numpy()
-        if pa.types.is_list(column.type) or _is_text(column):  # read flat, or by distinct value, by report_items
+        if pa.types.is_list(column.type) or _is_text(column) or _is_flag(column):  # read flat, or by distinct value
             return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         return column.to_pylist()
 
@@ -482,21 +483,28 @@ def _is_text(column) -> bool:
                                                                 or pa.types.is_large_string(column.type))
 
 
+def _is_flag(column) -> bool:
+    """Whether ``column`` is an Arrow column of booleans (``in_scale``)."""
+    import pyarrow as pa
+
+    return isinstance(column, (pa.Array, pa.ChunkedArray)) and pa.types.is_boolean(column.type)
+
+
 def _python_values(column) -> list:
     """A column's values as a Python list (an Arrow column's ``to_pylist``)."""
     return column.to_pylist() if _is_text(column) else list(column)
 
 
 def _labelled(column, label=str) -> tuple[list, np.ndarray]:
-    """``[label(v) for v in column]`` as its distinct labels and each row's position among them: an Arrow text
-    column is labelled once per distinct text (null: ``label(None)``), a sequence value by value.
+    """``[label(v) for v in column]`` as its distinct labels and each row's position among them: an Arrow text or
+    flag column is labelled once per distinct value (null: ``label(None)``), a sequence value by value.
 
     Returns:
         ``(labels, index)``: the distinct labels (a label is listed once) and an ``(n,)`` integer array.
     """
     import numpy as np
 
-    if _is_text(column):
+    if _is_text(column) or _is_flag(column):
         import pyarrow as pa
 
         # one dictionary for the whole column (a chunked column's chunks would each number their own)
@@ -609,8 +617,9 @@ def _text_order(diffs: Sequence[float | None], group: np.ndarray, cap: int) -> l
     if n == 0 or cap == 0:
         return []
     group = np.asarray(group, dtype=np.int64)
-    missing = np.fromiter((d is None for d in diffs), dtype=bool, count=n)
-    minus = np.fromiter((-(d or 0.0) for d in diffs), dtype=float, count=n)
+    values = np.asarray(diffs, dtype=float)  # None (no difference) -> NaN, in one C pass over the list
+    missing = np.isnan(values)
+    minus = -np.where(missing, 0.0, values)
     index = np.arange(n)
     within = np.lexsort((index, minus, missing, group))  # the last key sorts first
     rank = np.empty(n, dtype=np.int64)
@@ -710,7 +719,7 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
     status_labels, status_index = _labelled(items["status"])
     # The status of an item depends on these four values only: computed once per distinct combination.
     has_experts = np.diff(np.asarray(starts, dtype=np.int64)) > 0
-    no_reference = np.fromiter((r is None for r in references), dtype=bool, count=n)
+    no_reference = np.isnan(np.asarray(references, dtype=float))  # a rounded reference is a number or None
     why_labels, why_index = (_labelled(why_unscored, label=lambda v: v) if why_unscored is not None
                              else ([None], np.zeros(n, dtype=np.intp)))
     combination = ((status_index * 2 + no_reference) * 2 + has_experts) * len(why_labels) + why_index

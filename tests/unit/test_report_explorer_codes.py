@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from eval.reports.html_explorer import (MODE_LABELS, SCALE_LABELS, STATUS_LABELS, _text_order, item_columns,
+from eval.reports.html_explorer import (MODE_LABELS, SCALE_LABELS, STATUS_LABELS, _labelled, _text_order, item_columns,
                                         item_status, report_items)
 from eval.reports.report import SPLIT_TITLES
 from eval.scoring.metrics import expert_mode
@@ -89,6 +89,15 @@ def test_filters_are_coded_as_row_by_row(seed, nulls):
         assert [[row[1][k] for row in rows] for k in range(len(codes))] == codes
         assert json.loads(data["rows"].json_text()) == json.loads(json.dumps(rows, ensure_ascii=False))
         assert data["rows"].json_text() == json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_a_flag_column_is_labelled_once_per_distinct_value():
+    """items.parquet's in_scale arrives as an Arrow column (``item_columns``) and is labelled once per distinct
+    value (true, false, null), not once per row."""
+    column = item_columns(pa.table({"in_scale": pa.array([True, None, False] * 100)}))["in_scale"]
+    seen = []
+    labels, index = _labelled(column, label=lambda v: seen.append(v) or v)
+    assert len(seen) == 3 and [labels[k] for k in index.tolist()] == [True, None, False] * 100
 
 
 def _text_order_by_definition(diffs, pairs, cap):
