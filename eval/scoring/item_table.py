@@ -552,7 +552,7 @@ def arrow_table(table: ItemTable, extra: Mapping[str, np.ndarray] | None = None)
     if table.instruction_key is not None:  # `compare --bootstrap-unit instruction` resamples by it
         columns["instruction_key"] = pa.array(np.asarray(table.instruction_key, dtype=np.int64))
     if table.text_key is not None:  # compare refuses to pair two runs' items judged on other texts
-        columns["text_key"] = pa.array(table.text_key.tolist(), type=pa.string())
+        columns["text_key"] = pa.array(table.text_key, type=pa.string())
     if table.scale_low is not None and table.scale_high is not None:  # compare's paired validity reads the item's
         # own scale, as score's section did, not the widest of its criterion's scales (null: unreadable)
         for name in ("scale_low", "scale_high"):
@@ -562,10 +562,13 @@ def arrow_table(table: ItemTable, extra: Mapping[str, np.ndarray] | None = None)
         chars = np.asarray(table.answer_chars, dtype=np.float64)
         columns["answer_chars"] = pa.array(np.nan_to_num(chars).astype(np.int64), mask=np.isnan(chars))
     if table.expert_ids is not None:  # beside expert_scores, one id per score (null: a record naming no experts)
-        columns["expert_ids"] = pa.ListArray.from_arrays(pa.array(offsets), pa.array(table.expert_ids[valid].tolist(),
+        columns["expert_ids"] = pa.ListArray.from_arrays(pa.array(offsets), pa.array(table.expert_ids[valid],
                                                                                      type=pa.string()))
     for name, values in (extra or {}).items():
-        columns[name] = np.asarray(values).tolist()  # as lists: a narrow numpy type would change the file's schema
+        values = np.asarray(values)
+        # float64, int64 and object (texts) straight from numpy, the types their lists give; any other as a list: a
+        # narrow numpy type (float32, int8) would change the file's schema
+        columns[name] = pa.array(values) if values.dtype in (np.float64, np.int64, object) else values.tolist()
     arrow = pa.table(columns)
     return arrow.replace_schema_metadata({"judge_name": table.judge_name})
 

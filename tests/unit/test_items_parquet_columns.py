@@ -1,0 +1,45 @@
+"""items.parquet's columns from the item table's numpy columns (``eval.scoring.item_table.arrow_table``): the texts,
+the experts' ids and the extra columns go to Arrow straight from numpy, each with the type and values its Python
+list gave (NaN kept, None null, a narrow numpy type widened), not through a Python list of every value first."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pyarrow as pa
+
+from eval.scoring import item_table
+from tests.unit.test_report_counts import NAN, _table
+
+
+class _NoList(np.ndarray):
+    """A numpy column that refuses to become a Python list."""
+
+    def tolist(self):
+        raise AssertionError("a column was turned into a Python list")
+
+
+def _same(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x)
+                                               and math.isnan(y)) for x, y in zip(a, b))
+
+
+def test_columns_go_to_arrow_from_numpy_with_the_types_their_lists_gave():
+    table = dataclasses.replace(
+        _table(judge=[2, NAN, 1], status=["ok", "missing", "ok"], experts=[[2, 1], [1], [0, 1, 2]]),
+        text_key=np.array(["k0", None, "k2"], dtype=object).view(_NoList),
+        expert_ids=np.array([["e1", "e2", None], ["e1", None, None], ["e3", None, "e2"]], dtype=object).view(_NoList))
+    extra = {"reference": np.array([2.0, NAN, 1.0]), "count": np.array([1, 2, 3], dtype=np.int64),
+             "why_unscored": np.array([None, "no_prediction", None], dtype=object),
+             "narrow": np.array([0.5, 1.5, NAN], dtype=np.float32), "flag": np.array([True, False, True])}
+    items = item_table.arrow_table(table, extra=extra)
+    assert items.column("text_key").to_pylist() == ["k0", None, "k2"]
+    assert items.column("expert_ids").to_pylist() == [["e1", "e2"], ["e1"], ["e3", None, "e2"]]
+    for name, values in extra.items():
+        as_list = pa.array(values.tolist())  # what the lists gave
+        assert items.column(name).type == as_list.type, name
+        assert _same(items.column(name).to_pylist(), as_list.to_pylist()), name
+    assert [items.column(name).type for name in ("reference", "count", "why_unscored", "narrow", "flag")] == [
+        pa.float64(), pa.int64(), pa.string(), pa.float64(), pa.bool_()]
