@@ -40,7 +40,7 @@ from pathlib import Path
 
 from eval.input_checks import refuse_another_run, refuse_score_arguments
 from eval.scoring import item_table
-from eval.scoring.gc_freeze import older_objects_frozen
+from eval.scoring.gc_freeze import frozen_from_here, older_objects_frozen
 from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, item_columns, report_items
 from eval.reports.html_report import render_report_page
 from eval.reports.plots import write_plots
@@ -416,6 +416,7 @@ def score(
         raise ValueError(f"--data {data}: no records ({load_report.summary()}); nothing to score")
     rows, n_stale = _without_stale(rows, records, predictions, data)
     table, notes = item_table.build_table(records, rows, judge_name=name, clip_regression=clip_regression)
+    frozen_from_here()  # the records, predictions and item table live to the end: no full collection walks them again
     if judge_minus_one == "fail" and (failed := item_table.fail_minus_one(table))[1]:
         table, notes["n_minus_one_failed"] = failed
     left_out = missing_block_items(run_info, len(table))

@@ -89,3 +89,35 @@ def test_score_that_raises_leaves_nothing_frozen(tmp_path, monkeypatch, collecto
     assert gc.get_freeze_count() == 0
     gc.collect()
     assert older() is None
+
+
+def test_score_freezes_its_inputs_once_loaded_only_where_it_froze(tmp_path, monkeypatch, collector_off):
+    """Once the records and predictions are loaded into the item table, they are frozen too (no later full collection
+    walks them); under a process's own freeze nothing more is frozen; after score nothing of it stays frozen."""
+    run = _run(tmp_path)
+    build_table, derive, seen = item_table_module.build_table, item_table_module.derive, []
+
+    def watched_build(*args, **kwargs):
+        seen.append(("load", gc.get_freeze_count()))
+        return build_table(*args, **kwargs)
+
+    def watched_derive(*args, **kwargs):
+        seen.append(("metrics", gc.get_freeze_count()))
+        return derive(*args, **kwargs)
+
+    monkeypatch.setattr(item_table_module, "build_table", watched_build)
+    monkeypatch.setattr(item_table_module, "derive", watched_derive)
+    score(run, judge.sample_data_path(), tmp_path / "out", n_boot=0, vc_repeats=5)
+    (_, at_load), (_, at_metrics) = seen
+    assert at_metrics > at_load > 0 and gc.get_freeze_count() == 0
+
+    seen.clear()
+    gc.freeze()  # a process's own freeze: score adds nothing to it
+    try:
+        before = gc.get_freeze_count()
+        score(run, judge.sample_data_path(), tmp_path / "out2", n_boot=0, vc_repeats=5)
+        # a frozen object freed meanwhile leaves the count; none joins it
+        (_, at_load), (_, at_metrics) = seen
+        assert before >= at_load >= at_metrics >= gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
