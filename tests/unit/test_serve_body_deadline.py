@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import socket
 import threading
 
@@ -30,9 +31,13 @@ def server():
 
 
 @contextlib.contextmanager
-def _serving(api_key: str | None = None, body_timeout_s: float | None = BODY_TIMEOUT_S, lost=None, **config):
+def _serving(api_key: str | None = None, body_timeout_s: float | None = BODY_TIMEOUT_S, lost=None,
+             errors_into: logging.Handler | None = None, **config):
     """A uvicorn server on a thread with judge-serve's connection protocol; ``lost`` (a ``threading.Event``), when
-    given, is set as the server loses a connection, however it ends."""
+    given, is set as the server loses a connection, however it ends. ``errors_into`` (caplog's handler), when given,
+    also gets uvicorn's error log (where "Exception in ASGI application" goes) until the server has stopped:
+    uvicorn.Config's logging set-up stops uvicorn's loggers propagating to the root, where caplog listens, and drops
+    the handlers they had, so it is attached after that set-up."""
     import uvicorn
     from starlette.applications import Starlette
     from starlette.requests import ClientDisconnect, Request
@@ -75,6 +80,9 @@ def _serving(api_key: str | None = None, body_timeout_s: float | None = BODY_TIM
             started.set()  # bound and listening: the tests' connections wait for nothing
 
     srv = Server(config)
+    errors = logging.getLogger("uvicorn.error")
+    if errors_into is not None:
+        errors.addHandler(errors_into)
     thread = threading.Thread(target=lambda: asyncio.run(srv.serve()), daemon=True)
     thread.start()
     assert started.wait(30)
@@ -83,6 +91,7 @@ def _serving(api_key: str | None = None, body_timeout_s: float | None = BODY_TIM
     finally:
         srv.should_exit = True
         thread.join(30)
+        errors.removeHandler(errors_into)
 
 
 def _until_closed(sock: socket.socket) -> bytes:
@@ -99,10 +108,12 @@ def _head(length: int) -> bytes:
             f"content-length: {length}\r\n\r\n").encode()
 
 
-def test_a_body_that_does_not_arrive_in_time_gets_408_and_the_connection_is_closed(server, caplog):
+def test_a_body_that_does_not_arrive_in_time_gets_408_and_the_connection_is_closed(caplog):
     """The route waiting for the rest of the body is told the client left (judge-serve answers that nobody, as this
-    route's handler does, serve/app.py): the 408 is the only answer, and nothing is logged as a server error."""
-    with caplog.at_level("WARNING"), socket.create_connection(("127.0.0.1", server)) as sock:
+    route's handler does, serve/app.py): the 408 is the only answer, and nothing is logged as a server error. A
+    server of its own: the route ends after the 408 is sent, and the server's stop waits for it (uvicorn's shutdown
+    waits for its requests' tasks), so whatever it logged is in caplog before the assertion reads it."""
+    with _serving(errors_into=caplog.handler) as port, socket.create_connection(("127.0.0.1", port)) as sock:
         sock.sendall(_head(100) + b"x" * 10)  # 10 of the 100 bytes declared, then nothing
         answer = _until_closed(sock)
     head, _, body = answer.partition(b"\r\n\r\n")
@@ -205,8 +216,6 @@ def test_headers_over_their_bound_get_a_431_in_openais_shape(server):
 def test_a_spaced_warning_logs_the_first_event_then_one_line_per_interval_with_the_count(caplog):
     """A client repeating what is refused (a wrong key, a connection past the limit) adds a line per interval to the
     log, not one per try, and the counts never stop a later burst from being logged."""
-    import logging
-
     from serve.quiet_logs import SpacedWarning
 
     now = [0.0]
@@ -222,18 +231,13 @@ def test_a_spaced_warning_logs_the_first_event_then_one_line_per_interval_with_t
 def test_past_max_connections_the_refusal_is_logged_by_judge_serve_and_not_per_request_by_uvicorn(caplog):
     """uvicorn's "Exceeded concurrency limit." came once per refused request, /health included
     (serve.quiet_logs.quiet_client_floods drops it); the protocol's own line is spaced, and /health is not counted."""
-    import logging
-
     from serve.quiet_logs import quiet_client_floods
 
     errors = logging.getLogger("uvicorn.error")
     before = list(errors.filters)
     try:
-        with _serving(limit_concurrency=1) as port:
-            # After uvicorn.Config's logging set-up, as judge-serve does it (serve.cli); uvicorn's loggers do not
-            # propagate to the root, where caplog listens.
-            errors.addHandler(caplog.handler)
-            quiet_client_floods()
+        with _serving(limit_concurrency=1, errors_into=caplog.handler) as port:
+            quiet_client_floods()  # after uvicorn.Config's logging set-up, as judge-serve does it (serve.cli)
             quiet_client_floods()  # installed once
             # one filter drops uvicorn's line, whether or not an earlier test on this worker left one installed
             flood = logging.LogRecord("uvicorn.error", logging.WARNING, __file__, 0, "Exceeded concurrency limit.",
@@ -246,7 +250,6 @@ def test_past_max_connections_the_refusal_is_logged_by_judge_serve_and_not_per_r
                     _until_closed(sock)
     finally:
         errors.filters[:] = before
-        errors.removeHandler(caplog.handler)
     said = [r.getMessage() for r in caplog.records if r.name == "uvicorn.error" and r.levelno >= logging.WARNING]
     assert said == ["a request refused with 503 too_many_connections: judge-serve holds max_connections connections "
                     "(1 since the start; at most one such line per 60 s)"]
