@@ -21,15 +21,18 @@ __all__ = ["RankedItem", "STATUSES", "NOT_RUN_ERRORS", "UNJUDGED_STATUSES", "EMP
 #: What became of one (instruction, criterion): ``ok`` is scored; the others are counted per cell (``no_prediction``:
 #: the item has no row in the judge's predictions at all, as a run cut short leaves it; ``no_answer``: the
 #: candidate's request failed, so the judge was not asked; ``empty_answer``: see ``EMPTY_ANSWER``; ``not_run``: the
-#: judge's server never ran the judgment, ``NOT_RUN_ERRORS``, where ``unparsed`` is a judge's text that read no
-#: score). Only ``no_answer`` and ``empty_answer`` items can also be scored (0, by ``NO_ANSWER`` and
-#: ``EMPTY_ANSWER``). ``not_run`` comes last so that cells.csv keeps the earlier counts' columns where they were.
+#: judge's server never ran the judgment, its prompt too long for the judge's context (``NOT_RUN_ERRORS``), where
+#: ``unparsed`` is a judge's text that read no score). Only ``no_answer`` and ``empty_answer`` items can also be
+#: scored (0, by ``NO_ANSWER`` and ``EMPTY_ANSWER``). ``not_run`` comes last so that cells.csv keeps the earlier counts' columns where they were.
 STATUSES = ("ok", "unparsed", "out_of_scale", "request_failed", "no_prediction", "no_answer", "empty_answer",
             "not_run")
-#: A prediction's errors (``judge.VerdictError``) for a judgment its server never ran: the prompt did not fit the
-#: judge's context, the engine aborted it or refused it (each row's ``reason`` says which); ``judge-eval score``
-#: reports them by the same codes under its failures by reason.
-NOT_RUN_ERRORS = (VerdictError.CONTEXT_LENGTH_EXCEEDED, VerdictError.ABORTED, VerdictError.ENGINE_REFUSED)
+#: A prediction's errors (``judge.VerdictError``) for a judgment its server never ran, as the judge stage
+#: (``eval.judging.run``) writes them: a final row for a prompt that did not fit the judge's context
+#: (``eval.judging.backends.too_long_outcome``; its ``reason`` quotes the server's words), never asked again.
+#: An engine's aborted generation or refused judgment (``aborted``, ``engine_refused`` on judge-serve's
+#: ``/v1/judge``) is no such row: the stage retries it, then writes a ``request_failed`` row the next run asks again.
+#: ``judge-eval score`` reports the code under its failures by reason.
+NOT_RUN_ERRORS = (VerdictError.CONTEXT_LENGTH_EXCEEDED,)
 #: The statuses of items the judge was not asked about (``eval.ranking.rank.write_items``'s ``unjudged.jsonl``).
 UNJUDGED_STATUSES = ("no_answer", "empty_answer")
 #: How an answer that is empty once thinking is stripped enters the matrix. POLLUX's score.py skips only an answer
@@ -90,9 +93,10 @@ class RankedItem:
         levels: the rubric's levels as POLLUX reads them (``pollux_scale_levels``), () when it reads none.
         score: the judge's score, None unless the verdict parsed.
         status: ``request_failed`` when the judge's request failed, ``no_prediction`` when the item has no
-            prediction, ``not_run`` when the judge's server never ran the judgment (``NOT_RUN_ERRORS``),
-            ``unparsed`` for a verdict without a score, ``no_answer`` / ``empty_answer`` when the
-            judge was not asked (``STATUSES``); else ``ok`` (``out_of_scale`` is decided here from ``levels``).
+            prediction, ``not_run`` when the judge's server never ran the judgment, its prompt too long for the
+            judge's context (``NOT_RUN_ERRORS``), ``unparsed`` for a verdict without a score, ``no_answer`` /
+            ``empty_answer`` when the judge was not asked (``STATUSES``); else ``ok`` (``out_of_scale`` is decided
+            here from ``levels``).
         source: where the score came from (``judge.wire.ScoreSource``): ``verdict`` (a score read from the judge's
             text) or ``regression_head`` (continuous; the gate reads it snapped to a level: ``gate_score``).
     """

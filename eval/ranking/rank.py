@@ -40,8 +40,9 @@ Three stages, each resumable, all in ``--out``:
 3. **matrix** (POLLUX ``src/metrics.py``, see ``eval.ranking.matrix``): ``matrix.csv`` laid out exactly as POLLUX's
    ``metrics.csv``; ``rank.json`` (its ``matrix``; ``bench.json`` in a folder ranked before the rename, read as it
    is: ``ranking_result``) and ``cells.csv`` with bootstrap intervals over instructions and, per cell, the verdicts
-   that did not parse, scores out of scale, failed requests and items with no verdict at all (POLLUX
-   drops those silently; a missing verdict fails the run, exit code 3, and the next run asks for it), and the items
+   that did not parse, scores out of scale, failed requests, judgments the judge's server never ran (``not_run``: a
+   prompt too long for the judge's context, a final row) and items with no verdict at all (POLLUX drops those
+   silently; a missing verdict fails the run, exit code 3, and the next run asks for it), and the items
    of instructions the judge was not asked about (``n_no_answer``, ``n_empty_answer``; listed in ``unjudged.jsonl``);
    ``report.html``, the matrix as a heat map. ``judge-eval compare`` of two ranking folders is ``eval.ranking.compare``,
    of three or more ``eval.ranking.leaderboard``.

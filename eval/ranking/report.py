@@ -191,8 +191,8 @@ def render_ranking_page(result: Mapping[str, Any]) -> str:
             f"{_fmt(low_end, 2)} to blue at {_fmt(high_end, 2)}. Under each value: its 95% bootstrap interval over "
             "instructions and the scores it rests on; a red outline marks a cell with items that were not judged "
             "or not scored (unparsed, out of scale, request failed, no verdict written, no answer, empty answer, "
-            "not run: a judgment the judge's server never ran, its prompt too long for the judge's context or "
-            "aborted or refused by its engine), "
+            "not run: a judgment the judge's server never ran, its prompt too long for the judge's context; "
+            "an engine's aborted or refused judgment is a failed request, asked again by the next run), "
             "which POLLUX drops silently or judges as an empty answer.</p>",
             _matrix_table(matrix),
             "<h2>Answers</h2>",
