@@ -518,7 +518,10 @@ def test_the_ranking_pages_cpu_candidate_answers_fit_the_tiny_judges_window():
 
 
 #: The flags by which a console script writes its output folder.
-OUTPUT_FLAGS = ("--out", "--output-dir", "--out-dir")
+#: The flags by which a console script names where it writes: judge-eval's and judge-serve's ``--out``, the
+#: synthetic stages' ``--output`` (train/synthetic/cli.py), judge-train's ``--output-dir`` or its underscore spelling
+#: ``--output_dir`` (train/config.py); with none of them, a ``--config``'s ``output_dir``.
+OUTPUT_FLAGS = ("--out", "--output", "--output-dir", "--output_dir", "--out-dir")
 
 
 def _block_lines() -> list[tuple[str, str]]:
@@ -531,17 +534,19 @@ def writes_into_the_package(commands: list[tuple[str, str]]) -> list[str]:
     Python packages (a top-level folder with ``__init__.py``: judge, train, serve, eval, tests): run verbatim, it
     rewrites tracked files and leaves a reader's clone modified. Code blocks only: prose may name such a command for
     a maintainer's purpose."""
+    import yaml
+
     packages = {p.name for p in REPO.iterdir() if (p / "__init__.py").is_file()}
     wrong = []
     for where, command in commands:
         words = _shell_words(command)
-        for i, word in enumerate(words):
-            flag, _, value = word.partition("=")
-            if flag not in OUTPUT_FLAGS:
-                continue
-            parts = Path(value or (words[i + 1] if i + 1 < len(words) else "")).parts  # "./train/x": train, x
-            if parts and parts[0] in packages:
-                wrong.append(f"{where}: {' '.join(words)}")
+        outs = _flag_values(words, OUTPUT_FLAGS)
+        for config in _flag_values(words, ("--config",)) if not outs else ():
+            if (REPO / config).is_file():
+                outs.append(str((yaml.safe_load((REPO / config).read_text(encoding="utf-8")) or {}).get(
+                    "output_dir", "")))
+        if any((parts := Path(out).parts) and parts[0] in packages for out in outs):  # "./train/x": train, x
+            wrong.append(f"{where}: {' '.join(words)}")
     return wrong
 
 
@@ -558,11 +563,24 @@ def test_no_documented_command_writes_into_the_package():
     ("judge-train criteria-classifier --out judge/data/criteria_tfidf   # the shipped one", True),
     ("judge-train criteria-classifier --out=./train/x", True),
     ("judge-train run --config c.yaml --output-dir serve/x", True),
+    ("judge-train data traces --input x --output judge/data/t", True),  # the synthetic stages' flag
+    ("judge-train run --config c.yaml --output_dir train/x", True),  # judge-train's underscore spelling
+    ("judge-train data traces --input x --output runs/data/traces", False),
     ("judge-train criteria-classifier --out runs/task-clf", False),
     ("judge-eval run --judge runs/tiny-seq2seq/export --out runs/eval/tiny   # judge/ read, not written", False),
 ])  # fmt: skip
 def test_the_package_write_check_finds_an_output_into_a_package(command, into):
     assert bool(writes_into_the_package([("a.md:1", command)])) is into
+
+
+def test_the_package_write_check_reads_a_config_s_output_dir(tmp_path):
+    """A training line with no output flag writes where its ``--config``'s ``output_dir`` says."""
+    config = tmp_path / "c.yaml"
+    config.write_text("output_dir: judge/x\n", encoding="utf-8")
+    assert writes_into_the_package([("a.md:1", f"judge-train --config {config}")])
+    assert not writes_into_the_package([("a.md:1", f"judge-train --config {config} --output-dir runs/y")])
+    config.write_text("output_dir: runs/x\n", encoding="utf-8")
+    assert not writes_into_the_package([("a.md:1", f"judge-train --config {config}")])
 
 
 #: The flags by which a console script reads a file or folder an earlier command wrote.
