@@ -1127,13 +1127,16 @@ def _summary_line(matrix, unanswered: Mapping[str, Sequence[Any]], selection: Ma
             f"{_ids(empty)}")
 
 
-def first_not_run(predictions: Path) -> str:
-    """The first prediction of ``predictions`` whose judgment the judge's server never ran (``not_run``), said with
-    its id, error code and reason (cut at 300 characters), or "" when there is none."""
+def first_not_run(predictions: Path, ids: Iterable[str]) -> str:
+    """The first of ``ids`` (the ranked items' own, in their order) whose row in ``predictions`` is a judgment the
+    judge's server never ran (``not_run``), said with its id, error code and reason (cut at 300 characters), or ""
+    when there is none. Each id's row is its last, as ``ranked_items`` reads it: the file also keeps the rows of
+    items another selection ranked (``write_items``), which are none of this ranking's."""
     from eval.judging.predictions import iter_predictions
     from eval.ranking.items import NOT_RUN_ERRORS
 
-    for row in iter_predictions(predictions):
+    by_id = {str(row["id"]): row for row in iter_predictions(predictions)}
+    for row in (by_id[key] for key in map(str, ids) if key in by_id):
         if row.get("error") in NOT_RUN_ERRORS and not row.get("parse_ok"):
             reason = str(row.get("reason") or "no reason recorded")
             reason = reason if len(reason) <= 300 else reason[:300] + "…"
@@ -1306,7 +1309,9 @@ def _ranking_holding(config: RankConfig, out: Path, rows: Sequence[InstructionRo
                 not any(it.status == "not_run" for it in items):
             raise
         # Counts alone leave the reader to open predictions.jsonl: the first such row's words say what to change.
-        raise ValueError(f"{err}; {first_not_run(out / 'predictions.jsonl')}") from None
+        # ranked_items gives one item per selected record, in order, before the unjudged ones.
+        not_run = [record.id for record, item in zip(records, items) if item.status == "not_run"]
+        raise ValueError(f"{err}; {first_not_run(out / 'predictions.jsonl', not_run)}") from None
     matrix.write_csv(out / MATRIX)
     write_atomically(out / "cells.csv", matrix.cells_csv().encode("utf-8"))
     answered = [a for r in rows if (a := answers.get(r.prompt_id)) is not None and a.answers(r)]

@@ -123,3 +123,32 @@ def test_an_aborted_or_refused_judgment_is_a_failed_request_the_next_run_asks_ag
     said = doc.split("`n_not_run` (", 1)[1].split("`n_no_prediction`", 1)[0]
     codes = [v for k, v in vars(VerdictError).items() if k.isupper() and isinstance(v, str)]
     assert [code for code in codes if f"`{code}`" in said] == list(NOT_RUN_ERRORS), said
+
+
+def test_the_refusal_quotes_a_ranked_item_s_own_row_not_another_selection_s(tmp_path: Path, data: Path,
+                                                                              capsys) -> None:
+    """A folder ranked again with another ``--meta`` keeps the first selection's verdict rows in predictions.jsonl
+    (unselected, for the run that selects them again). Every judgment of both too long, the second run's "no verdict
+    was scored" quotes one of its own items' rows (its own judge's words), not the first row in the file, which is
+    an item of the other selection."""
+    from eval.cli import main
+    from tests.support.eval_ranking import GEN, TECH, CASES, Candidate, Judge, rank_argv, scores_by_output
+
+    def too_long(window: int) -> type:
+        class TooLong(Judge):
+            def _respond(self, path: str, body: dict):
+                if path != "/v1/chat/completions":
+                    return 404, {"detail": "Not Found"}
+                return 400, {"object": "error", "type": "BadRequestError", "code": 400,
+                             "message": f"This model's maximum context length is {window} tokens. However, your "
+                                        f"prompt contains 3000 input tokens."}
+        return TooLong
+
+    for meta, window in ((GEN, 2048), (TECH, 1536)):
+        with Candidate() as cand, too_long(window)(scores_by_output()) as judge:
+            assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "r", "--meta", meta,
+                                  "--empty-answer", "unscored")) == 2
+    err = capsys.readouterr().err.rsplit("no verdict was scored", 1)[1]
+    quoted = err.split("the first judgment not run, id ", 1)[1]
+    assert CASES[int(quoted.split("#", 1)[0])][0] == TECH, err
+    assert "maximum context length is 1536 tokens" in quoted and "2048" not in quoted, err
