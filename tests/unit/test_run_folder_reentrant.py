@@ -42,7 +42,8 @@ def _holder(folder: Path) -> str:
 def test_a_reentrant_job_runs_under_its_callers_hold_and_leaves_it_held(tmp_path, monkeypatch):
     """The same folder, named otherwise too (relative to the working directory): the job runs, the holder recorded
     stays the caller's, and once the job's block ends the folder is still the caller's: another thread is refused,
-    naming it. Without ``reentrant`` the caller's own job is refused as any other writer."""
+    naming it. Without ``reentrant`` the caller's own job is refused as any other writer. Once the caller's block
+    ends, the folder is no longer the caller's."""
     monkeypatch.setattr(run_folder, "BUSY_RETRY_S", 0.0)
     out = tmp_path / "bench"
     monkeypatch.chdir(tmp_path)
@@ -58,6 +59,16 @@ def test_a_reentrant_job_runs_under_its_callers_hold_and_leaves_it_held(tmp_path
         assert other["refused"].startswith(f"{out} is in use by judge-eval rank (pid {os.getpid()}")
         assert run_folder_holder(out).startswith("judge-eval rank (pid ")
     assert run_folder_holder(out) is None
+    _assert_no_longer_the_callers(out)
+
+
+def _assert_no_longer_the_callers(out: Path) -> None:
+    """Once the caller's block has ended, the folder is no longer this thread's: a later ``reentrant`` hold in the
+    same thread takes the lock and records itself (no hold of a lock already let go), and another thread is refused
+    meanwhile."""
+    with hold_run_folder(out, "judge-eval run", reentrant=True) as folder:
+        assert _holder(folder) == "judge-eval run"
+        assert _in_a_thread(lambda: _held_reentrant(out))["refused"].startswith(f"{out} is in use by judge-eval run")
 
 
 def _held_reentrant(out: Path) -> Path:
@@ -79,7 +90,8 @@ def test_a_reentrant_job_no_one_holds_the_folder_for_takes_the_lock(tmp_path, mo
 def test_a_reentrant_job_refused_before_any_work_puts_back_its_bookkeeping_and_keeps_the_callers_lock(
         tmp_path, monkeypatch):
     """The job's refusal (other settings) after it wrote its key: the key is put back as it was, while the caller's
-    lock file, folder and hold stay (they are the caller's, not the job's to take back)."""
+    lock file, folder and hold stay (they are the caller's, not the job's to take back) until the caller's own block
+    ends."""
     monkeypatch.setattr(run_folder, "BUSY_RETRY_S", 0.0)
     out = tmp_path / "bench"
     with hold_run_folder(out, "judge-eval rank") as folder:
@@ -90,3 +102,4 @@ def test_a_reentrant_job_refused_before_any_work_puts_back_its_bookkeeping_and_k
                 raise RuntimeError("other settings")
         assert sorted(p.name for p in folder.iterdir()) == ["items.jsonl", LOCK_FILE]
         assert _in_a_thread(lambda: _held_reentrant(out))["refused"].startswith(f"{out} is in use by judge-eval rank")
+    _assert_no_longer_the_callers(out)
