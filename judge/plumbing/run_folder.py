@@ -93,7 +93,8 @@ def hold_run_folder(out_dir: str | Path, job: str, progress_files: Sequence[str]
             taken again (a second ``flock`` of the same file, even by the same process, is refused as another
             holder's) nor let go at its end, and the holder recorded left as the caller's; ``progress_files`` still
             puts the bookkeeping back after a refusal, and never removes the caller's lock file or folder. Held
-            by another thread or process, or by no one, the lock is taken as without it.
+            by another thread or process (a child forked inside the hold too), or by no one, the lock is taken as
+            without it.
 
     Yields:
         The folder.
@@ -126,7 +127,7 @@ def hold_run_folder(out_dir: str | Path, job: str, progress_files: Sequence[str]
             os.ftruncate(fd, 0)
             os.pwrite(fd, (json.dumps(holder, ensure_ascii=False) + "\n").encode(), 0)
             held = _file_id(os.fstat(fd))
-            _HELD[held] = threading.get_ident()
+            _HELD[held] = _this_thread()
         yield folder
     except (Exception, KeyboardInterrupt):
         if found is not None:
@@ -140,10 +141,15 @@ def hold_run_folder(out_dir: str | Path, job: str, progress_files: Sequence[str]
             os.close(fd)
 
 
-#: The lock files this process holds by ``hold_run_folder`` now, by (device, inode): the thread holding each. Only a
-#: block of the thread that holds a folder runs under that hold (``reentrant``): another thread of the process (a test
-#: standing in for a second job) is refused, as another process is.
-_HELD: dict[tuple[int, int], int] = {}
+#: The lock files this process holds by ``hold_run_folder`` now, by (device, inode): the (process id, thread id)
+#: holding each. Only a block of the thread that holds a folder runs under that hold (``reentrant``): another thread
+#: of the process (a test standing in for a second job) is refused, as another process is. A child forked inside a
+#: hold inherits this record, and the forking thread's id with it; the process id tells it the hold is its parent's.
+_HELD: dict[tuple[int, int], tuple[int, int]] = {}
+
+
+def _this_thread() -> tuple[int, int]:
+    return os.getpid(), threading.get_ident()
 
 
 def _file_id(stat: os.stat_result) -> tuple[int, int]:
@@ -157,7 +163,7 @@ def _held_by_this_thread(out_dir: str | Path) -> tuple[int, int] | None:
         held = _file_id(os.stat(Path(out_dir) / LOCK_FILE))
     except OSError:
         return None
-    return held if _HELD.get(held) == threading.get_ident() else None
+    return held if _HELD.get(held) == _this_thread() else None
 
 
 #: What ``hold_run_folder`` puts back as it found it after a refusal: the files a claim and a run's record write.

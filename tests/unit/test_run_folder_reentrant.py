@@ -103,3 +103,35 @@ def test_a_reentrant_job_refused_before_any_work_puts_back_its_bookkeeping_and_k
         assert sorted(p.name for p in folder.iterdir()) == ["items.jsonl", LOCK_FILE]
         assert _in_a_thread(lambda: _held_reentrant(out))["refused"].startswith(f"{out} is in use by judge-eval rank")
     _assert_no_longer_the_callers(out)
+
+
+def test_a_forked_child_is_refused_its_parents_hold(tmp_path, monkeypatch):
+    """A child forked inside the parent's hold keeps the forking thread's id, and a copy of what the parent holds:
+    another process all the same, its ``reentrant`` hold is refused, naming the parent, and the parent's hold stays.
+    The child reports through a pipe and ends by ``os._exit`` (never through pytest's own exit)."""
+    monkeypatch.setattr(run_folder, "BUSY_RETRY_S", 0.0)
+    out = tmp_path / "bench"
+    with hold_run_folder(out, "judge-eval rank"):
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: whatever happens, one line down the pipe, then out
+            os.close(read_end)
+            try:
+                try:
+                    with hold_run_folder(out, "a forked child", reentrant=True):
+                        said = f"ran under a hold, recorded holder {_holder(out)}"
+                except RunFolderBusy as err:
+                    said = f"refused: {err}"
+                except BaseException as err:  # said, not lost in the child
+                    said = f"raised {err!r}"
+                os.write(write_end, said.encode())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as pipe:
+            said = pipe.read().decode()
+        assert os.waitpid(pid, 0)[1] == 0
+        assert said.startswith(f"refused: {out} is in use by judge-eval rank (pid {os.getpid()}"), said
+        assert _holder(out) == "judge-eval rank"
+        assert _in_a_thread(lambda: _held_reentrant(out))["refused"].startswith(f"{out} is in use by judge-eval rank")
+    assert run_folder_holder(out) is None
