@@ -736,9 +736,9 @@ def _claim(config: RankConfig, out: Path) -> None:
 
     # The deletions hold ``out`` as a ranking does from the end of its candidate stage (``hold_run_folder``, the lock
     # ``judge-eval run`` takes): a look at the lock just before them leaves a window in which another ranking takes
-    # ``out`` and writes verdicts they then delete. Held, a ranking reaching ``out`` meanwhile waits out the
-    # deletions or is refused, and one holding ``out`` refuses them. Taken after the candidate's lock, the one order
-    # the two are taken in.
+    # ``out`` and writes verdicts they then delete. Held, a ranking holding ``out`` refuses them, and a ``judge-eval
+    # run`` on the folder meanwhile is refused; no other ranking reaches ``out`` during them, since it takes the
+    # candidate's lock first, held here. Taken after the candidate's lock, the one order the two are taken in.
     with hold_run_folder(out, "judge-eval rank") if config.overwrite else contextlib.nullcontext():
         # The candidate's own key file, in the folder of its stage (the judge stage's is ``out/run_key.json``);
         # answers written before the file existed are kept under this key: their rows have no instruction key, so
