@@ -7,7 +7,7 @@
 Example override: ``--judge-config configs/eval/local-cpu.yaml --n-boot 0 --limit 20`` (a tiny judge on CPU:
 ``configs/eval/tiny-cpu.yaml``).
 
-Why one module of ~1,300 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
+Why one module of ~1,350 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
 judge's verdicts, the matrix), each stage reading the files of the one before; the page and the comparison of two
 runs live beside it (``report.py``, ``compare.py``), POLLUX's matrix in ``matrix.py``.
 
