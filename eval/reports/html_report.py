@@ -78,8 +78,10 @@ _KEY_MEANINGS = {
     "n_missing": "items without a prediction: not judged yet, left out by the run's --limit or --split, or judged "
                  "before the record's text changed (a stale prediction, left out)",
     "n_failed": "verdicts not scored: parse and request failures among the n",
-    "n_parse_failed": "answered without a verdict: its text read none (unparsed, cut), or the server never ran the "
-                      "judgment (the prompt past its context, an aborted or refused generation)",
+    "n_parse_failed": "answered without a verdict: its text read none (unparsed, cut), or its prompt was too long "
+                      "for the judge's context (context_length_exceeded); in predictions written elsewhere, also a "
+                      "generation judge-serve's engine aborted (aborted) or a judgment it refused (engine_refused), "
+                      "which judge-eval run never writes (it asks them again, then request_failed)",
     "n_request_failed": "requests the judge did not answer",
     "failure_rate": "failed / n",
     "n_no_unique_mode": "items among the n whose experts tie: no mode to score against",

@@ -4,7 +4,7 @@ cell of the report (Zero-Shot / Standard / all x overall / evaluated model / tas
 The item table is a set of aligned numpy columns, so the metric cells are index selections over the same
 arrays: the 100-fold Verdict Confidence is computed once for all items and averaged per cell.
 
-Why one module of ~1,340 lines: building the columns, deriving the per-item quantities once and selecting every
+Why one module of ~1,350 lines: building the columns, deriving the per-item quantities once and selecting every
 cell from them share the private ``_Derived`` columns and the scale cache; split apart they would pass those
 arrays through public signatures for no reader's gain.
 """
@@ -828,11 +828,15 @@ _REASON_TEXT = {
     # an unfinished run's, or one its own --limit or --split left out (the note under the summary says which)
     "no_prediction": "no prediction (an unfinished run, or outside its --limit or --split)",
     "request_failed": "the request failed (retried by the next `run`)",
-    # every answered row without a score: the judge's text read no verdict, or the server answered that it never
-    # ran the judgment (its error codes judge.VerdictError.CONTEXT_LENGTH_EXCEEDED, ABORTED, ENGINE_REFUSED)
-    "parse_failed": ("no verdict (an answer unparsed or cut, a judgment the server never ran: context_length_exceeded, "
-                     "aborted, engine_refused; or a -1 failed by --judge-minus-one fail: report.md's 'Failures by "
-                     "reason' says which)"),
+    # every answered row without a score: the judge's text read no verdict, or its prompt was too long for the
+    # judge's context (judge.VerdictError.CONTEXT_LENGTH_EXCEEDED, the final row `run` writes for it); ABORTED and
+    # ENGINE_REFUSED, judge-serve's /v1/judge result codes, reach a predictions file only from another writer: `run`
+    # asks such a judgment again, then writes request_failed.
+    "parse_failed": ("no verdict (an answer unparsed or cut; a prompt too long for the judge's context: "
+                     "context_length_exceeded; in predictions written elsewhere, a generation judge-serve's engine "
+                     "aborted or a judgment it refused: aborted, engine_refused, which judge-eval run never writes, as "
+                     "it asks them again; or a -1 failed by --judge-minus-one fail: report.md's 'Failures by reason' "
+                     "says which)"),
     "all_experts_abstained": "every expert abstained (unlabelled, not an error)",
     "no_expert_scores": "no expert scores (unlabelled)",
     "no_unique_mode": "the experts have no unique mode",

@@ -815,6 +815,8 @@ def test_score_says_why_a_test_has_no_figures(small_data, tmp_path):
         cell = metrics["splits"][split]["overall"]
         assert cell["mae"] is None and cell["why_empty"] == {"parse_failed": n}
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
-    assert ("- **Zero-Shot + Standard**: no scored item: 12 no verdict (an answer unparsed or cut, a judgment the "
-            "server never ran: context_length_exceeded, aborted, engine_refused; or a -1 failed by --judge-minus-one "
-            "fail: report.md's 'Failures by reason' says which).") in report
+    assert ("- **Zero-Shot + Standard**: no scored item: 12 no verdict (an answer unparsed or cut; a prompt too long "
+            "for the judge's context: context_length_exceeded; in predictions written elsewhere, a generation "
+            "judge-serve's engine aborted or a judgment it refused: aborted, engine_refused, which judge-eval run never "
+            "writes, as it asks them again; or a -1 failed by --judge-minus-one fail: report.md's 'Failures by reason' "
+            "says which).") in report

@@ -557,23 +557,76 @@ def test_build_table_names_the_judge_of_most_ids_first_rows_and_joins_none_to_an
     assert notes == {"n_unknown_ids": 0, "n_repeated_ids": 0}
 
 
-def test_a_judgment_the_server_never_ran_is_a_failure_said_in_words_that_cover_it():
-    """Rows the judge never answered (a prompt past its context, an aborted or refused generation) are failed
-    verdicts, counted in n_parse_failed; the reason said for them is not "read from the answer", which they have
-    none of, but names them."""
+def test_the_rows_judge_eval_run_writes_for_no_verdict_are_counted_by_their_cause(tmp_path):
+    """`judge-eval run`'s own rows, not hand-written ones: a prompt too long for the judge's context is a final
+    ``context_length_exceeded`` row, a failed verdict (``n_parse_failed``, said as a prompt past the context, not
+    "read from the answer", which it has none of); a generation the engine aborted and a judgment it refused are
+    retried, then written as ``request_failed`` (``n_request_failed``, asked again by the next run), never as a
+    parse failure."""
     import judge
+    from eval.cli import main as eval_main
+    from eval.judging.predictions import REQUEST_FAILED, read_predictions
+    from tests.support.eval_cli import run_args
+    from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+
+    answers = {"too_long": "Ответ-длинный.", "aborted": "Ответ-прерванный.", "refused": "Ответ-отклонённый."}
+    rows = [{"id": rid, "instruction": "i", "answer": answer, "criteria_name": "c", "rubrics": "0: no\n\n1: yes",
+             "expert_scores": [1, 1]} for rid, answer in answers.items()]
+    data = judge.write_jsonl(judge.records_from_rows(rows), tmp_path / "data.jsonl")
+
+    def respond(path: str, body: dict) -> tuple:
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        prompt = json.dumps(body["messages"], ensure_ascii=False)
+        if answers["too_long"] in prompt:
+            return 400, {"object": "error", "code": 400, "message": "This model's maximum context length is 2048 "
+                         "tokens. However, your prompt contains 4000 input tokens."}
+        if answers["aborted"] in prompt:
+            return 200, chat_completion("[FEEDBACK] Обосн", body["model"], "abort")
+        return 400, {"object": "error", "message": "temperature must be non-negative", "code": 400}
+
+    out = tmp_path / "run"
+    args = run_args("", data, out, "--max-retries", "0")
+    with ScriptedEndpoint(respond) as server:
+        args[args.index("--judge") + 1] = server.base_url
+        assert eval_main(args) == 3  # judge-eval run's exit code for a run with request_failed rows
+    predictions = read_predictions(out)
+    assert {row["id"]: row["error"] for row in predictions} == {
+        "too_long": "context_length_exceeded", "aborted": REQUEST_FAILED, "refused": REQUEST_FAILED}
+    table, _ = item_table.build_table(judge.records_from_rows(rows), predictions)
+    assert table.status.tolist() == ["parse_failed", "request_failed", "request_failed"]
+    cell = item_table.evaluate(table, n_boot=0).to_json()["splits"]["unknown"]["overall"]  # no task type: no test
+    assert (cell["n_parse_failed"], cell["n_request_failed"]) == (1, 2)
+    assert cell["why_empty"] == {"request_failed": 2, "parse_failed": 1}
+    said = cell["why_empty_text"]
+    assert "read from the answer" not in said and "too long for the judge's context: context_length_exceeded" in said
+
+
+def test_aborted_and_refused_rows_written_elsewhere_are_failures_said_as_no_rows_of_run():
+    """``PredictionRow.error`` takes any ``judge.VerdictError`` code, so a predictions file written outside
+    `judge-eval run` (a client of judge-serve's ``/v1/judge`` keeping its results' codes) may hold ``aborted`` or
+    ``engine_refused``: `score` reads them as failed verdicts (``n_parse_failed``), and its words, the why-empty line
+    and the page's ``n_parse_failed`` tooltip, say what each code is and that `judge-eval run` never writes it (it asks
+    such a judgment again, then writes ``request_failed``): they said every such row was one the server never ran."""
+    import judge
+    from eval.reports.html_report import render_report_page
 
     rows = [{"id": code, "instruction": "i", "answer": "x", "criteria_name": "c", "rubrics": "0: no\n\n1: yes",
-             "expert_scores": [1, 1]} for code in ("context_length_exceeded", "aborted", "engine_refused")]
+             "expert_scores": [1, 1]} for code in ("aborted", "engine_refused")]
     predictions = [{"id": row["id"], "judge": "j", "score": None, "parse_ok": False, "error": row["id"]}
                    for row in rows]
     table, _ = item_table.build_table(judge.records_from_rows(rows), predictions)
-    assert table.status.tolist() == ["parse_failed"] * 3
-    cell = item_table.evaluate(table, n_boot=0).to_json()["splits"]["unknown"]["overall"]  # no task type: no test
-    assert (cell["n_parse_failed"], cell["why_empty"]) == (3, {"parse_failed": 3})
+    assert table.status.tolist() == ["parse_failed"] * 2
+    result = item_table.evaluate(table, n_boot=0)
+    cell = result.to_json()["splits"]["unknown"]["overall"]  # no task type: no test
+    assert (cell["n_parse_failed"], cell["why_empty"]) == (2, {"parse_failed": 2})
     said = cell["why_empty_text"]
-    assert "read from the answer" not in said
-    assert all(code in said for code in ("context_length_exceeded", "aborted", "engine_refused")), said
+    assert "the server never ran" not in said, said
+    assert "judge-serve's engine aborted or a judgment it refused: aborted, engine_refused" in said, said
+    assert "judge-eval run never writes" in said, said
+    page = render_report_page(Metrics.from_json(json.loads(item_table.dumps(result))), None)
+    assert "a generation judge-serve&#x27;s engine aborted (aborted) or a judgment it refused (engine_refused)" in page
+    assert "judge-eval run never writes" in page and "the server never ran" not in page
 
 
 def test_item_table_round_trips_through_parquet(tmp_path):
