@@ -9,9 +9,11 @@ import importlib
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -114,12 +116,34 @@ argparse.ArgumentParser().parse_args()
 """
 
 
-def _ended(pid: int) -> bool:
-    """Whether process ``pid`` has ended (gone, or a zombie its new parent has yet to reap)."""
+def _ended(pid: int, within_s: float = 60) -> bool:
+    """Whether process ``pid`` ends within ``within_s`` (gone, or a zombie its new parent has yet to reap), awaited on
+    its pidfd, which is readable once it has exited. Not one look at /proc: a killed process acts on SIGKILL when it
+    next runs, and it closes its pipes (which ends the wait for the script's output) before it is a zombie, so a look
+    right after the kill can find it still there on a loaded machine."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (FileNotFoundError, ProcessLookupError):
+        handle = os.pidfd_open(pid)
+    except ProcessLookupError:
         return True
+    try:
+        return bool(select.select([handle], [], [], within_s)[0])
+    finally:
+        os.close(handle)
+
+
+def test_ended_waits_for_an_end_that_comes_after_the_look():
+    """A process that ends only after ``_ended`` is asked (its stdin closed by a timer) counts as ended, whichever
+    comes first; one that does not end in the time given does not."""
+    reader = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        assert not _ended(reader.pid, within_s=0.2)
+        closer = threading.Timer(0.5, reader.stdin.close)
+        closer.start()
+        assert _ended(reader.pid, within_s=60)
+        closer.join()
+    finally:
+        reader.kill()
+        reader.wait()
 
 
 def test_a_script_that_does_not_answer_is_ended_with_its_children(tmp_path):
