@@ -6,7 +6,7 @@ reader of Arrow tables (JSONL and Parquet); this module only finds the rows or t
 ``load_record_columns`` gives the records of any source as columns (``judge.record_columns.RecordColumns``, what
 the scoring path reads), ``load_records`` as ``JudgeRecord`` objects.
 
-Why one module of ~1,020 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
+Why one module of ~975 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
 instructions) takes a source through one decision, which file or folder or dataset name it is, which split, and what
 to say when it is none of them; kept in several modules, the rules for one source would drift between readers.
 """
@@ -136,15 +136,8 @@ def _release_arrow_memory() -> None:
 
 def _jsonl_table(path: Path):
     """The JSONL file as an Arrow table whose row i is line i, or None (blank lines, CR line ends, Arrow refuses),
-    the reason logged at debug level: the row path reads the file then, the same records a good deal slower.
-
-    The checks below read the file's bytes; Arrow reads the file itself (``_read_typed``), once they are dropped:
-    handed to Arrow, they stayed alive beside the table it built, and with them the copy its reader makes of a block
-    handed to it in memory. A file that is no longer the one checked when Arrow has read it (``_same_file``) goes to
-    the row path."""
-    with path.open("rb") as handle:
-        seen = os.fstat(handle.fileno())
-        data = handle.read()
+    the reason logged at debug level: the row path reads the file then, the same records a good deal slower."""
+    data = path.read_bytes()
     start = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0  # a byte order mark is no part of the first row
     lines = data.count(b"\n") + (not data.endswith(b"\n"))
     # One object a line, as the row path reads them (blank lines it skips, keeping the numbers of the others), and no
@@ -157,71 +150,36 @@ def _jsonl_table(path: Path):
     if found is None:
         return _row_by_row(path, f"its first row is no object Arrow reads with at most {_MAX_ARROW_FIELDS} fields")
     schema, maybe_null = found
-    size = len(data)
-    del data  # not alive beside the table Arrow builds
-    table, reason = _read_typed(path, seen, start, size, schema)
+    table, reason = _read_typed(data, start, schema)
     if table is None and _later_rows_may_need(reason, schema, maybe_null):
-        # Typed for what later rows give, from the file's bytes (read again), then read once more: scanned only for
-        # a file whose first read stopped, not for every file whose first row leaves a field out or null.
-        data = _file_bytes(path, seen)
-        if data is None:
-            return _row_by_row(path, _CHANGED)
+        # Typed for what later rows give, from the file's bytes, then read once more: scanned only for a file whose
+        # first read stopped, not for every file whose first row leaves a field out or null.
         wider, maybe_null = _typed_for_later_rows(data, schema, maybe_null)
-        del data
         if wider != schema:
             schema = wider
-            table, reason = _read_typed(path, seen, start, size, schema)
+            table, reason = _read_typed(data, start, schema)
     if table is None:
         if "unexpected field" in reason and logger.isEnabledFor(logging.DEBUG):
-            data = _file_bytes(path, seen)
-            reason = (data is not None and _unexpected_key(data, start, set(schema.names))) or reason
+            reason = _unexpected_key(data, start, set(schema.names)) or reason
         return _row_by_row(path, f"Arrow's reader stopped: {reason}")
     if table.num_rows != lines:
         return _row_by_row(path, f"Arrow read {table.num_rows} rows of its {lines} lines")
     return _as_inferred(table, maybe_null)
 
 
-#: Why a file goes to the row path when it changed between the checks of ``_jsonl_table`` and Arrow's read.
-_CHANGED = "the file changed while it was read"
-
-
-def _same_file(seen: os.stat_result, now: os.stat_result) -> bool:
-    """Whether ``now`` is the file ``seen`` was, unchanged: the same file (device and inode, not another put in its
-    place), size and time of last change (a write of the same size within one tick of the file system's clock is
-    not seen, as no reader that opens a file twice sees it)."""
-    return (seen.st_dev, seen.st_ino, seen.st_size, seen.st_mtime_ns) == (now.st_dev, now.st_ino, now.st_size,
-                                                                          now.st_mtime_ns)
-
-
-def _file_bytes(path: Path, seen: os.stat_result) -> bytes | None:
-    """The file's bytes, read again, or None when it is no longer the file ``seen`` (``_same_file``)."""
-    try:
-        with path.open("rb") as handle:
-            data = handle.read()
-            return data if _same_file(seen, os.fstat(handle.fileno())) else None
-    except OSError:
-        return None
-
-
-def _read_typed(path: Path, seen: os.stat_result, start: int, size: int, schema) -> tuple[Any, str]:
-    """The rows of the file of ``size`` bytes, from byte ``start``, read by Arrow from the file with ``schema`` (a key
-    it lacks stops the read), or None and the first line of Arrow's refusal; None too when the file Arrow read is not
-    the one ``seen`` by the checks (``_same_file``). Arrow reads it as one block, as it read the bytes it was once
-    handed: a block of its own, the only copy of the file's bytes alive beside the table."""
+def _read_typed(data: bytes, start: int, schema) -> tuple[Any, str]:
+    """The file's rows read by Arrow with ``schema`` (a key it lacks stops the read), or None and the first line of
+    Arrow's refusal."""
     import pyarrow as pa
     import pyarrow.json as pj
 
-    options = pj.ReadOptions(block_size=min(max(size + 1, 1 << 20), (1 << 31) - 1))
+    options = pj.ReadOptions(block_size=min(max(len(data) + 1, 1 << 20), (1 << 31) - 1))
     try:
         # The keys of the first row, typed: Arrow would otherwise build a column, as long as the file, of every key
         # any row gives (rows times distinct keys). A row with another key stops it, and the file goes to the row
         # path, which a column that some row lacks goes to anyway (``judge.column_reader``).
         parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
-        with pa.OSFile(str(path)) as file:
-            file.seek(start)
-            table = pj.read_json(file, read_options=options, parse_options=parse)
-            if not _same_file(seen, os.fstat(file.fileno())):
-                return None, _CHANGED
+        table = pj.read_json(pa.BufferReader(pa.py_buffer(data)[start:]), read_options=options, parse_options=parse)
         # Checked whole, or a bad table would fail far from here with
         # no row named: the JSON reader does not check UTF-8 (the row path names the byte and its line), and it
         # builds a malformed list column when the file's first list starts with null ([null, 1.0]: offsets past
@@ -229,8 +187,6 @@ def _read_typed(path: Path, seen: os.stat_result, start: int, size: int, schema)
         table.validate(full=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
         return None, (str(err).strip().splitlines() or [type(err).__name__])[0]
-    except OSError:  # gone or unreadable since the checks: the row path reads it, or names why it cannot
-        return None, _CHANGED
     return table, ""
 
 

@@ -16,7 +16,6 @@ import pytest
 import judge
 from judge import JudgeRecord, RecordError, load_records_report, records_from_rows
 from judge import records as records_module
-from judge.plumbing.json_reading import UTF8_BOM
 from judge.record_sources import source_rows as read_source_rows
 from tests.support.deep_json import nested_arrays
 from tests.support.release_artifacts import released_rows, write_released_dataset
@@ -844,54 +843,3 @@ def test_texts_null_first_and_integers_later_are_typed_for_one_more_read(tmp_pat
     assert len(calls) == 3  # the first row's inference, the read that stops, and the read typed for the later rows
     monkeypatch.undo()
     _read_column_wise_as_the_row_path_reads(path, rows, monkeypatch)
-
-
-def test_arrow_reads_a_jsonl_file_from_the_file_not_from_its_bytes_in_memory(tmp_path, monkeypatch):
-    """The checks of a JSONL file read its bytes; Arrow's reader is handed the file (from the byte past a byte order
-    mark), not those bytes, so that they need not be alive beside the table it builds (nor Arrow's copy of a block
-    handed to it in memory): the records are the row path's."""
-    import pyarrow.json as pj
-
-    rows = [GOOD | {"id": "d1"}, GOOD | {"id": "d2", "answer": "другой"}]
-    path = _jsonl(tmp_path / "file.jsonl", rows)
-    path.write_bytes(UTF8_BOM + path.read_bytes())
-    handed = []
-    read = pj.read_json
-
-    def noted(source, *args, **kwargs):
-        handed.append((type(source), source.tell() if isinstance(source, pa.NativeFile) else None))
-        return read(source, *args, **kwargs)
-
-    monkeypatch.setattr(pj, "read_json", noted)
-    _forbid_row_path(monkeypatch)
-    loaded = judge.load_records_report(path)
-    monkeypatch.undo()
-    _same(loaded, _row_path(path, rows))
-    assert handed[1:] == [(pa.OSFile, len(UTF8_BOM))]  # after the first row's inference
-
-
-def test_a_jsonl_file_changed_between_its_checks_and_arrows_read_goes_to_the_row_path(tmp_path, monkeypatch):
-    """A JSONL file that is no longer the one its checks read once Arrow has read it (here a blank line and a row
-    added, which Arrow would number apart from the row path) is read by the row path, as it is then."""
-    import pyarrow.json as pj
-
-    rows = [GOOD | {"id": "d1"}, GOOD | {"id": "d2", "answer": "другой"}]
-    path = _jsonl(tmp_path / "changed.jsonl", rows)
-    read = pj.read_json
-
-    def changing(source, *args, **kwargs):
-        if isinstance(source, pa.NativeFile):  # the file's read, not the first row's inference
-            _jsonl(path, [*rows, GOOD | {"id": "d3"}], blank_after=0)
-        return read(source, *args, **kwargs)
-
-    monkeypatch.setattr(pj, "read_json", changing)
-    from judge.record_sources import _jsonl_table
-
-    assert _jsonl_table(path) is None
-    _jsonl(path, rows)
-    loaded = judge.load_records_report(path)
-    monkeypatch.undo()
-    lines = [rows[0], None, rows[1], GOOD | {"id": "d3"}]
-    kept = [(records_module.LineIndex(i), r) for i, r in enumerate(lines) if r is not None]
-    want = records_module.records_and_report(((str(path), i, r) for i, r in kept), str(path), False)
-    _same(loaded, want)
