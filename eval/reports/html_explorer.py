@@ -15,7 +15,7 @@ the text), and items stop being embedded once their texts reach ``DEFAULT_TEXT_B
 judge's raw output is embedded only for a failed verdict: a parsed one is its feedback and score again (a reasoning
 judge's ``<think>…</think>`` plus the score), which doubled the texts of such a run.
 
-Why one module of ~920 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
+Why one module of ~960 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
 cap, the status labels the page's filters and badges know); apart, the page script's one contract would live in two
 files. Finding a run's files again is ``eval.reports.run_files``.
 """
@@ -396,7 +396,7 @@ class _Texts:
 
         self._columns = as_columns(records) if records is not None else None
         self._built: dict[str, Any] = {}  # None: not in the records
-        self._ids = None  # the records' ids as an Arrow string array, once asked for
+        self._ids = None  # the records' ids as an Arrow string array, once asked for (False: Arrow cannot hold one)
 
     def prefetch(self, item_ids) -> None:
         """Build the records of these ids in one pass (one at a time costs a pass over the columns each); an id not
@@ -411,12 +411,25 @@ class _Texts:
         wanted = list(dict.fromkeys(i for i in map(str, item_ids) if i not in self._built))
         if not wanted:
             return
+        # An id that is no text Arrow holds (an int or a lone surrogate, in a record built in code; the loaders make
+        # neither) is looked up by text as before, one id at a time: so it matches no page id and breaks no page.
+        rows = None
         if self._ids is None:
-            self._ids = pa.array(self._columns.ids, type=pa.string())
-        found = pc.index_in(self._ids, value_set=pa.array(wanted, type=pa.string()))
+            try:
+                self._ids = pa.array(self._columns.ids, type=pa.string())
+            except (pa.ArrowTypeError, pa.ArrowInvalid, UnicodeEncodeError):
+                self._ids = False
+        if self._ids is not False:
+            try:
+                found = pc.index_in(self._ids, value_set=pa.array(wanted, type=pa.string()))
+                rows = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False))
+            except (pa.ArrowTypeError, pa.ArrowInvalid, UnicodeEncodeError):
+                pass
+        if rows is None:
+            rows = [row for row in map(self._columns.index_of, wanted) if row is not None]
         for item_id in wanted:
             self._built[item_id] = None
-        for record in self._columns.records_at(np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False))):
+        for record in self._columns.records_at(rows):
             self._built[record.id] = record
 
     def get(self, item_id: str):

@@ -87,3 +87,20 @@ def test_feedback_from_a_prediction_table_is_the_feedback_from_rows(cap):
     assert _typed(from_table) == _typed(from_rows)
     shown = [d["v"][0] for d in from_rows["details"] if d["v"][0] is not None]
     assert (len(shown) > 0) == (cap != 0) and all(v["f"] != "a repeat: not shown" for v in shown)
+
+
+@pytest.mark.parametrize("odd_id", [1, "\ud800"])
+def test_a_record_whose_id_is_no_text_arrow_holds_matches_no_item(odd_id):
+    """A record built in code with an int id or a lone surrogate (the loaders make neither) gives no page item its
+    texts and breaks none: ids are looked up by text, so ``"1"`` is not the record whose id is ``1``."""
+    items = _random_items(3, 1)
+    items["id"] = ["a", "1", "b"]
+
+    def record(rid):
+        return judge.JudgeRecord(id=rid, instruction=f"задание {rid!r}", answer="ответ", criteria_name="c",
+                                 rubrics="0: нет\n1: да", expert_scores=(0.0, 1.0))
+
+    plain = [record("a"), record("b")]
+    expected = report_items(items, plain, None, "j", "mode", 40)
+    assert [d["m"] for d in expected["details"] if "m" in d] == ["Item 1 is not in the labelled data."]
+    assert _typed(report_items(items, [plain[0], record(odd_id), plain[1]], None, "j", "mode", 40)) == _typed(expected)
