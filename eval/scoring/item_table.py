@@ -567,8 +567,10 @@ def arrow_table(table: ItemTable, extra: Mapping[str, np.ndarray] | None = None)
     for name, values in (extra or {}).items():
         values = np.asarray(values)
         # float64, int64 and object (texts) straight from numpy, the types their lists give; any other as a list: a
-        # narrow numpy type (float32, int8) would change the file's schema
-        columns[name] = pa.array(values) if values.dtype in (np.float64, np.int64, object) else values.tolist()
+        # narrow numpy type (float32, int8) would change the file's schema, as would an empty column (its list is
+        # null-typed) or a 2-D one (its nested lists are a list column; numpy's 2-D array Arrow refuses)
+        numpy_ok = values.ndim == 1 and len(values) and values.dtype in (np.float64, np.int64, object)
+        columns[name] = pa.array(values) if numpy_ok else values.tolist()
     arrow = pa.table(columns)
     return arrow.replace_schema_metadata({"judge_name": table.judge_name})
 

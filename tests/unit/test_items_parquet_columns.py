@@ -43,3 +43,21 @@ def test_columns_go_to_arrow_from_numpy_with_the_types_their_lists_gave():
         assert _same(items.column(name).to_pylist(), as_list.to_pylist()), name
     assert [items.column(name).type for name in ("reference", "count", "why_unscored", "narrow", "flag")] == [
         pa.float64(), pa.int64(), pa.string(), pa.float64(), pa.bool_()]
+
+
+def test_empty_and_two_dimensional_extra_columns_keep_the_types_their_lists_gave():
+    """An empty item table's extra columns are null-typed, as their empty lists gave, and a 2-D extra column is a
+    list column, as its nested lists gave (numpy would give a number type, or refuse it)."""
+    empty = _table(judge=[], status=[], experts=[])
+    extra = {"reference": np.array([], dtype=np.float64), "count": np.array([], dtype=np.int64),
+             "why_unscored": np.array([], dtype=object), "narrow": np.array([], dtype=np.float32)}
+    items = item_table.arrow_table(empty, extra=extra)
+    assert items.num_rows == 0
+    assert [items.column(name).type for name in extra] == [pa.null()] * 4
+    pairs = {"pairs": np.array([[1.0, NAN], [2.0, 3.0], [0.5, 1.0]]), "counts": np.array([[1, 2]] * 3, dtype=np.int64)}
+    table = _table(judge=[2, NAN, 1], status=["ok", "missing", "ok"], experts=[[2, 1], [1], [0, 1, 2]])
+    items = item_table.arrow_table(table, extra=pairs)
+    for name, values in pairs.items():
+        assert items.column(name).type == pa.array(values.tolist()).type, name
+        assert repr(items.column(name).to_pylist()) == repr(values.tolist()), name
+    assert [items.column(name).type for name in pairs] == [pa.list_(pa.float64()), pa.list_(pa.int64())]
