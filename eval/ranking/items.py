@@ -30,7 +30,8 @@ STATUSES = ("ok", "unparsed", "out_of_scale", "request_failed", "no_prediction",
 #: (``eval.judging.run``) writes them: a final row for a prompt that did not fit the judge's context
 #: (``eval.judging.backends.too_long_outcome``; its ``reason`` quotes the server's words), never asked again.
 #: An engine's aborted generation or refused judgment (``aborted``, ``engine_refused`` on judge-serve's
-#: ``/v1/judge``) is no such row: the stage retries it, then writes a ``request_failed`` row the next run asks again.
+#: ``/v1/judge``) is no such row: the stage writes ``request_failed`` (an aborted generation once its retries are
+#: spent, a refusal at once), a row the next run asks again.
 #: ``judge-eval score`` reports the code under its failures by reason.
 NOT_RUN_ERRORS = (VerdictError.CONTEXT_LENGTH_EXCEEDED,)
 #: The statuses of items the judge was not asked about (``eval.ranking.rank.write_items``'s ``unjudged.jsonl``).

@@ -81,7 +81,7 @@ _KEY_MEANINGS = {
     "n_parse_failed": "answered without a verdict: its text read none (unparsed, cut), or its prompt was too long "
                       "for the judge's context (context_length_exceeded); in predictions written elsewhere, also a "
                       "generation judge-serve's engine aborted (aborted) or a judgment it refused (engine_refused), "
-                      "which judge-eval run never writes (it asks them again, then request_failed)",
+                      "which judge-eval run never writes (it writes request_failed for them)",
     "n_request_failed": "requests the judge did not answer",
     "failure_rate": "failed / n",
     "n_no_unique_mode": "items among the n whose experts tie: no mode to score against",

@@ -833,11 +833,11 @@ _REASON_TEXT = {
     # every answered row without a score: the judge's text read no verdict, or its prompt was too long for the
     # judge's context (judge.VerdictError.CONTEXT_LENGTH_EXCEEDED, the final row `run` writes for it); ABORTED and
     # ENGINE_REFUSED, judge-serve's /v1/judge result codes, reach a predictions file only from another writer: `run`
-    # asks such a judgment again, then writes request_failed.
+    # writes request_failed for them instead (an aborted generation after its retries, a refusal at once).
     "parse_failed": ("no verdict (an answer unparsed or cut; a prompt too long for the judge's context: "
                      "context_length_exceeded; in predictions written elsewhere, a generation judge-serve's engine "
                      "aborted or a judgment it refused: aborted, engine_refused, which judge-eval run never writes, as "
-                     "it asks them again; or a -1 failed by --judge-minus-one fail: report.md's 'Failures by reason' "
+                     "it writes request_failed for them; or a -1 failed by --judge-minus-one fail: report.md's 'Failures by reason' "
                      "says which)"),
     "all_experts_abstained": "every expert abstained (unlabelled, not an error)",
     "no_expert_scores": "no expert scores (unlabelled)",

@@ -818,5 +818,5 @@ def test_score_says_why_a_test_has_no_figures(small_data, tmp_path):
     assert ("- **Zero-Shot + Standard**: no scored item: 12 no verdict (an answer unparsed or cut; a prompt too long "
             "for the judge's context: context_length_exceeded; in predictions written elsewhere, a generation "
             "judge-serve's engine aborted or a judgment it refused: aborted, engine_refused, which judge-eval run never "
-            "writes, as it asks them again; or a -1 failed by --judge-minus-one fail: report.md's 'Failures by reason' "
-            "says which).") in report
+            "writes, as it writes request_failed for them; or a -1 failed by --judge-minus-one fail: report.md's "
+            "'Failures by reason' says which).") in report

@@ -560,9 +560,9 @@ def test_build_table_names_the_judge_of_most_ids_first_rows_and_joins_none_to_an
 def test_the_rows_judge_eval_run_writes_for_no_verdict_are_counted_by_their_cause(tmp_path):
     """`judge-eval run`'s own rows, not hand-written ones: a prompt too long for the judge's context is a final
     ``context_length_exceeded`` row, a failed verdict (``n_parse_failed``, said as a prompt past the context, not
-    "read from the answer", which it has none of); a generation the engine aborted and a judgment it refused are
-    retried, then written as ``request_failed`` (``n_request_failed``, asked again by the next run), never as a
-    parse failure."""
+    "read from the answer", which it has none of); a generation the engine aborted (once its retries are spent) and a judgment
+    it refused (at once) are written as ``request_failed`` (``n_request_failed``, asked again by the next run), never
+    as a parse failure."""
     import judge
     from eval.cli import main as eval_main
     from eval.judging.predictions import REQUEST_FAILED, read_predictions

@@ -90,8 +90,8 @@ def test_a_run_whose_every_verdict_is_too_long_says_so_and_why(tmp_path: Path, d
 
 def test_an_aborted_or_refused_judgment_is_a_failed_request_the_next_run_asks_again(tmp_path: Path, data: Path) -> None:
     """The judge stage's own rows, not hand-written ones: an engine's aborted generation (finish_reason ``abort``)
-    and its refusal of a judgment (an HTTP 400 not about the context) are retried, then written as ``request_failed``
-    (exit 3, asked again), never as a final row: ``not_run`` holds only the too-long prompt the stage writes as one
+    and its refusal of a judgment (an HTTP 400 not about the context) are written as ``request_failed`` (the first once
+    its retries are spent, the second at once; exit 3, asked again by the next run), never as a final row: ``not_run`` holds only the too-long prompt the stage writes as one
     (``too_long_outcome``), and docs/ranking.md's ``n_not_run`` names just that code."""
     from eval.cli import main
     from judge.verdicts import VerdictError
