@@ -317,20 +317,17 @@ def test_the_old_data_rule_reads_the_command_cell_and_the_commits():
 
 
 def test_a_row_measured_on_the_day_of_a_change_but_before_it_is_caught_without_its_note():
-    """The rows measured at 62b6790 on bench/eval_metrics.py's items name 2026-12-07, the day 3bc44241 changed those
-    items after the runs: without their notes they must still be caught, so the measurement's day cannot stand for
-    the note."""
-    if not knows_commits(*DATA_CHANGED.values()):
+    """62b6790 was measured on 2026-12-07, the day 3bc44241 changed bench/eval_metrics.py's items after those runs: a
+    row naming 62b6790 and that day, without a note naming the change, is caught, so the day cannot stand for the
+    note; the same row naming a commit that holds the change (c2aa5e9a, where the rows were measured again) is not."""
+    if not knows_commits(*DATA_CHANGED.values(), "62b6790", "c2aa5e9a"):
         pytest.skip("this checkout has no git history holding the commits that changed the benches' data")
-    perf = PERFORMANCE.read_text(encoding="utf-8")
-    note = ("Measured on the bench's items before each item's task type and criterion were a pair the taxonomy has "
-            "(3bc44241, 2026-12-07); not re-measured")
-    assert perf.count(note) == 4
-    stripped = perf.replace(note, "")
-    assert rows_on_old_data(perf, DATA_CHANGED) == ([], [])
-    flagged, _ = rows_on_old_data(stripped, DATA_CHANGED)
-    assert len(flagged) == 4, flagged
-    assert {hit.split(":")[0] for hit in flagged} == {"eval_metrics", "experts_tables", "report_page"}
+    text = ("| what | figure | command |\n|---|---|---|\n"
+            "| before | 6.19 CPU-s at 62b6790 (2026-12-07) | `python bench/eval_metrics.py --end-to-end` |\n"
+            "| noted | 6.19 CPU-s at 62b6790 (2026-12-07), before 3bc44241 | `python bench/eval_metrics.py` |\n"
+            "| after | 5.35 CPU-s at c2aa5e9a (2026-12-07) | `python bench/experts_tables.py` |\n")
+    flagged, unjudged = rows_on_old_data(text, DATA_CHANGED)
+    assert flagged == ["eval_metrics: before"] and unjudged == []
 
 
 def test_without_the_history_a_row_naming_no_commit_or_the_change_is_still_judged():
