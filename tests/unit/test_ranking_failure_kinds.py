@@ -1,8 +1,8 @@
 """`judge-eval rank` names each verdict that was not scored by its cause, as `judge-eval score` does: a verdict
 whose text read no score is ``unparsed``; a judgment the judge's server never ran (its prompt did not fit the
 judge's context: ``context_length_exceeded``, a final row) is ``not_run``; a request that failed is
-``request_failed``, an engine's aborted generation or refused judgment among them (the judge stage retries those, then
-writes them as failed requests the next run asks again). Counting a too-long prompt as unparsed sent the reader
+``request_failed``, an engine's aborted generation or refused judgment among them (the judge stage writes them as
+failed requests, the first once its retries are spent, the second at once; the next run asks them again). Counting a too-long prompt as unparsed sent the reader
 looking for an unreadable judge output that was never written."""
 
 from __future__ import annotations
