@@ -1127,7 +1127,7 @@ def _summary_line(matrix, unanswered: Mapping[str, Sequence[Any]], selection: Ma
             f"{_ids(empty)}")
 
 
-def first_not_run(predictions: Path, ids: Iterable[str]) -> str:
+def _first_not_run(predictions: Path, ids: Iterable[str]) -> str:
     """The first of ``ids`` (the ranked items' own, in their order) whose row in ``predictions`` is a judgment the
     judge's server never ran (``not_run``), said with its id, error code and reason (cut at 300 characters), or ""
     when there is none. Each id's row is its last, as ``ranked_items`` reads it: the file also keeps the rows of
@@ -1311,7 +1311,7 @@ def _ranking_holding(config: RankConfig, out: Path, rows: Sequence[InstructionRo
         # Counts alone leave the reader to open predictions.jsonl: the first such row's words say what to change.
         # ranked_items gives one item per selected record, in order, before the unjudged ones.
         not_run = [record.id for record, item in zip(records, items) if item.status == "not_run"]
-        raise ValueError(f"{err}; {first_not_run(out / 'predictions.jsonl', not_run)}") from None
+        raise ValueError(f"{err}; {_first_not_run(out / 'predictions.jsonl', not_run)}") from None
     matrix.write_csv(out / MATRIX)
     write_atomically(out / "cells.csv", matrix.cells_csv().encode("utf-8"))
     answered = [a for r in rows if (a := answers.get(r.prompt_id)) is not None and a.answers(r)]

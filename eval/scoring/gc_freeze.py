@@ -26,7 +26,7 @@ def older_objects_frozen():
     the block raises too. Where the process already holds frozen objects on entry (someone else's ``gc.freeze``),
     nothing is frozen or unfrozen: their state is theirs. The count is read once, on entry: a ``gc.freeze`` made
     inside the block (by code it calls, or by another thread) is undone with it, so it is not for concurrent use
-    with another freezer (the console scripts that reach it, score, compare and rank, run it on their one thread)."""
+    with another freezer (the console commands that reach it, score and compare, run it on their one thread)."""
     global _open_freezes
     freeze = not gc.get_freeze_count()
     if freeze:
