@@ -101,17 +101,19 @@ def test_a_script_that_fails_on_its_own_fails_the_help_check(tmp_path):
 
 
 #: A script that ignores --help and measures: it starts a child (as a bench starts a server or an engine, one that
-#: outlives the wait by far unless it is killed), writes the child's pid beside itself, and never answers.
+#: outlives the wait by far unless it is killed), writes the child's pid beside itself, says so through a FIFO the
+#: gate below reads, and never answers.
 _MEASURES = """import signal, subprocess, sys
 child = subprocess.Popen(["sleep", "300"])
 open(sys.argv[0] + ".child", "w").write(str(child.pid))
+open(sys.argv[0] + ".started", "w").write("started")  # a FIFO: opening it waits for the gate to open it too
 signal.pause()
 """
-#: Awaited before the script above (help_failures awaits in order), it answers --help only once that script's child
-#: is running, so the timeout is reached with the child there, however slowly the machine starts interpreters.
-_ANSWERS_ONCE_THE_CHILD_RUNS = """import argparse, os, sys, time
-while not os.path.exists(sys.argv[0].replace("a_gate.py", "measures.py.child")):
-    time.sleep(0.01)  # polling the condition, not waiting for it to have come
+#: Awaited before the script above (help_failures awaits in order), it answers --help only once that script has said,
+#: through the FIFO, that its child runs, so the timeout is reached with the child there, however slowly the machine
+#: starts interpreters: reading the FIFO blocks until the script has written it and closed it.
+_ANSWERS_ONCE_THE_CHILD_RUNS = """import argparse, sys
+open(sys.argv[0].replace("a_gate.py", "measures.py.started")).read()
 argparse.ArgumentParser().parse_args()
 """
 
@@ -153,6 +155,7 @@ def test_a_script_that_does_not_answer_is_ended_with_its_children(tmp_path):
     script.write_text(_MEASURES, encoding="utf-8")
     gate = tmp_path / "a_gate.py"
     gate.write_text(_ANSWERS_ONCE_THE_CHILD_RUNS, encoding="utf-8")
+    os.mkfifo(f"{script}.started")
     started = time.monotonic()
     failures = help_failures([gate, script], timeout_s=10)
     assert failures == ["measures.py: no answer in 10 s"]

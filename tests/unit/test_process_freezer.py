@@ -8,25 +8,33 @@ comes before the stop is taken first, never pending) and that it returns only on
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.support import process_freezer
 from tests.support.process_freezer import available_freezers, freeze_processes, freezer_unavailable_reason, stop_processes
 from tests.support.slurm_cluster import signal_pending, stopped_processes
 
 _CHILD = """
-import signal, sys, time
+import signal, sys
 signal.signal(signal.SIGTERM, lambda *_: (print("SIGTERM handled", flush=True), sys.exit(0)))
 print("ready", flush=True)
 while True:
-    time.sleep(0.01)
+    signal.pause()
 """
+
+
+def _until_stopped(child: subprocess.Popen) -> None:
+    """Returns once the child has stopped (it stops itself on its way back from the kernel): waitpid's WUNTRACED
+    report of our own child, not a look at its state repeated until it holds."""
+    _, status = os.waitpid(child.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), f"the child ended instead of stopping (wait status {status})"
 
 
 @pytest.fixture
@@ -48,10 +56,8 @@ def _cgroup_of(pid: int) -> str:
 def test_a_sigstop_hold_is_undone_by_sigcont(child):
     """Why the freezer: a SIGSTOP'd process runs again at the SIGCONT slurmd sends before its SIGTERM."""
     child.send_signal(signal.SIGSTOP)
-    deadline = time.monotonic() + 30  # the target stops itself, on its way back from the kernel
-    while not stopped_processes([child.pid]):
-        assert time.monotonic() < deadline, "SIGSTOP did not stop the child"
-        time.sleep(0.01)
+    _until_stopped(child)
+    assert stopped_processes([child.pid]) == [child.pid]
     child.send_signal(signal.SIGCONT)
     assert stopped_processes([child.pid]) == []
 
@@ -85,10 +91,7 @@ def test_a_signal_sent_before_a_sigstop_took_effect_is_taken_first_and_never_pen
         assert signal_pending([child.pid], signal.SIGTERM) == [child.pid]  # both queued: it has not run
     finally:
         hold.thaw()
-    deadline = time.monotonic() + 30  # the target stops itself, on its way back from the kernel
-    while not stopped_processes([child.pid]):
-        assert time.monotonic() < deadline, "SIGSTOP did not stop the child"
-        time.sleep(0.01)
+    _until_stopped(child)
     assert signal_pending([child.pid], signal.SIGTERM) == []  # taken before the stop, not held behind it
     assert child.poll() is None
     child.send_signal(signal.SIGCONT)
@@ -97,18 +100,25 @@ def test_a_signal_sent_before_a_sigstop_took_effect_is_taken_first_and_never_pen
 
 
 @pytest.mark.skipif(freezer_unavailable_reason() is not None, reason=f"{freezer_unavailable_reason()}")
-def test_stop_processes_waits_for_the_stop_not_for_the_sigstop_to_be_sent(child):
+def test_stop_processes_waits_for_the_stop_not_for_the_sigstop_to_be_sent(child, monkeypatch):
     """Against a process that cannot run (a frozen cgroup), stop_processes is still waiting once its SIGSTOP is
     pending, and returns only after the thaw has let the process stop; a SIGTERM sent then stays pending."""
     hold = freeze_processes([child.pid])
     returned: list[list[int]] = []
+    sent = threading.Event()
+    send = process_freezer.signal_processes
+
+    def send_then_say(pids, signum):  # stop_processes has sent its SIGSTOP once this returns
+        done = send(pids, signum)
+        sent.set()
+        return done
+
+    monkeypatch.setattr(process_freezer, "signal_processes", send_then_say)
     waiter = threading.Thread(target=lambda: returned.append(stop_processes([child.pid])))
     try:
         waiter.start()
-        deadline = time.monotonic() + 30
-        while not signal_pending([child.pid], signal.SIGSTOP):  # sent by stop_processes
-            assert time.monotonic() < deadline, "stop_processes sent no SIGSTOP"
-            time.sleep(0.01)
+        assert sent.wait(timeout=30), "stop_processes sent no SIGSTOP"
+        assert signal_pending([child.pid], signal.SIGSTOP) == [child.pid]
         assert waiter.is_alive() and returned == []  # the frozen child cannot have stopped
     finally:
         hold.thaw()
