@@ -7,17 +7,10 @@ lower layers: kept in one of them, it closed a cycle of imports.
 
 from __future__ import annotations
 
-import logging
 import os
 from typing import Any
 
 __all__ = ["check_launch"]
-
-#: Where ``check_launch`` before the lock (``judge-train``'s rank 0) logs: nowhere. ``prepare`` checks again under the
-#: lock and logs the same warnings (checkpoints passed over, a config that cannot be compared), so they come once.
-_UNLOGGED = logging.getLogger(f"{__name__}.before_the_lock")
-_UNLOGGED.addHandler(logging.NullHandler())
-_UNLOGGED.propagate = False
 
 
 def check_launch(config: Any, *, before_the_lock: bool = False) -> tuple[Any, Any]:
@@ -40,14 +33,16 @@ def check_launch(config: Any, *, before_the_lock: bool = False) -> tuple[Any, An
             (``train.trainer_preflight.check_wandb_login``).
         RunFinished: ``--resume`` of a finished run.
     """
-    from train.output_folder import check_output_dir
+    from train.output_folder import UNLOGGED, check_output_dir
     from train.trainer_preflight import check_wandb_login, reports_to_wandb
     from train.training_arguments import launch_arithmetic, use_bf16
 
     launch = launch_arithmetic(config)
     # the DeepSpeed JSON's accumulation and bf16 against this launch's, known only here (ranks, CUDA)
     config.check_deepspeed_launch(launch.gradient_accumulation_steps, use_bf16(config))
-    resume_from = check_output_dir(config, log=_UNLOGGED if before_the_lock else None)
+    # Before the lock (judge-train's rank 0) nothing is logged: prepare checks again under the lock and logs the same
+    # warnings (checkpoints passed over, a config that cannot be compared), so they come once.
+    resume_from = check_output_dir(config, log=UNLOGGED if before_the_lock else None)
     if reports_to_wandb(config):  # "all" too, with wandb installed (a substring test missed it)
         os.environ.setdefault("WANDB_DIR", config.output_dir)
         check_wandb_login(config)  # after WANDB_DIR: W&B's process-wide setup keeps the one it first sees

@@ -26,15 +26,16 @@ from train.training_arguments import is_main_process, launched_world_size
 
 __all__ = ["latest_checkpoint", "survey_checkpoints", "check_resumable", "check_world_size", "check_zero_stage",
            "check_output_dir", "finished_export", "RunFinished", "RESUME_KEEPS", "RESUME_FREE", "check_resumed_config",
-           "clear_earlier_run", "what_a_resume_keeps"]
+           "clear_earlier_run", "what_a_resume_keeps", "UNLOGGED"]
 
 logger = logging.getLogger(__name__)
-#: Where ``what_a_resume_keeps`` has ``check_output_dir`` log: nowhere, the words it returns say the same. Set up once:
-#: a handler added at each call piled up on this process-wide logger, one more for every interrupted launch in a
-#: process that runs several (tests, a notebook).
-_QUIET = logging.getLogger(f"{__name__}.interrupted")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
+#: A ``log`` for ``check_output_dir`` that says nothing, where its caller says the same in its own words
+#: (``what_a_resume_keeps``) or says it later (``train.launch_checks`` before the run's lock). Set up once: a handler
+#: added at each call piled up on this process-wide logger, one more for every launch in a process that runs several
+#: (tests, a notebook).
+UNLOGGED = logging.getLogger(f"{__name__}.interrupted")
+UNLOGGED.addHandler(logging.NullHandler())
+UNLOGGED.propagate = False
 
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -405,7 +406,7 @@ def what_a_resume_keeps(config: TrainConfig) -> str:
     a resume refuses) a rerun of the same command. A checkpoint cut off mid-save is named as passed over."""
     folder = config.output_dir
     try:
-        kept = check_output_dir(config.replaced(resume=True), log=_QUIET)
+        kept = check_output_dir(config.replaced(resume=True), log=UNLOGGED)
     except RunFinished as finished:
         return finished.message
     except ConfigError:
